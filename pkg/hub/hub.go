@@ -1,0 +1,243 @@
+// Package hub fans access units out from one publisher per path to many
+// readers, each behind its own bounded queue.
+//
+// The publisher never waits for anyone: a reader whose queue is full loses
+// frames up to the next IDR (never single reference frames, so its decoder
+// never shows a smeared picture), and the loss is summarised in the log once a
+// second. A last-GOP cache lets a new reader start at once instead of waiting
+// up to a whole GOP, because SRT gives us no way to ask the encoder for a
+// keyframe.
+//
+// Lock order: Hub.mu before path.mu. Neither is held while a reader blocks.
+package hub
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/srtwhep/srtwhep/pkg/av"
+)
+
+// Config tunes the hub. Zero values mean the documented defaults.
+type Config struct {
+	// QueueSize is the per-reader queue capacity in access units (default 128).
+	QueueSize int
+	// MaxReaders returns the reader cap of a path; 0 or nil means unlimited.
+	// It is called at AddReader time, so a config reload takes effect for the
+	// next viewer. It must not call back into the hub.
+	MaxReaders func(path string) int
+	// MaxReadersTotal returns the server-wide reader cap; 0 or nil means
+	// unlimited. Same calling rules as MaxReaders.
+	MaxReadersTotal func() int
+	// GOPCacheFrames caps the last-GOP cache in access units (default
+	// QueueSize*3/4, which leaves a new reader room for live frames behind
+	// the cached ones).
+	GOPCacheFrames int
+	// Logger receives the drop summaries; nil discards them.
+	Logger *slog.Logger
+}
+
+const defaultQueueSize = 128
+
+// dropLogInterval is how often drop counts are summarised; a var so tests
+// need not wait a full second.
+var dropLogInterval = time.Second
+
+// Hub is the registry of published paths.
+type Hub struct {
+	cfg Config
+	log *slog.Logger
+
+	mu       sync.RWMutex
+	paths    map[string]*path
+	total    int       // reserved + attached readers over all paths
+	departed []*Reader // removed readers whose drops are not logged yet
+}
+
+// New returns a hub; it starts nothing until Run.
+func New(cfg Config) *Hub {
+	if cfg.QueueSize <= 0 {
+		cfg.QueueSize = defaultQueueSize
+	}
+	if cfg.GOPCacheFrames <= 0 {
+		cfg.GOPCacheFrames = max(cfg.QueueSize*3/4, 1)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Hub{cfg: cfg, log: log, paths: make(map[string]*path)}
+}
+
+// Run owns the ticker that turns drop counters into log lines. It returns
+// nil when ctx ends, after a last flush.
+func (h *Hub) Run(ctx context.Context) error {
+	t := time.NewTicker(dropLogInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			h.flushDrops()
+			return nil
+		case <-t.C:
+			h.flushDrops()
+		}
+	}
+}
+
+// flushDrops logs, per reader, the frames dropped since its last line. It
+// runs on the ticker so a burst that has stopped is still reported.
+func (h *Hub) flushDrops() {
+	h.mu.Lock()
+	var readers []*Reader
+	for _, p := range h.paths {
+		readers = append(readers, p.members...)
+	}
+	readers = append(readers, h.departed...)
+	clear(h.departed)
+	h.departed = h.departed[:0]
+	h.mu.Unlock()
+
+	for _, r := range readers {
+		if n := r.pendingDrops.Swap(0); n > 0 {
+			h.log.Warn(fmt.Sprintf("reader is too slow, discarding %d frames", n),
+				"path", r.p.name, "session", r.session)
+		}
+	}
+}
+
+// Publish claims path for a new publisher. Every call creates a fresh path
+// generation, so readers of an earlier publisher never see this one.
+func (h *Hub) Publish(name string, remote string) (*Publisher, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.paths[name]; ok {
+		return nil, fmt.Errorf("publish %q: %w", name, ErrPathBusy)
+	}
+	p := newPath(name, remote, h.cfg.GOPCacheFrames)
+	h.paths[name] = p
+	return &Publisher{h: h, p: p}, nil
+}
+
+// HasPublisher reports whether a publisher streams to path. It only takes a
+// read lock, so the SRT listen callback can use it to reject early.
+func (h *Hub) HasPublisher(name string) bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	_, ok := h.paths[name]
+	return ok
+}
+
+// AddReader reserves a reader slot on path. The reader counts against the
+// caps at once but receives nothing until Attach, so a viewer still doing
+// its ICE handshake fills no queue.
+func (h *Hub) AddReader(name, session string) (*Reader, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p, ok := h.paths[name]
+	if !ok {
+		return nil, fmt.Errorf("read %q: %w", name, ErrNoPublisher)
+	}
+	if h.cfg.MaxReaders != nil {
+		if limit := h.cfg.MaxReaders(name); limit > 0 && len(p.members) >= limit {
+			return nil, fmt.Errorf("read %q: %w (%d readers; raise maxReaders for the path)",
+				name, ErrPathFull, limit)
+		}
+	}
+	if h.cfg.MaxReadersTotal != nil {
+		if limit := h.cfg.MaxReadersTotal(); limit > 0 && h.total >= limit {
+			return nil, fmt.Errorf("read %q: %w (%d readers in total)", name, ErrServerFull, limit)
+		}
+	}
+	r := newReader(h, p, session, h.cfg.QueueSize)
+	p.members = append(p.members, r)
+	h.total++
+	return r, nil
+}
+
+// release frees r's slot; it is a no-op when the slot is already free.
+func (h *Hub) release(r *Reader) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if r.released {
+		return
+	}
+	r.released = true
+	h.total--
+	// slices.Delete zeroes the vacated tail, so the reader can be collected.
+	if i := slices.Index(r.p.members, r); i >= 0 {
+		r.p.members = slices.Delete(r.p.members, i, i+1)
+	}
+	if r.pendingDrops.Load() > 0 {
+		h.departed = append(h.departed, r)
+	}
+}
+
+// ReadersTotal is the number of reserved and attached readers on all paths.
+func (h *Hub) ReadersTotal() int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.total
+}
+
+// PathStats is a snapshot of one published path.
+type PathStats struct {
+	Name          string
+	Publisher     bool
+	Remote        string
+	Info          av.StreamInfo
+	Readers       int // reserved + attached
+	FramesIn      uint64
+	BytesIn       uint64
+	FramesDropped uint64 // over every reader the path has had, departed ones included
+	Since         time.Time
+	Sessions      []ReaderStats
+}
+
+// ReaderStats is a snapshot of one reader.
+type ReaderStats struct {
+	Session   string
+	Attached  bool
+	Dropped   uint64
+	Delivered uint64
+}
+
+// Paths returns a snapshot of every published path, sorted by name.
+func (h *Hub) Paths() []PathStats {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	out := make([]PathStats, 0, len(h.paths))
+	for _, p := range h.paths {
+		p.mu.Lock()
+		info := p.info
+		p.mu.Unlock()
+		ps := PathStats{
+			Name:          p.name,
+			Publisher:     true,
+			Remote:        p.remote,
+			Info:          info,
+			Readers:       len(p.members),
+			FramesIn:      p.framesIn.Load(),
+			BytesIn:       p.bytesIn.Load(),
+			FramesDropped: p.dropped.Load(),
+			Since:         p.since,
+			Sessions:      make([]ReaderStats, 0, len(p.members)),
+		}
+		for _, r := range p.members {
+			ps.Sessions = append(ps.Sessions, ReaderStats{
+				Session:   r.session,
+				Attached:  r.attached.Load(),
+				Dropped:   r.dropped.Load(),
+				Delivered: r.delivered.Load(),
+			})
+		}
+		out = append(out, ps)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

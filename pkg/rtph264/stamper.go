@@ -1,0 +1,136 @@
+package rtph264
+
+import (
+	"encoding/binary"
+
+	"github.com/pion/rtp"
+
+	"github.com/srtwhep/srtwhep/pkg/av"
+)
+
+// catchUpStep is the timestamp distance between catch-up access units: 1 ms
+// at 90 kHz, small enough that a browser decodes a cached GOP at once instead
+// of pacing it out at the original frame rate.
+const catchUpStep = av.ClockRate / 1000
+
+// HeaderLen is the size of an RTP header without CSRCs or extensions.
+const HeaderLen = 12
+
+// Stamper holds one viewer's RTP state: its own SSRC, payload type, sequence
+// space and timestamp offset. Not safe for concurrent use.
+type Stamper struct {
+	ssrc        uint32
+	payloadType uint8
+	seq         uint16
+	lastTS      uint32
+	offset      uint32
+	started     bool
+}
+
+// NewStamper returns a Stamper whose first packet gets sequence number
+// initialSeq and timestamp initialTS. Pick both at random per viewer
+// (RFC 3550 5.1) unless a test needs them fixed.
+func NewStamper(ssrc uint32, payloadType uint8, initialSeq uint16, initialTS uint32) *Stamper {
+	return &Stamper{ssrc: ssrc, payloadType: payloadType, seq: initialSeq, lastTS: initialTS}
+}
+
+// Stamp returns the RTP packets of au, reusing dst's backing array and growing
+// it only when au has more payloads than dst can hold. Each packet shares its
+// Payload with au.Payloads (never write to it); the marker bit is set on the
+// last packet only.
+//
+// Sequence numbers continue from the previous call whatever access units the
+// caller skipped, so a viewer that dropped frames shows no sequence gap (which
+// would only trigger useless NACKs).
+//
+// Timestamps are au.PTS plus a per-viewer offset, modulo 2^32. The first
+// access unit ever gets the initial timestamp. A catch-up access unit (the
+// cached GOP sent in a burst to a new viewer) is stamped 1 ms after the
+// previous one and re-anchors the offset there, so the live access unit that
+// follows keeps its real PTS distance from the last catch-up frame: the
+// browser shows the cached GOP at once and then plays the live edge without
+// waiting a GOP.
+//
+// An access unit without payloads yields no packets and leaves the state as
+// it was. Stamp does not cut NAL units itself: the publisher must have filled
+// au.Payloads with Fragment, once for all viewers.
+func (s *Stamper) Stamp(dst []rtp.Packet, au *av.AccessUnit, catchUp bool) []rtp.Packet {
+	n := len(au.Payloads)
+	if n == 0 {
+		return dst[:0]
+	}
+	if cap(dst) < n {
+		dst = make([]rtp.Packet, n)
+	}
+	dst = dst[:n]
+
+	pts := uint32(au.PTS) // modulo 2^32 on purpose: RTP timestamps wrap there
+	var ts uint32
+	switch {
+	case !s.started:
+		ts = s.lastTS
+		s.offset = ts - pts
+		s.started = true
+	case catchUp:
+		ts = s.lastTS + catchUpStep
+		s.offset = ts - pts
+	default:
+		ts = pts + s.offset
+	}
+	s.lastTS = ts
+
+	for i, p := range au.Payloads {
+		// A fresh header per packet so nothing a previous writer left in dst
+		// (CSRCs, extensions, padding) leaks into this one.
+		dst[i] = rtp.Packet{
+			Header: rtp.Header{
+				Version:        2,
+				Marker:         i == n-1,
+				PayloadType:    s.payloadType,
+				SequenceNumber: s.seq,
+				Timestamp:      ts,
+				SSRC:           s.ssrc,
+			},
+			Payload: p,
+		}
+		s.seq++
+	}
+	return dst
+}
+
+// NextSeq returns the sequence number the next packet will carry.
+func (s *Stamper) NextSeq() uint16 { return s.seq }
+
+// LastTimestamp returns the timestamp of the last stamped access unit, or the
+// initial timestamp before the first one; sender reports pair it with the
+// wall clock.
+func (s *Stamper) LastTimestamp() uint32 { return s.lastTS }
+
+// MarshalHeader writes h as a 12-byte RTP header into buf and returns
+// HeaderLen, or 0 when buf is shorter than that. CSRCs, extensions and
+// padding are not written: a Stamper never sets them. It does not allocate,
+// so an owned send path can build packets in a reused buffer.
+func MarshalHeader(buf []byte, h *rtp.Header) int {
+	if len(buf) < HeaderLen {
+		return 0
+	}
+	buf[0] = 2 << 6
+	buf[1] = h.PayloadType & 0x7F
+	if h.Marker {
+		buf[1] |= 0x80
+	}
+	binary.BigEndian.PutUint16(buf[2:4], h.SequenceNumber)
+	binary.BigEndian.PutUint32(buf[4:8], h.Timestamp)
+	binary.BigEndian.PutUint32(buf[8:12], h.SSRC)
+	return HeaderLen
+}
+
+// MarshalTo writes p's header (as MarshalHeader does) followed by its payload
+// into buf and returns the number of bytes written, or 0 when buf is too short.
+func MarshalTo(buf []byte, p *rtp.Packet) int {
+	if len(buf) < HeaderLen+len(p.Payload) {
+		return 0
+	}
+	MarshalHeader(buf, &p.Header)
+	return HeaderLen + copy(buf[HeaderLen:], p.Payload)
+}
