@@ -1,0 +1,30 @@
+# srtwhep: SRT in, WHEP/WebRTC out. Multi-stage: cgo build against Debian's
+# libsrt, then a slim runtime with only the shared libraries it links.
+
+FROM golang:1.26-bookworm AS build
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends libsrt-openssl-dev pkg-config \
+ && rm -rf /var/lib/apt/lists/*
+# Use the image's Go; never download another toolchain during a build.
+ENV GOTOOLCHAIN=local CGO_ENABLED=1 GOFLAGS=-buildvcs=false
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN go build -trimpath -ldflags="-s -w" -o /out/srtwhep ./cmd/srtwhep
+
+FROM debian:bookworm-slim
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends libsrt1.5-openssl ca-certificates \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --system --uid 10001 --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin srtwhep
+COPY --from=build /out/srtwhep /usr/local/bin/srtwhep
+COPY configs/srtwhep.yml /etc/srtwhep/srtwhep.yml
+# SRT ingest, HTTP (WHEP, player, health), WebRTC ICE UDP mux + ICE-TCP, metrics.
+EXPOSE 8890/udp 8889/tcp 8189/udp 8189/tcp 9998/tcp
+USER 10001:10001
+# The binary probes itself, so the image needs no curl.
+HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \
+  CMD ["/usr/local/bin/srtwhep", "-probe", "http://127.0.0.1:8889/healthz"]
+ENTRYPOINT ["/usr/local/bin/srtwhep"]
+CMD ["-config", "/etc/srtwhep/srtwhep.yml"]

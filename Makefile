@@ -1,0 +1,67 @@
+# srtwhep — build, run and test. `make` alone lists the targets.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+# Builds must not depend on .git being present or readable (Docker context,
+# tarballs, CI clones owned by another user).
+GOFLAGS ?= -buildvcs=false
+export GOFLAGS
+export CGO_ENABLED := 1
+
+GO       ?= go
+CONFIG   ?=
+FUZZTIME ?= 10s
+MODE     ?= test
+
+SHELL_SCRIPTS := $(wildcard *.sh scripts/*.sh) .ci/run
+
+.PHONY: help deps build run test bench fuzz clean
+
+help: ## list the targets
+	@echo "srtwhep make targets:"
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-7s %s\n", $$1, $$2}'
+	@echo "variables: CONFIG=FILE (run), MODE=build|run|test (deps), FUZZTIME=10s (fuzz)"
+
+deps: ## install missing Debian packages (MODE=build|run|test, default test)
+	scripts/deps.sh $(MODE)
+
+build: ## build every binary under cmd/ into bin/
+	scripts/deps.sh build
+	$(GO) build -o bin/ ./cmd/...
+
+run: ## build and start the server (embedded defaults, or CONFIG=FILE)
+	scripts/deps.sh run
+	$(MAKE) --no-print-directory build
+	./bin/srtwhep $(if $(CONFIG),-config $(CONFIG))
+
+test: ## deps, go vet, gofmt, go test -race, shellcheck
+	scripts/deps.sh test
+	$(GO) vet ./...
+	unformatted=$$(gofmt -l .); \
+	if [[ -n "$$unformatted" ]]; then \
+		echo "gofmt: these files need 'gofmt -w':"; echo "$$unformatted"; exit 1; \
+	fi
+	$(GO) test -race -count=1 -timeout 14m ./...
+	shellcheck $(SHELL_SCRIPTS)
+
+bench: ## Go benchmarks of the packages (results also in bench/results/)
+	scripts/deps.sh run
+	mkdir -p bench/results
+	$(GO) test -run '^$$' -bench . -benchmem ./pkg/... | tee bench/results/go-bench.txt
+
+fuzz: ## run every Fuzz target for FUZZTIME each
+	scripts/deps.sh build
+	pkgs=$$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...); \
+	for pkg in $$pkgs; do \
+		listing=$$($(GO) test -list '^Fuzz' "$$pkg"); \
+		for target in $$(grep '^Fuzz' <<<"$$listing" || true); do \
+			echo "== $$pkg $$target ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) "$$pkg"; \
+		done; \
+	done
+
+clean: ## remove build output and test caches
+	rm -rf bin/
+	$(GO) clean -testcache

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# deps.sh MODE — make sure the Debian packages srtwhep needs are installed.
+#
+#   build  libsrt-openssl-dev pkg-config           (compile the cgo SRT code)
+#   run    build + ffmpeg                          (publish a test stream)
+#   test   run + chromium iptables nftables iproute2 shellcheck
+#
+# Idempotent and quick when everything is present: dpkg-query only, no
+# apt-get update. Missing packages are installed as root (or through a
+# password-less sudo); otherwise the exact apt line is printed and the
+# script exits 1.
+set -euo pipefail
+
+usage() {
+	echo "usage: $0 build|run|test" >&2
+	exit 2
+}
+
+[[ $# -eq 1 ]] || usage
+
+build_pkgs=(libsrt-openssl-dev pkg-config)
+run_pkgs=("${build_pkgs[@]}" ffmpeg)
+test_pkgs=("${run_pkgs[@]}" chromium iptables nftables iproute2 shellcheck)
+
+case "$1" in
+build) want=("${build_pkgs[@]}") ;;
+run) want=("${run_pkgs[@]}") ;;
+test) want=("${test_pkgs[@]}") ;;
+-h | --help) usage ;;
+*)
+	echo "deps.sh: unknown mode '$1'" >&2
+	usage
+	;;
+esac
+
+# Go is not a Debian package here (Debian 12 ships 1.19; the module needs the
+# version in go.mod), so it is only checked, never installed.
+if ! command -v go >/dev/null 2>&1; then
+	echo "deps.sh: 'go' is not on PATH; install Go $(sed -n 's/^go //p' "$(dirname "$0")/../go.mod") from https://go.dev/dl/ and add it to PATH" >&2
+	exit 1
+fi
+
+missing=()
+for p in "${want[@]}"; do
+	# "install ok installed" is the only state with usable files; removed
+	# packages can linger as "deinstall ok config-files".
+	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	if [[ "$status" != "install ok installed" ]]; then
+		missing+=("$p")
+	fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+	exit 0
+fi
+
+apt_line="apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${missing[*]}"
+
+if [[ $(id -u) -eq 0 ]]; then
+	as_root=()
+elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+	as_root=(sudo -n)
+else
+	echo "deps.sh: missing Debian packages: ${missing[*]}" >&2
+	echo "deps.sh: install them as root with:" >&2
+	echo "  sudo sh -c '$apt_line'" >&2
+	exit 1
+fi
+
+echo "deps.sh: installing ${missing[*]}" >&2
+"${as_root[@]}" apt-get update
+"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
