@@ -1,0 +1,237 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// errorCases maps a file body to the exact error Parse must return; the
+// same inputs seed FuzzParse.
+var errorCases = []struct {
+	name, yaml, want string
+}{
+	{"unknown key with suggestion", "webrtc:\n  udpPort: 8189\n  publicIp: [203.0.113.7]\n",
+		"srtwhep.yml:3: webrtc.publicIp: unknown key; did you mean publicIPs? valid keys: listenIP, udpPort, tcpPort, publicIPs, interfaces, iceServers, handshakeTimeout, disconnectTimeout, keepalive"},
+	{"unknown top-level key", "logLevel: info\nwebrtcc: {}\n",
+		"srtwhep.yml:2: webrtcc: unknown key; did you mean webrtc? valid keys: logLevel, logFormat, srt, http, webrtc, metrics, readers, pathDefaults, paths"},
+	{"unknown key no suggestion", "srt:\n  frobnicate: 1\n",
+		"srtwhep.yml:2: srt.frobnicate: unknown key; valid keys: listen, latency, passphrase, pbKeyLen, readTimeout"},
+	{"snake case key", "srt:\n  read_timeout: 5s\n",
+		"srtwhep.yml:2: srt.read_timeout: unknown key; did you mean readTimeout? valid keys: listen, latency, passphrase, pbKeyLen, readTimeout"},
+	{"bad duration", "srt:\n  latency: fast\n",
+		`srtwhep.yml:2: srt.latency: "fast" is not a duration; write a number with a unit (ms, s, m, h), e.g. 10s or 200ms`},
+	{"duration without unit", "webrtc:\n\n  keepalive: 2\n",
+		`srtwhep.yml:3: webrtc.keepalive: "2" has no unit; write e.g. 2s or 2ms`},
+	{"hostname as public IP", "webrtc:\n  publicIPs:\n    - 203.0.113.7\n    - example.com\n",
+		`srtwhep.yml:4: webrtc.publicIPs[1]: "example.com" is a hostname, not an IP address; Firefox rejects DNS names in ICE candidates, so write an IPv4 or IPv6 address, e.g. 203.0.113.7`},
+	{"short IP", "webrtc:\n  publicIPs: [1.2.3]\n",
+		`srtwhep.yml:2: webrtc.publicIPs[0]: "1.2.3" is not an IP address; write an IPv4 or IPv6 address, e.g. 203.0.113.7`},
+	{"IP with port", "webrtc:\n  publicIPs: [\"203.0.113.7:8189\"]\n",
+		`srtwhep.yml:2: webrtc.publicIPs[0]: "203.0.113.7:8189" includes a port; write only the address, 203.0.113.7 (the port is webrtc.udpPort)`},
+	{"unspecified IP", "webrtc:\n  publicIPs: [0.0.0.0]\n",
+		`srtwhep.yml:2: webrtc.publicIPs[0]: "0.0.0.0" is the unspecified address, which no browser can reach; write the public IP of this host, e.g. 203.0.113.7`},
+	{"public IPs not a list", "webrtc:\n  publicIPs: 203.0.113.7\n",
+		`srtwhep.yml:2: webrtc.publicIPs: expected a list, found a value ("203.0.113.7"); write [item, ...] or one "- item" line per entry`},
+	{"port not a number", "webrtc:\n  udpPort: abc\n",
+		`srtwhep.yml:2: webrtc.udpPort: "abc" is not a whole number; write digits only, e.g. 8189`},
+	{"port out of range", "webrtc:\n  udpPort: 70000\n",
+		`srtwhep.yml:2: webrtc.udpPort: 70000 is not a port; use 1 to 65535, e.g. 8189`},
+	{"udp port zero", "webrtc:\n  udpPort: 0\n",
+		`srtwhep.yml:2: webrtc.udpPort: 0 is not a port; use 1 to 65535, e.g. 8189`},
+	{"tcp port negative", "webrtc:\n  tcpPort: -1\n",
+		`srtwhep.yml:2: webrtc.tcpPort: -1 is not a port; use 1 to 65535, e.g. 8189, or 0 to disable ICE-TCP`},
+	{"section is a scalar", "srt: 8890\n",
+		`srtwhep.yml:1: srt: expected a mapping of keys, found a value ("8890"); valid keys: listen, latency, passphrase, pbKeyLen, readTimeout`},
+	{"scalar is a mapping", "logLevel: {a: 1}\n",
+		`srtwhep.yml:1: logLevel: expected a single value, found a mapping; write e.g. logLevel: info`},
+	{"empty scalar", "metrics:\n  listen:\n",
+		`srtwhep.yml:2: metrics.listen: has no value; write one such as ":9998" ("" for empty), or delete the line to keep the default`},
+	{"empty int", "readers:\n  queueSize: ~\n",
+		`srtwhep.yml:2: readers.queueSize: has no value; write one such as 128, or delete the line to keep the default`},
+	{"empty list item", "webrtc:\n  publicIPs: [~]\n",
+		`srtwhep.yml:2: webrtc.publicIPs[0]: has no value; write one or delete the line`},
+	{"empty duration", "srt:\n  latency:\n",
+		`srtwhep.yml:2: srt.latency: has no value; write one such as 200ms, or delete the line to keep the default`},
+	{"duplicate key", "srt:\n  listen: \":1\"\n  listen: \":2\"\n",
+		`srtwhep.yml:3: srt.listen: set twice (first at line 2); keep one`},
+	{"anchor under an unknown key", "base: &b {maxReaders: 5}\n",
+		"srtwhep.yml:1: base: unknown key; valid keys: logLevel, logFormat, srt, http, webrtc, metrics, readers, pathDefaults, paths"},
+	{"merge key in path", "pathDefaults: &d {maxReaders: 5}\npaths:\n  live/a:\n    <<: *d\n",
+		`srtwhep.yml:4: paths[live/a]: merge keys (<<) are not supported; write the keys out (pathDefaults covers settings shared by paths)`},
+	{"bad log level", "logLevel: verbose\n",
+		`srtwhep.yml:1: logLevel: "verbose" is not a log level; use one of debug, info, warn, error`},
+	{"bad log format", "\n\nlogFormat: xml\n",
+		`srtwhep.yml:3: logFormat: "xml" is not a log format; use text or json`},
+	{"listen without port", "srt:\n  listen: \"8890\"\n",
+		`srtwhep.yml:2: srt.listen: "8890" is not a listen address; write HOST:PORT or :PORT, e.g. ":8890"`},
+	{"listen empty", "http:\n  listen: \"\"\n",
+		`srtwhep.yml:2: http.listen: is empty; write HOST:PORT or :PORT, e.g. ":8889"`},
+	{"listen bad port", "metrics:\n  listen: \":99999\"\n",
+		`srtwhep.yml:2: metrics.listen: port "99999" is not a number from 0 to 65535; write e.g. ":9998"`},
+	{"short passphrase", "srt:\n  passphrase: short\n",
+		`srtwhep.yml:2: srt.passphrase: is 5 characters long; SRT needs 10 to 79 characters, or "" for no encryption`},
+	{"bad key length", "srt:\n  pbKeyLen: 20\n",
+		`srtwhep.yml:2: srt.pbKeyLen: 20 is not an AES key length; use 16, 24 or 32 (bytes), or 0 for the libsrt default`},
+	{"negative latency", "srt:\n  latency: -5ms\n",
+		`srtwhep.yml:2: srt.latency: -5ms is negative; use 0 or more, e.g. 200ms (SRTO_LATENCY)`},
+	{"zero read timeout", "srt:\n  readTimeout: 0s\n",
+		`srtwhep.yml:2: srt.readTimeout: 0s is not positive; use a duration such as 10s`},
+	{"tiny body limit", "http:\n  maxBodyBytes: 100\n",
+		`srtwhep.yml:2: http.maxBodyBytes: 100 is too small for an SDP offer (browsers send 3 to 10 KB); use at least 1024, e.g. 65536`},
+	{"keepalive vs disconnect (cross-field, line of the key set)", "webrtc:\n  handshakeTimeout: 10s\n  disconnectTimeout: 1s\n",
+		`srtwhep.yml:3: webrtc.disconnectTimeout: keepalive 2s is not shorter than disconnectTimeout 1s, so ICE would call a healthy viewer disconnected; make keepalive at most half of disconnectTimeout, e.g. 2s and 5s`},
+	{"udp port clash (cross-field)", "srt:\n  listen: \":8890\"\nwebrtc:\n  udpPort: 8890\n",
+		`srtwhep.yml:4: webrtc.udpPort: UDP port 8890 is also used by srt.listen; give each listener its own port`},
+	{"tcp port clash blames the key that was set", "metrics:\n  listen: \"127.0.0.1:8889\"\n",
+		`srtwhep.yml:2: metrics.listen: TCP port 8889 is also used by http.listen; give each listener its own port`},
+	{"different hosts do not clash, disabled tcp does not", "http:\n  listen: 127.0.0.1:7000\nmetrics:\n  listen: 127.0.0.2:7000\nwebrtc:\n  tcpPort: 0\n", ""},
+	{"ice server bad scheme", "webrtc:\n  iceServers:\n    - urls: [\"http://x\"]\n",
+		`srtwhep.yml:3: webrtc.iceServers[0].urls[0]: scheme "http" is not stun, stuns, turn or turns; write e.g. stun:stun.example.org:3478`},
+	{"turn without credentials", "webrtc:\n  iceServers:\n  - urls: [turn:turn.example.org:3478]\n    username: u\n",
+		`srtwhep.yml:3: webrtc.iceServers[0]: a TURN server needs username and credential; set both or use a stun: URL`},
+	{"ice server unknown key", "webrtc:\n  iceServers:\n  - url: stun:x\n",
+		`srtwhep.yml:3: webrtc.iceServers[0].url: unknown key; did you mean urls? valid keys: urls, username, credential`},
+	{"queue size zero", "readers:\n  queueSize: 0\n",
+		`srtwhep.yml:2: readers.queueSize: 0 cannot hold a frame; use 1 or more, e.g. 128 (about 4 s at 30 fps)`},
+	{"path name with space", "paths:\n  \"live cam\": {}\n",
+		`srtwhep.yml:2: paths: "live cam" is not a valid path name: ' ' is not allowed; use segments of letters, digits, '.', '_', '~', '-' separated by '/', e.g. live/cam1`},
+	{"path name leading slash", "paths:\n  /live/cam: {}\n",
+		`srtwhep.yml:2: paths: "/live/cam" is not a valid path name: it starts or ends with '/'; use segments of letters, digits, '.', '_', '~', '-' separated by '/', e.g. live/cam1`},
+	{"path name dotdot", "paths:\n  live/../x: {}\n",
+		`srtwhep.yml:2: paths: "live/../x" is not a valid path name: it has a '..' segment; use segments of letters, digits, '.', '_', '~', '-' separated by '/', e.g. live/cam1`},
+	{"path name empty segment", "paths:\n  live//x: {}\n",
+		`srtwhep.yml:2: paths: "live//x" is not a valid path name: it has an empty segment ('//'); use segments of letters, digits, '.', '_', '~', '-' separated by '/', e.g. live/cam1`},
+	{"path unknown key", "paths:\n  live/cam1:\n    maxReader: 5\n",
+		`srtwhep.yml:3: paths[live/cam1].maxReader: unknown key; did you mean maxReaders? valid keys: maxReaders, passphrase, publishUser, publishPass`},
+	{"path listed twice", "paths:\n  live/a: {}\n  live/a: {maxReaders: 1}\n",
+		`srtwhep.yml:3: paths[live/a]: listed twice (first at line 2); keep one`},
+	{"path negative readers", "paths:\n  live/a:\n    maxReaders: -1\n",
+		`srtwhep.yml:3: paths[live/a].maxReaders: -1 is negative; use 0 for no limit or a positive cap, e.g. 50`},
+	{"path user without pass", "paths:\n  live/a:\n    publishUser: cam\n",
+		`srtwhep.yml:3: paths[live/a].publishUser: is set but publishPass is empty; set both or neither`},
+	{"credential with separator", "pathDefaults:\n  publishUser: a,b\n  publishPass: secret\n",
+		`srtwhep.yml:2: pathDefaults.publishUser: contains a space, control character or one of , : = #, which separate fields of the SRT streamid; remove it`},
+	{"paths not a mapping", "paths: [live/a]\n",
+		`srtwhep.yml:1: paths: expected a mapping of path name to settings, found a list; write e.g. paths: {live/cam1: {maxReaders: 50}}`},
+	{"root is a list", "- a\n- b\n",
+		`srtwhep.yml:1: expected a mapping of settings (logLevel: info, srt: ...); start from configs/srtwhep.yml`},
+	{"syntax error", "srt:\n  listen: :8890\n latency: 1s\n",
+		`srtwhep.yml:2: invalid YAML: did not find expected key; check the indentation (spaces, not tabs) and quote values that contain ": " or start with a special character`},
+	{"tab indentation", "srt:\n\tlisten: \":1\"\n",
+		`srtwhep.yml:2: invalid YAML: found character that cannot start any token; check the indentation (spaces, not tabs) and quote values that contain ": " or start with a special character`},
+	{"two documents", "logLevel: info\n---\nlogLevel: debug\n",
+		`srtwhep.yml:2: a second YAML document; keep all settings in one document and remove this --- separator`},
+	{"several errors at once", "logLevel: loud\nsrt:\n  pbKeyLen: 7\n",
+		"srtwhep.yml:1: logLevel: \"loud\" is not a log level; use one of debug, info, warn, error\n" +
+			"srtwhep.yml:3: srt.pbKeyLen: 7 is not an AES key length; use 16, 24 or 32 (bytes), or 0 for the libsrt default"},
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range errorCases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("srtwhep.yml", []byte(tc.yaml))
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tc.want {
+				t.Errorf("Parse(%q):\n got: %s\nwant: %s", tc.yaml, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseErrorsAreCapped(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("srt:\n")
+	for i := range 30 {
+		b.WriteString("  k" + string(rune('a'+i%26)) + string(rune('a'+i/26)) + ": 1\n")
+	}
+	_, err := Parse("f.yml", []byte(b.String()))
+	if err == nil {
+		t.Fatal("no error for 30 unknown keys")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != maxErrors+1 || lines[maxErrors] != "... and 20 more errors" {
+		t.Errorf("got %d lines, last %q", len(lines), lines[len(lines)-1])
+	}
+}
+
+func TestParseValues(t *testing.T) {
+	const doc = `
+logLevel: debug
+srt:
+  latency: 350ms
+  passphrase: 1234567890   # unquoted digits stay a string
+webrtc:
+  publicIPs: [203.0.113.7, "2001:db8::1", "::ffff:198.51.100.1"]
+  iceServers:
+    - urls: [stun:stun.example.org:3478]
+    - urls: ["turn:turn.example.org:3478?transport=udp"]
+      username: u
+      credential: c
+pathDefaults:
+  maxReaders: 10
+  publishUser: cam
+  publishPass: s3cret
+paths:
+  live/cam1:
+    maxReaders: 0       # explicit zero overrides the default of 10
+  live/cam2:
+    passphrase: cam2-passphrase
+  live/cam3:
+`
+	c, err := Parse("x.yml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LogLevel != "debug" || c.SRT.Latency != Duration(350*time.Millisecond) || c.SRT.Passphrase != "1234567890" {
+		t.Errorf("top/srt: %+v %+v", c.LogLevel, c.SRT)
+	}
+	if got := c.WebRTC.PublicIPStrings(); strings.Join(got, " ") != "203.0.113.7 2001:db8::1 198.51.100.1" {
+		t.Errorf("publicIPs = %v", got)
+	}
+	if len(c.WebRTC.ICEServers) != 2 || c.WebRTC.ICEServers[1].Credential != "c" {
+		t.Errorf("iceServers = %+v", c.WebRTC.ICEServers)
+	}
+	def := Path{MaxReaders: 10, PublishUser: "cam", PublishPass: "s3cret"}
+	for path, want := range map[string]Path{
+		"live/cam1":  {MaxReaders: 0, PublishUser: "cam", PublishPass: "s3cret"},
+		"live/cam2":  {MaxReaders: 10, Passphrase: "cam2-passphrase", PublishUser: "cam", PublishPass: "s3cret"},
+		"live/cam3":  def,
+		"not/listed": def,
+	} {
+		if got := c.PathConfig(path); got != want {
+			t.Errorf("PathConfig(%q) = %+v, want %+v", path, got, want)
+		}
+	}
+}
+
+func TestParseEmpty(t *testing.T) {
+	for _, doc := range []string{"", "# only a comment\n", "~\n", "---\n"} {
+		c, err := Parse("x.yml", []byte(doc))
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", doc, err)
+		}
+		assertDefault(t, c)
+	}
+}
+
+func TestValidateWithoutSource(t *testing.T) {
+	c := Default()
+	c.WebRTC.UDPPort = 0
+	c.Paths["bad path"] = Path{}
+	want := "webrtc.udpPort: 0 is not a port; use 1 to 65535, e.g. 8189\n" +
+		`paths: "bad path" is not a valid path name: ' ' is not allowed; use segments of letters, digits, '.', '_', '~', '-' separated by '/', e.g. live/cam1`
+	if err := c.Validate(); err == nil || err.Error() != want {
+		t.Errorf("Validate() = %v\nwant %s", err, want)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load("/nonexistent/srtwhep.yml")
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent/srtwhep.yml") || !strings.HasSuffix(err.Error(), "check the -config path") {
+		t.Errorf("Load(missing) = %v", err)
+	}
+}

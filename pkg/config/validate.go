@@ -1,0 +1,317 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Validate checks values and their combinations. Each error starts with
+// where the offending key was set (FILE:LINE, or the variable name) when
+// the Config came from Load or Parse.
+func (c *Config) Validate() error {
+	v := &validator{c: c, w: &walker{}}
+	v.top()
+	v.srt()
+	v.http()
+	v.webrtc()
+	v.readers()
+	v.path("pathDefaults", c.PathDefaults, nil)
+	for _, name := range sortedKeys(c.Paths) {
+		if problem := pathNameProblem(name); problem != "" {
+			v.fail("paths", "%q is not a valid path name: %s; use segments of letters, digits, '.', '_', '~', '-' separated by '/', e.g. live/cam1", name, problem)
+			continue
+		}
+		def := c.PathDefaults
+		v.path("paths["+name+"]", c.Paths[name], &def)
+	}
+	v.conflicts()
+	return v.w.err()
+}
+
+type validator struct {
+	c *Config
+	w *walker // only for its error list and cap
+}
+
+func (v *validator) where(key string) string {
+	if v.c.src == nil {
+		return ""
+	}
+	if p, ok := v.c.src.at[key]; ok {
+		return p
+	}
+	return v.c.src.file
+}
+
+func (v *validator) fail(key, format string, args ...any) {
+	v.w.errs = append(v.w.errs, &fieldError{pos: v.where(key), key: key, msg: fmt.Sprintf(format, args...)})
+}
+
+// set reports whether key came from the file or the environment, which
+// decides which side of a conflict the error points at.
+func (v *validator) set(key string) bool {
+	if v.c.src == nil {
+		return false
+	}
+	_, ok := v.c.src.at[key]
+	return ok
+}
+
+func (v *validator) top() {
+	switch v.c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		v.fail("logLevel", "%q is not a log level; use one of debug, info, warn, error", v.c.LogLevel)
+	}
+	switch v.c.LogFormat {
+	case "text", "json":
+	default:
+		v.fail("logFormat", "%q is not a log format; use text or json", v.c.LogFormat)
+	}
+}
+
+func (v *validator) srt() {
+	s := v.c.SRT
+	v.listen("srt.listen", s.Listen, ":8890", false)
+	if s.Latency < 0 {
+		v.fail("srt.latency", "%s is negative; use 0 or more, e.g. 200ms (SRTO_LATENCY)", s.Latency)
+	} else if s.Latency%Duration(time.Millisecond) != 0 {
+		v.fail("srt.latency", "%s is not a whole number of milliseconds, which is what libsrt takes; round it, e.g. 200ms", s.Latency)
+	}
+	v.passphrase("srt.passphrase", s.Passphrase)
+	switch s.PBKeyLen {
+	case 0, 16, 24, 32:
+	default:
+		v.fail("srt.pbKeyLen", "%d is not an AES key length; use 16, 24 or 32 (bytes), or 0 for the libsrt default", s.PBKeyLen)
+	}
+	v.positive("srt.readTimeout", s.ReadTimeout, "10s")
+}
+
+func (v *validator) http() {
+	h := v.c.HTTP
+	v.listen("http.listen", h.Listen, ":8889", false)
+	if strings.ContainsFunc(h.AllowOrigin, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		v.fail("http.allowOrigin", "contains a control character, which cannot go in an HTTP header; write an origin such as https://example.org or *")
+	}
+	if h.MaxBodyBytes < 1024 {
+		v.fail("http.maxBodyBytes", "%d is too small for an SDP offer (browsers send 3 to 10 KB); use at least 1024, e.g. 65536", h.MaxBodyBytes)
+	}
+	if h.MaxHandshakes < 1 {
+		v.fail("http.maxHandshakes", "%d allows no WHEP handshake at all; use 1 or more, e.g. 32", h.MaxHandshakes)
+	}
+	v.listen("metrics.listen", v.c.Metrics.Listen, ":9998", true)
+}
+
+func (v *validator) webrtc() {
+	r := v.c.WebRTC
+	if r.ListenIP != "" {
+		if _, err := netip.ParseAddr(r.ListenIP); err != nil {
+			v.fail("webrtc.listenIP", "%q is not an IP address; write a local address such as 10.0.0.5, or \"\" to listen on all", r.ListenIP)
+		}
+	}
+	if r.UDPPort < 1 || r.UDPPort > 65535 {
+		v.fail("webrtc.udpPort", "%d is not a port; use 1 to 65535, e.g. 8189", r.UDPPort)
+	}
+	if r.TCPPort < 0 || r.TCPPort > 65535 {
+		v.fail("webrtc.tcpPort", "%d is not a port; use 1 to 65535, e.g. 8189, or 0 to disable ICE-TCP", r.TCPPort)
+	}
+	for i, ip := range r.PublicIPs {
+		if !ip.IsValid() {
+			v.fail(fmt.Sprintf("webrtc.publicIPs[%d]", i), "is not an IP address; write an IPv4 or IPv6 address, e.g. 203.0.113.7")
+		}
+	}
+	for i, name := range r.Interfaces {
+		if strings.TrimSpace(name) == "" {
+			v.fail(fmt.Sprintf("webrtc.interfaces[%d]", i), "is empty; write an interface name such as eth0, or remove the entry")
+		}
+	}
+	for i, s := range r.ICEServers {
+		v.iceServer(fmt.Sprintf("webrtc.iceServers[%d]", i), s)
+	}
+	v.positive("webrtc.handshakeTimeout", r.HandshakeTimeout, "10s")
+	v.positive("webrtc.disconnectTimeout", r.DisconnectTimeout, "5s")
+	v.positive("webrtc.keepalive", r.Keepalive, "2s")
+	if r.Keepalive > 0 && r.DisconnectTimeout > 0 && r.Keepalive >= r.DisconnectTimeout {
+		key := "webrtc.keepalive"
+		if !v.set(key) && v.set("webrtc.disconnectTimeout") {
+			key = "webrtc.disconnectTimeout"
+		}
+		v.fail(key, "keepalive %s is not shorter than disconnectTimeout %s, so ICE would call a healthy viewer disconnected; make keepalive at most half of disconnectTimeout, e.g. 2s and 5s", r.Keepalive, r.DisconnectTimeout)
+	}
+}
+
+func (v *validator) iceServer(key string, s ICEServer) {
+	if len(s.URLs) == 0 {
+		v.fail(key+".urls", "is empty; list at least one URL, e.g. [stun:stun.example.org:3478]")
+	}
+	turn := false
+	for i, u := range s.URLs {
+		scheme, rest, ok := strings.Cut(u, ":")
+		switch {
+		case !ok || rest == "":
+			v.fail(fmt.Sprintf("%s.urls[%d]", key, i), "%q is not an ICE server URL; write stun:HOST:PORT or turn:HOST:PORT", u)
+		case scheme == "stun" || scheme == "stuns":
+		case scheme == "turn" || scheme == "turns":
+			turn = true
+		default:
+			v.fail(fmt.Sprintf("%s.urls[%d]", key, i), "scheme %q is not stun, stuns, turn or turns; write e.g. stun:stun.example.org:3478", scheme)
+		}
+		if strings.ContainsAny(u, "<>\r\n\"") {
+			v.fail(fmt.Sprintf("%s.urls[%d]", key, i), "contains a character that cannot go in a Link header (< > \" or a line break); remove it")
+		}
+	}
+	if turn && (s.Username == "" || s.Credential == "") {
+		v.fail(key, "a TURN server needs username and credential; set both or use a stun: URL")
+	}
+}
+
+func (v *validator) readers() {
+	r := v.c.Readers
+	if r.QueueSize < 1 {
+		v.fail("readers.queueSize", "%d cannot hold a frame; use 1 or more, e.g. 128 (about 4 s at 30 fps)", r.QueueSize)
+	}
+	if r.MaxTotal < 0 {
+		v.fail("readers.maxTotal", "%d is negative; use 0 for no limit or a positive cap", r.MaxTotal)
+	}
+}
+
+// path checks one path's settings; def, when given, holds pathDefaults, and
+// values equal to it are skipped because they were checked (and reported)
+// there.
+func (v *validator) path(key string, p Path, def *Path) {
+	if def == nil || p.MaxReaders != def.MaxReaders {
+		if p.MaxReaders < 0 {
+			v.fail(key+".maxReaders", "%d is negative; use 0 for no limit or a positive cap, e.g. 50", p.MaxReaders)
+		}
+	}
+	if def == nil || p.Passphrase != def.Passphrase {
+		v.passphrase(key+".passphrase", p.Passphrase)
+	}
+	if def == nil || p.PublishUser != def.PublishUser || p.PublishPass != def.PublishPass {
+		switch {
+		case p.PublishUser != "" && p.PublishPass == "":
+			v.fail(key+".publishUser", "is set but publishPass is empty; set both or neither")
+		case p.PublishUser == "" && p.PublishPass != "":
+			v.fail(key+".publishPass", "is set but publishUser is empty; set both or neither")
+		}
+		v.credential(key+".publishUser", p.PublishUser)
+		v.credential(key+".publishPass", p.PublishPass)
+	}
+}
+
+func (v *validator) credential(key, s string) {
+	if strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f || strings.ContainsRune(",:=#", r) }) {
+		v.fail(key, "contains a space, control character or one of , : = #, which separate fields of the SRT streamid; remove it")
+	}
+}
+
+func (v *validator) passphrase(key, s string) {
+	if n := len(s); n != 0 && (n < 10 || n > 79) {
+		v.fail(key, "is %d characters long; SRT needs 10 to 79 characters, or \"\" for no encryption", n)
+	}
+}
+
+func (v *validator) positive(key string, d Duration, example string) {
+	if d <= 0 {
+		v.fail(key, "%s is not positive; use a duration such as %s", d, example)
+	}
+}
+
+// listen checks HOST:PORT. Port 0 is allowed so that tests can ask the
+// kernel for a free port.
+func (v *validator) listen(key, addr, example string, optional bool) {
+	if addr == "" {
+		if !optional {
+			v.fail(key, "is empty; write HOST:PORT or :PORT, e.g. %q", example)
+		}
+		return
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		v.fail(key, "%q is not a listen address; write HOST:PORT or :PORT, e.g. %q", addr, example)
+		return
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		v.fail(key, "port %q is not a number from 0 to 65535; write e.g. %q", port, example)
+		return
+	}
+	if strings.ContainsFunc(host, func(r rune) bool { return r <= ' ' || r == '/' }) {
+		v.fail(key, "host %q is not an address or hostname; write e.g. %q", host, example)
+	}
+}
+
+// conflicts refuses two listeners on one port and protocol, which would
+// otherwise surface as "address already in use" from whichever starts last.
+func (v *validator) conflicts() {
+	type sock struct {
+		key, host string
+		port      int
+	}
+	parse := func(key, addr string) (sock, bool) {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return sock{}, false
+		}
+		p, err := strconv.Atoi(port)
+		return sock{key, host, p}, err == nil && p > 0
+	}
+	var udp, tcp []sock
+	if s, ok := parse("srt.listen", v.c.SRT.Listen); ok {
+		udp = append(udp, s)
+	}
+	if p := v.c.WebRTC.UDPPort; p > 0 && p <= 65535 {
+		udp = append(udp, sock{"webrtc.udpPort", "", p})
+	}
+	if s, ok := parse("http.listen", v.c.HTTP.Listen); ok {
+		tcp = append(tcp, s)
+	}
+	if p := v.c.WebRTC.TCPPort; p > 0 && p <= 65535 {
+		tcp = append(tcp, sock{"webrtc.tcpPort", "", p})
+	}
+	if s, ok := parse("metrics.listen", v.c.Metrics.Listen); ok {
+		tcp = append(tcp, s)
+	}
+	for _, group := range []struct {
+		proto string
+		socks []sock
+	}{{"UDP", udp}, {"TCP", tcp}} {
+		for i, a := range group.socks {
+			for _, b := range group.socks[i+1:] {
+				if a.port != b.port || !hostsOverlap(a.host, b.host) {
+					continue
+				}
+				blame, other := b, a
+				if !v.set(b.key) && v.set(a.key) {
+					blame, other = a, b
+				}
+				v.fail(blame.key, "%s port %d is also used by %s; give each listener its own port", group.proto, blame.port, other.key)
+			}
+		}
+	}
+}
+
+func hostsOverlap(a, b string) bool {
+	if a == b || a == "" || b == "" {
+		return true
+	}
+	for _, h := range []string{a, b} {
+		if ip, err := netip.ParseAddr(h); err == nil && ip.IsUnspecified() {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys(m map[string]Path) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
