@@ -1,0 +1,69 @@
+package srt
+
+import (
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/haivision/srtgo"
+)
+
+// whepHint tells a caller who tried to read over SRT where reading works.
+const whepHint = "reading over SRT is not supported: use WHEP at http://HOST:8889/PATH/whep"
+
+// onHandshake is srtgo's listen callback. It runs on libsrt's receive
+// thread in the middle of a handshake: no blocking work, no hub locks. What
+// it learns is parked in s.pending for Accept, keyed by the socket id that
+// Accept will return for the same connection.
+func (s *Server) onHandshake(sock *srtgo.SrtSocket, _ int, peer *net.UDPAddr, streamid string) bool {
+	remote := "unknown"
+	if peer != nil {
+		remote = peer.String()
+	}
+	reject := func(reason int, path, why string) bool {
+		// The reason travels back to the caller in the handshake response.
+		_ = sock.SetRejectReason(reason)
+		s.log.Warn("srt publisher rejected", "path", path, "remote", remote,
+			"streamid", redactStreamID(streamid), "reason", reasonName(reason),
+			"err", why, "expected", streamIDSyntax)
+		return false
+	}
+
+	id, err := ParseStreamID(streamid)
+	if err != nil {
+		return reject(srtgo.RejectionReasonBadRequest, "", err.Error())
+	}
+	if id.Mode != ModePublish {
+		return reject(srtgo.RejectionReasonBadMode, id.Path,
+			fmt.Sprintf("mode %q: %s", id.Mode, whepHint))
+	}
+	if s.cfg.Admit != nil {
+		if err := s.cfg.Admit(Request{StreamID: id, Remote: remote}); err != nil {
+			return reject(rejectReason(err), id.Path, err.Error())
+		}
+	}
+	if s.cfg.Passphrase != nil {
+		if pass := s.cfg.Passphrase(id.Path); pass != "" {
+			if err := sock.SetSockOptString(srtgo.SRTO_PASSPHRASE, pass); err != nil {
+				return reject(RejectionReasonInternal, id.Path,
+					fmt.Sprintf("setting the passphrase (must be 10-79 characters): %v", err))
+			}
+			if s.cfg.PBKeyLen != 0 {
+				if err := sock.SetSockOptInt(srtgo.SRTO_PBKEYLEN, s.cfg.PBKeyLen); err != nil {
+					return reject(RejectionReasonInternal, id.Path, fmt.Sprintf("setting pbkeylen: %v", err))
+				}
+			}
+		}
+	}
+
+	now := time.Now()
+	s.mu.Lock()
+	for k, p := range s.pending {
+		if now.Sub(p.at) > pendingTTL {
+			delete(s.pending, k)
+		}
+	}
+	s.pending[int(sock.GetSocket())] = pendingConn{id: id, remote: remote, at: now}
+	s.mu.Unlock()
+	return true
+}

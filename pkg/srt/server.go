@@ -1,0 +1,315 @@
+// Package srt is the SRT ingest transport: a libsrt listener (via srtgo)
+// that checks the streamid and credentials during the handshake and hands
+// each accepted publisher to Config.Serve as an io.Reader. It knows nothing
+// of MPEG-TS or the hub.
+//
+// srtgo is used in blocking mode only: in its non-blocking mode a Close does
+// not wake a pending Read or Accept (see TOOLCHAIN.md §1), which would leak
+// goroutines on shutdown.
+package srt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/haivision/srtgo"
+
+	"github.com/srtwhep/srtwhep/pkg/hub"
+)
+
+// Config configures a Server. Listen and Serve are required.
+type Config struct {
+	Listen  string        // UDP address, e.g. ":8890" or "127.0.0.1:0"
+	Latency time.Duration // SRTO_LATENCY; 0 keeps libsrt's default (120 ms)
+
+	// Passphrase returns the passphrase for a path ("" = no encryption). It
+	// is set on the connecting socket during the handshake, so a caller
+	// with a wrong or missing passphrase fails the libsrt handshake.
+	Passphrase func(path string) string
+	PBKeyLen   int // 0 (libsrt default), 16, 24 or 32
+
+	// ReadTimeout closes a publisher that sends nothing for this long
+	// (0 = only libsrt's own 5 s peer-idle timeout).
+	ReadTimeout time.Duration
+
+	// Admit decides during the handshake; a non-nil error rejects it (see
+	// RejectError). It runs on a libsrt thread, so it must be cheap.
+	Admit func(Request) error
+
+	// Serve runs on one goroutine per accepted publisher, owned by Run, and
+	// returns when the stream ends. The conn is closed after it returns.
+	Serve func(ctx context.Context, c *Conn) error
+
+	Logger *slog.Logger
+}
+
+// Request is what Admit sees of a connecting caller.
+type Request struct {
+	StreamID StreamID
+	Remote   string
+}
+
+// rcvTimeout is how often a blocked Read wakes up to check ctx, Close and
+// ReadTimeout.
+const rcvTimeout = 250 * time.Millisecond
+
+// srtoRcvTimeo is SRTO_RCVTIMEO, which srtgo has no constant for.
+const srtoRcvTimeo = 14
+
+// pendingTTL drops handshake records whose connection never reached
+// Accept (e.g. the caller's passphrase was wrong).
+const pendingTTL = 30 * time.Second
+
+// Server is the SRT listener. Create it with New and start it with Run.
+type Server struct {
+	cfg   Config
+	log   *slog.Logger // component=srt
+	base  *slog.Logger // for libsrt's own lines, which carry component=libsrt
+	host  string
+	port  uint16
+	ready chan struct{}
+	addr  atomic.Pointer[net.UDPAddr]
+	ran   atomic.Bool
+
+	mu      sync.Mutex
+	pending map[int]pendingConn // by SRT socket id, from the listen callback
+	conns   map[*Conn]struct{}
+}
+
+type pendingConn struct {
+	id     StreamID
+	remote string
+	at     time.Time
+}
+
+// New validates cfg; it binds nothing and starts nothing.
+func New(cfg Config) (*Server, error) {
+	host, portStr, err := net.SplitHostPort(cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("srt listen address %q: %w (use HOST:PORT, e.g. \":8890\")", cfg.Listen, err)
+	}
+	port, err := strconv.ParseUint(portStr, 10, 16)
+	if err != nil {
+		return nil, fmt.Errorf("srt listen address %q: port must be 0-65535", cfg.Listen)
+	}
+	if host == "" {
+		host = "0.0.0.0"
+	} else if net.ParseIP(host) == nil {
+		return nil, fmt.Errorf("srt listen address %q: host must be an IP address", cfg.Listen)
+	}
+	switch {
+	case cfg.Serve == nil:
+		return nil, errors.New("srt config: Serve is required")
+	case cfg.Latency < 0:
+		return nil, fmt.Errorf("srt config: latency %s must not be negative", cfg.Latency)
+	case cfg.ReadTimeout < 0:
+		return nil, fmt.Errorf("srt config: read timeout %s must not be negative", cfg.ReadTimeout)
+	case !slices.Contains([]int{0, 16, 24, 32}, cfg.PBKeyLen):
+		return nil, fmt.Errorf("srt config: pbkeylen %d must be 0, 16, 24 or 32", cfg.PBKeyLen)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Server{
+		cfg:     cfg,
+		log:     log.With("component", "srt"),
+		base:    log,
+		host:    host,
+		port:    uint16(port),
+		ready:   make(chan struct{}),
+		pending: map[int]pendingConn{},
+		conns:   map[*Conn]struct{}{},
+	}, nil
+}
+
+// Ready is closed once the listener is bound.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Addr is the bound address (valid after Ready).
+func (s *Server) Addr() *net.UDPAddr { return s.addr.Load() }
+
+// Run binds, accepts publishers until ctx ends, then closes the listener and
+// every conn and waits for every Serve goroutine. It returns nil on a clean
+// shutdown. Init must have been called.
+func (s *Server) Run(ctx context.Context) error {
+	if !s.ran.CompareAndSwap(false, true) {
+		return errors.New("srt: Run called twice on the same Server")
+	}
+	opts := map[string]string{
+		"blocking":  "1",
+		"mode":      "listener",
+		"transtype": "live",
+	}
+	if s.cfg.Latency > 0 {
+		opts["latency"] = strconv.FormatInt(s.cfg.Latency.Milliseconds(), 10)
+	}
+	ln := srtgo.NewSrtSocket(s.host, s.port, opts)
+	if ln == nil {
+		return errors.New("srt: cannot create the listening socket (was srt.Init called?)")
+	}
+	ln.SetListenCallback(s.onHandshake)
+	if err := ln.Listen(16); err != nil {
+		runtime.SetFinalizer(ln, nil) // Listen already closed it
+		return fmt.Errorf("srt listen on udp %s: %w (is the port in use?)", s.cfg.Listen, err)
+	}
+	lnCloser := *ln
+	closeListener := sync.OnceFunc(func() {
+		lnCloser.Close()
+		runtime.SetFinalizer(ln, nil)
+	})
+	defer closeListener()
+
+	addr := &net.UDPAddr{IP: net.ParseIP(s.host), Port: boundPort(int(ln.GetSocket()))}
+	s.addr.Store(addr)
+	libsrtLog.Store(s.base)
+	defer libsrtLog.CompareAndSwap(s.base, nil)
+	s.log.Info("srt listening", "addr", addr.String())
+	close(s.ready)
+
+	connCtx, cancelConns := context.WithCancel(ctx)
+	defer cancelConns()
+	var wg sync.WaitGroup
+	// Accept blocks in C; closing the listener is the only way to wake it.
+	stopWatch := make(chan struct{})
+	wg.Go(func() {
+		select {
+		case <-ctx.Done():
+		case <-stopWatch:
+		}
+		closeListener()
+	})
+
+	var runErr error
+	for {
+		sock, peer, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			if errors.Is(err, srtgo.EInvSock) || errors.Is(err, srtgo.ENoListen) || errors.Is(err, &srtgo.SrtSocketClosed{}) {
+				runErr = fmt.Errorf("srt listener on %s failed: %w", addr, err)
+				break
+			}
+			s.log.Warn("srt accept failed", "err", err)
+			// A persistent error must not turn this loop into a busy loop.
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
+		c := s.adopt(connCtx, sock, peer)
+		if c == nil {
+			continue
+		}
+		wg.Go(func() { s.serve(connCtx, c) })
+	}
+
+	close(stopWatch)
+	closeListener()
+	cancelConns()
+	s.mu.Lock()
+	for c := range s.conns {
+		c.closeWith("server shutdown")
+	}
+	s.mu.Unlock()
+	wg.Wait()
+	return runErr
+}
+
+// adopt turns an accepted socket into a Conn, using what the listen
+// callback recorded for it.
+func (s *Server) adopt(ctx context.Context, sock *srtgo.SrtSocket, peer *net.UDPAddr) *Conn {
+	id := int(sock.GetSocket())
+	s.mu.Lock()
+	p, ok := s.pending[id]
+	delete(s.pending, id)
+	s.mu.Unlock()
+	if !ok {
+		// Cannot happen unless libsrt skipped the callback; without a
+		// streamid the stream has nowhere to go.
+		s.log.Warn("srt connection without handshake record, closing", "remote", peer.String())
+		closer := *sock
+		closer.Close()
+		runtime.SetFinalizer(sock, nil)
+		return nil
+	}
+	if err := sock.SetSockOptInt(srtoRcvTimeo, int(rcvTimeout.Milliseconds())); err != nil {
+		s.log.Warn("srt: cannot set the receive timeout, closing", "path", p.id.Path, "remote", p.remote, "err", err)
+		closer := *sock
+		closer.Close()
+		runtime.SetFinalizer(sock, nil)
+		return nil
+	}
+	c := newConn(ctx, sock, p.id, p.remote, s.cfg.ReadTimeout)
+	s.mu.Lock()
+	s.conns[c] = struct{}{}
+	s.mu.Unlock()
+	return c
+}
+
+func (s *Server) serve(ctx context.Context, c *Conn) {
+	log := s.log.With("path", c.Path(), "remote", c.Remote())
+	log.Info("publisher connected")
+	err := s.cfg.Serve(ctx, c)
+	c.Close()
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+
+	reason := c.endReason()
+	lvl := slog.LevelInfo
+	if err != nil && !errors.Is(err, io.EOF) {
+		reason = err.Error()
+		lvl = slog.LevelWarn
+		if errors.Is(err, hub.ErrPathBusy) {
+			// Admit's check raced with another publisher on the same path.
+			reason += " (another publisher took the path during the handshake)"
+		}
+	}
+	st := c.Stats()
+	log.Log(context.Background(), lvl, "publisher closed", "reason", reason,
+		"duration", time.Since(c.since).Round(time.Millisecond), "bytes", st.Bytes,
+		"lost", st.PacketsLost, "dropped", st.PacketsDropped)
+}
+
+// Conns is a snapshot of the connected publishers.
+func (s *Server) Conns() []ConnInfo {
+	s.mu.Lock()
+	cs := make([]*Conn, 0, len(s.conns))
+	for c := range s.conns {
+		cs = append(cs, c)
+	}
+	s.mu.Unlock()
+	out := make([]ConnInfo, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, ConnInfo{Path: c.Path(), Remote: c.Remote(), Since: c.since, Stats: c.Stats()})
+	}
+	slices.SortFunc(out, func(a, b ConnInfo) int { return a.Since.Compare(b.Since) })
+	return out
+}
+
+// Kick closes the publisher on path; it reports whether there was one.
+func (s *Server) Kick(path string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	found := false
+	for c := range s.conns {
+		if c.Path() == path {
+			c.closeWith("kicked")
+			found = true
+		}
+	}
+	return found
+}

@@ -1,0 +1,488 @@
+package srt
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/haivision/srtgo"
+
+	"github.com/srtwhep/srtwhep/pkg/hub"
+	"github.com/srtwhep/srtwhep/pkg/srt/internal/srtcall"
+)
+
+// session is what one Serve call saw.
+type session struct {
+	id      StreamID
+	remote  string
+	conns   []ConnInfo // Server.Conns() right after the conn started
+	n       int64
+	badSync int64 // offsets that should hold a 0x47 TS sync byte but do not
+	head    []byte
+	err     error // the Read error that ended the loop (io.EOF on a clean end)
+}
+
+// recordingServe reads a conn to its end with reads of bufSize bytes and
+// reports what it saw on the returned channel.
+func recordingServe(srvp *atomic.Pointer[Server], bufSize int, started chan<- *Conn) (func(context.Context, *Conn) error, <-chan session) {
+	out := make(chan session, 4)
+	return func(_ context.Context, c *Conn) error {
+		s := session{id: c.StreamID(), remote: c.Remote(), conns: srvp.Load().Conns()}
+		if started != nil {
+			started <- c
+		}
+		buf := make([]byte, bufSize)
+		for {
+			n, err := c.Read(buf)
+			for i := range n {
+				if (s.n+int64(i))%188 == 0 && buf[i] != 0x47 {
+					s.badSync++
+				}
+			}
+			if len(s.head) < 188 {
+				s.head = append(s.head, buf[:min(n, 188-len(s.head))]...)
+			}
+			s.n += int64(n)
+			if err != nil {
+				s.err = err
+				out <- s
+				if errors.Is(err, io.EOF) {
+					return nil
+				}
+				return err
+			}
+		}
+	}, out
+}
+
+func waitSession(t *testing.T, ch <-chan session, d time.Duration) session {
+	t.Helper()
+	select {
+	case s := <-ch:
+		return s
+	case <-time.After(d):
+		t.Fatalf("Serve did not finish within %s", d)
+		return session{}
+	}
+}
+
+func needFFmpeg(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("ffmpeg")
+	if err != nil {
+		t.Fatal("ffmpeg not found: apt-get install -y ffmpeg (Debian's build has srt and libx264)")
+	}
+	return p
+}
+
+func TestFFmpegPublish(t *testing.T) {
+	ffmpeg := needFFmpeg(t)
+	var srvp atomic.Pointer[Server]
+	serve, sessions := recordingServe(&srvp, 4096, nil)
+	var admitted atomic.Pointer[Request]
+	r := startServer(t, Config{
+		Latency: 120 * time.Millisecond,
+		Serve:   serve,
+		Admit: func(req Request) error {
+			admitted.Store(&req)
+			return nil
+		},
+	})
+	srv := r.srv
+	srvp.Store(srv)
+
+	url := "srt://127.0.0.1:" + strconv.Itoa(srv.Addr().Port) + "?streamid=publish:live/t&pkt_size=1316"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, ffmpeg, "-hide_banner", "-loglevel", "error", "-re",
+		"-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30", "-t", "3",
+		"-c:v", "libx264", "-preset", "ultrafast", "-bf", "0", "-g", "30", "-f", "mpegts", url)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("ffmpeg: %v\n%s", err, out)
+	}
+
+	s := waitSession(t, sessions, 15*time.Second)
+	if s.err != io.EOF {
+		t.Fatalf("Serve's Read ended with %v, want io.EOF", s.err)
+	}
+	if s.n == 0 || s.n%188 != 0 {
+		t.Fatalf("read %d bytes, want a positive multiple of 188", s.n)
+	}
+	if s.head[0] != 0x47 || s.badSync != 0 {
+		t.Fatalf("first byte %#x, %d packets without the 0x47 sync byte", s.head[0], s.badSync)
+	}
+	if s.id != (StreamID{Mode: ModePublish, Path: "live/t"}) {
+		t.Fatalf("StreamID() = %+v", s.id)
+	}
+	req := admitted.Load()
+	if req == nil || req.StreamID.Path != "live/t" || req.Remote != s.remote ||
+		!strings.HasPrefix(req.Remote, "127.0.0.1:") {
+		t.Fatalf("Admit saw %+v, conn remote %q", req, s.remote)
+	}
+	if len(s.conns) != 1 || s.conns[0].Path != "live/t" || s.conns[0].Remote != s.remote {
+		t.Fatalf("Conns() while streaming = %+v", s.conns)
+	}
+
+	r.log.wait(t, 5*time.Second, "publisher connected", func(l logLine) bool {
+		return l.msg == "publisher connected" && l.attrs["path"] == "live/t" && l.attrs["remote"] == s.remote
+	})
+	closed := r.log.wait(t, 5*time.Second, "publisher closed", func(l logLine) bool {
+		return l.msg == "publisher closed" && l.attrs["path"] == "live/t"
+	})
+	if closed.attrs["reason"] != "publisher disconnected" || closed.attrs["bytes"] != strconv.FormatInt(s.n, 10) {
+		t.Fatalf("closed log %v, want reason \"publisher disconnected\" and bytes=%d", closed.attrs, s.n)
+	}
+	if got := srv.Conns(); len(got) != 0 {
+		t.Fatalf("Conns() after the end = %+v", got)
+	}
+}
+
+// tsMessage is one SRT live message: 7 TS packets whose bodies carry seq.
+func tsMessage(seq byte) []byte {
+	b := make([]byte, 7*188)
+	for i := range b {
+		b[i] = seq
+		if i%188 == 0 {
+			b[i] = 0x47
+		}
+	}
+	return b
+}
+
+// closeCaller closes a caller socket through a copy (srtgo's Close writes
+// the struct that concurrent Writes read).
+func closeCaller(s *srtgo.SrtSocket) {
+	c := *s
+	c.Close()
+	runtime.SetFinalizer(s, nil)
+}
+
+func TestRejections(t *testing.T) {
+	var srvp atomic.Pointer[Server]
+	serve, sessions := recordingServe(&srvp, 4096, nil)
+	r := startServer(t, Config{
+		Serve: serve,
+		Admit: func(req Request) error {
+			switch req.StreamID.Path {
+			case "live/busy":
+				return fmt.Errorf("admit live/busy: %w", hub.ErrPathBusy)
+			case "live/auth":
+				if req.StreamID.User != "alice" || req.StreamID.Pass != "pw" {
+					return RejectError{Reason: srtgo.RejectionReasonUnauthorized, Msg: "wrong user or password for live/auth"}
+				}
+			case "live/denied":
+				return errors.New("publishing to live/denied is not allowed")
+			}
+			return nil
+		},
+	})
+	srv := r.srv
+	srvp.Store(srv)
+
+	cases := []struct {
+		name, streamid string
+		reason         int
+		path           string // the path attribute of the WARN line
+		logHas         string
+	}{
+		{"no streamid", "", srtgo.RejectionReasonBadRequest, "", "sent no streamid"},
+		{"garbage", "hello", srtgo.RejectionReasonBadRequest, "", `unknown action "hello"`},
+		{"bad path", "publish:a//b", srtgo.RejectionReasonBadRequest, "", "empty segment"},
+		{"bad path with password", "publish:a//b:alice:hunter2", srtgo.RejectionReasonBadRequest, "", "empty segment"},
+		{"read mode", "read:live/t", srtgo.RejectionReasonBadMode, "live/t", "use WHEP at http://HOST:8889/PATH/whep"},
+		{"keyed request mode", "#!::r=live/t", srtgo.RejectionReasonBadMode, "live/t", `mode "request"`},
+		{"busy", "publish:live/busy", RejectionReasonConflict, "live/busy", hub.ErrPathBusy.Error()},
+		{"unauthorized", "#!::r=live/auth,m=publish,u=alice,s=nope", srtgo.RejectionReasonUnauthorized, "live/auth", "wrong user or password"},
+		{"forbidden", "publish:live/denied", srtgo.RejectionReasonForbidden, "live/denied", "not allowed"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sock, err := srtcall.Dial(srv.Addr(), srtcall.Options{StreamID: tc.streamid})
+			if err == nil {
+				closeCaller(sock)
+				t.Fatalf("connect with streamid %q succeeded, want a rejection", tc.streamid)
+			}
+			var rej *srtcall.RejectedError
+			if !errors.As(err, &rej) || !errors.Is(err, srtgo.EConnRej) {
+				t.Fatalf("connect error %v, want a rejected connection", err)
+			}
+			if rej.Reason != tc.reason {
+				t.Fatalf("caller saw reject reason %d, want %d (%s)", rej.Reason, tc.reason, reasonName(tc.reason))
+			}
+			line := r.log.wait(t, 5*time.Second, "rejection of "+tc.streamid, func(l logLine) bool {
+				return l.msg == "srt publisher rejected" && l.attrs["streamid"] == redactStreamID(tc.streamid)
+			})
+			if line.level != slog.LevelWarn || line.attrs["path"] != tc.path ||
+				line.attrs["reason"] != reasonName(tc.reason) || !strings.Contains(line.attrs["err"], tc.logHas) ||
+				line.attrs["expected"] != streamIDSyntax || !strings.HasPrefix(line.attrs["remote"], "127.0.0.1:") {
+				t.Fatalf("rejection log %s %v", line.level, line.attrs)
+			}
+		})
+	}
+	if strings.Contains(r.log.dump(), "s=nope") || strings.Contains(r.log.dump(), "hunter2") {
+		t.Fatal("a rejected password reached the log")
+	}
+
+	// The same server still admits a good publisher afterwards.
+	sock, err := srtcall.Dial(srv.Addr(), srtcall.Options{StreamID: "#!::u=alice,s=pw,m=publish,r=live/auth"})
+	if err != nil {
+		t.Fatalf("good credentials: %v", err)
+	}
+	if _, err := sock.Write(tsMessage(1)); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	closeCaller(sock)
+	s := waitSession(t, sessions, 10*time.Second)
+	if s.id.Path != "live/auth" || s.id.User != "alice" || s.err != io.EOF {
+		t.Fatalf("session %+v", s)
+	}
+}
+
+func TestPassphrase(t *testing.T) {
+	const pass = "correct horse battery"
+	var srvp atomic.Pointer[Server]
+	// 188-byte reads exercise the path that splits an SRT message.
+	serve, sessions := recordingServe(&srvp, 188, nil)
+	r := startServer(t, Config{
+		Serve: serve,
+		Passphrase: func(path string) string {
+			if path == "live/secret" {
+				return pass
+			}
+			return ""
+		},
+		PBKeyLen: 16,
+	})
+	srv := r.srv
+	srvp.Store(srv)
+
+	for _, tc := range []struct {
+		name, pass string
+		path       string
+		reason     int
+	}{
+		{"wrong passphrase", "incorrect horse battery", "live/secret", srtcall.ReasonBadSecret},
+		{"missing passphrase", "", "live/secret", srtcall.ReasonUnsecure},
+		{"passphrase on an open path", pass, "live/open", srtcall.ReasonUnsecure},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sock, err := srtcall.Dial(srv.Addr(), srtcall.Options{StreamID: "publish:" + tc.path, Passphrase: tc.pass})
+			if err == nil {
+				closeCaller(sock)
+				t.Fatal("handshake succeeded, want it to fail")
+			}
+			var rej *srtcall.RejectedError
+			if !errors.As(err, &rej) || rej.Reason != tc.reason {
+				t.Fatalf("connect error %v, want reject reason %d", err, tc.reason)
+			}
+		})
+	}
+
+	sock, err := srtcall.Dial(srv.Addr(), srtcall.Options{StreamID: "publish:live/secret", Passphrase: pass})
+	if err != nil {
+		t.Fatalf("correct passphrase: %v", err)
+	}
+	var want []byte
+	for i := range 20 {
+		m := tsMessage(byte(i))
+		want = append(want, m...)
+		if _, err := sock.Write(m); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	// Close only after the data was delivered, so the test checks content.
+	waitBytes(t, srv, int64(len(want)))
+	closeCaller(sock)
+	s := waitSession(t, sessions, 10*time.Second)
+	if s.err != io.EOF || s.n != int64(len(want)) || s.badSync != 0 || !bytes.Equal(s.head, want[:188]) {
+		t.Fatalf("session read %d bytes (want %d), err %v, badSync %d", s.n, len(want), s.err, s.badSync)
+	}
+	if len(sessions) != 0 {
+		t.Fatal("a failed handshake reached Serve")
+	}
+	// libsrt's own account of the failure is routed into the server's log.
+	r.log.wait(t, 5*time.Second, "from libsrt about the bad passphrase", func(l logLine) bool {
+		return l.attrs["component"] == "libsrt" && l.level == slog.LevelWarn && strings.Contains(l.msg, "Incorrect passphrase")
+	})
+}
+
+func TestShutdownWhileStreaming(t *testing.T) {
+	var srvp atomic.Pointer[Server]
+	started := make(chan *Conn, 1)
+	serve, sessions := recordingServe(&srvp, 4096, started)
+	r := startServer(t, Config{Serve: serve})
+	srvp.Store(r.srv)
+
+	sock, err := srtcall.Dial(r.srv.Addr(), srtcall.Options{StreamID: "publish:live/down"})
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	// The publisher keeps writing until the server drops it.
+	stopWriting := make(chan struct{})
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			if _, err := sock.Write(tsMessage(byte(i))); err != nil {
+				return
+			}
+			select {
+			case <-tick.C:
+			case <-stopWriting:
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(stopWriting)
+		<-writerDone
+		closeCaller(sock)
+	})
+
+	select {
+	case <-started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("publisher never reached Serve")
+	}
+	waitBytes(t, r.srv, 1)
+	r.cancel()
+	select {
+	case <-r.done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return within 5 s of cancel while a publisher streamed")
+	}
+	if r.err != nil {
+		t.Fatalf("Run returned %v on a clean shutdown", r.err)
+	}
+	s := waitSession(t, sessions, time.Second) // Run waited for Serve
+	if s.err != io.EOF || s.n == 0 {
+		t.Fatalf("Serve read %d bytes and ended with %v, want data then io.EOF", s.n, s.err)
+	}
+	closed := r.log.wait(t, time.Second, "publisher closed", func(l logLine) bool { return l.msg == "publisher closed" })
+	if closed.attrs["reason"] != "server shutdown" {
+		t.Fatalf("closed log %v, want reason \"server shutdown\"", closed.attrs)
+	}
+}
+
+func TestKick(t *testing.T) {
+	var srvp atomic.Pointer[Server]
+	started := make(chan *Conn, 1)
+	serve, sessions := recordingServe(&srvp, 4096, started)
+	r := startServer(t, Config{Serve: serve})
+	srvp.Store(r.srv)
+
+	sock, err := srtcall.Dial(r.srv.Addr(), srtcall.Options{StreamID: "publish:live/k"})
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer closeCaller(sock)
+	select {
+	case <-started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("publisher never reached Serve")
+	}
+	if r.srv.Kick("live/other") {
+		t.Fatal("Kick of a path without publisher reported true")
+	}
+	if !r.srv.Kick("live/k") {
+		t.Fatal("Kick(live/k) = false with a publisher on it")
+	}
+	s := waitSession(t, sessions, 5*time.Second)
+	if s.err != io.EOF {
+		t.Fatalf("Read after Kick returned %v, want io.EOF", s.err)
+	}
+	closed := r.log.wait(t, 5*time.Second, "publisher closed", func(l logLine) bool { return l.msg == "publisher closed" })
+	if closed.attrs["reason"] != "kicked" || closed.attrs["path"] != "live/k" {
+		t.Fatalf("closed log %v, want reason kicked", closed.attrs)
+	}
+}
+
+func TestReadTimeout(t *testing.T) {
+	var srvp atomic.Pointer[Server]
+	serve, sessions := recordingServe(&srvp, 4096, nil)
+	r := startServer(t, Config{Serve: serve, ReadTimeout: 600 * time.Millisecond})
+	srvp.Store(r.srv)
+
+	sock, err := srtcall.Dial(r.srv.Addr(), srtcall.Options{StreamID: "publish:live/idle"})
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer closeCaller(sock)
+	if _, err := sock.Write(tsMessage(7)); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	// Then silence: the connection stays up (libsrt keepalives) but idle.
+	s := waitSession(t, sessions, 10*time.Second)
+	if !errors.Is(s.err, ErrReadTimeout) || s.n != 7*188 {
+		t.Fatalf("Serve read %d bytes, ended with %v; want 1316 bytes then ErrReadTimeout", s.n, s.err)
+	}
+	closed := r.log.wait(t, 5*time.Second, "publisher closed", func(l logLine) bool { return l.msg == "publisher closed" })
+	if strings.Contains(r.log.dump(), "nothing to read") {
+		t.Fatal("libsrt's per-RCVTIMEO \"nothing to read\" warning reached the log")
+	}
+	if closed.level != slog.LevelWarn || !strings.Contains(closed.attrs["reason"], "no data for 600ms") {
+		t.Fatalf("closed log %s %v", closed.level, closed.attrs)
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	serve := func(context.Context, *Conn) error { return nil }
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Listen: "8890", Serve: serve}, "use HOST:PORT"},
+		{Config{Listen: ":99999", Serve: serve}, "port must be 0-65535"},
+		{Config{Listen: "localhost:8890", Serve: serve}, "host must be an IP address"},
+		{Config{Listen: ":8890"}, "Serve is required"},
+		{Config{Listen: ":8890", Serve: serve, Latency: -time.Second}, "must not be negative"},
+		{Config{Listen: ":8890", Serve: serve, PBKeyLen: 20}, "must be 0, 16, 24 or 32"},
+	} {
+		_, err := New(tc.cfg)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New(%+v) = %v, want an error containing %q", tc.cfg, err, tc.want)
+		}
+	}
+	if _, err := New(Config{Listen: ":0", Serve: serve}); err != nil {
+		t.Fatalf("New with a valid config: %v", err)
+	}
+}
+
+func TestListenPortInUse(t *testing.T) {
+	r := startServer(t, Config{Serve: func(context.Context, *Conn) error { return nil }})
+	srv, err := New(Config{Listen: r.srv.Addr().String(), Serve: func(context.Context, *Conn) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = srv.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "is the port in use?") {
+		t.Fatalf("Run on a busy port = %v, want a bind error", err)
+	}
+}
+
+// waitBytes waits until the only publisher has delivered at least n bytes.
+func waitBytes(t *testing.T, srv *Server, n int64) {
+	t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Second)
+	for cs := srv.Conns(); len(cs) != 1 || cs[0].Stats.Bytes < n; cs = srv.Conns() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("server did not receive %d bytes: %+v", n, cs)
+		}
+	}
+}

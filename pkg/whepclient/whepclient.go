@@ -1,0 +1,366 @@
+// Package whepclient is a receive-only WHEP client (draft-ietf-wish-whep)
+// built on pion/webrtc. It serves two users: the integration tests, which
+// need to see decoded pictures (Options.Decode), and whep-loadgen, which runs
+// hundreds of sessions at once and only needs cheap per-packet accounting.
+//
+// A Session owns one PeerConnection and one read goroutine; both end on
+// Close. The session's lifetime is not tied to the context given to Dial,
+// which only bounds signalling.
+package whepclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pion/ice/v4"
+	"github.com/pion/interceptor"
+	"github.com/pion/interceptor/pkg/nack"
+	"github.com/pion/webrtc/v4"
+)
+
+// ErrClosed is the session error after Close when nothing else ended it.
+var ErrClosed = errors.New("whepclient: session closed by the client")
+
+// Limits on what we read from the server, so a broken server cannot make a
+// load generator with hundreds of sessions hold large bodies.
+const (
+	maxAnswerSize    = 1 << 20
+	maxErrorBodySize = 4 << 10
+	deleteTimeout    = 5 * time.Second
+)
+
+// Options configure a session. The zero value is a light, non-decoding
+// client suitable for load generation.
+type Options struct {
+	// Decode turns on full mode: RTP is depacketized into access units,
+	// the SPS is parsed for Width/Height and OnAccessUnit is called.
+	Decode bool
+
+	// OnAccessUnit receives every complete access unit in Decode mode and
+	// is ignored otherwise. It runs on the session's read goroutine, so it
+	// must not block for long: while it runs no RTP is read.
+	OnAccessUnit func(au AccessUnit)
+
+	// BearerToken, when set, is sent as "Authorization: Bearer …" on the
+	// POST and the DELETE.
+	BearerToken string
+
+	// HTTPClient defaults to a client with a 10 s timeout.
+	HTTPClient *http.Client
+
+	// SettingEngine may adjust pion's settings (network types, interface
+	// filter, UDP mux) after the client's defaults are applied.
+	SettingEngine func(*webrtc.SettingEngine)
+
+	// NACK registers a NACK generator so the server can retransmit lost
+	// packets. Off by default: it costs a timer goroutine per session.
+	NACK bool
+
+	// Logger receives the client's and pion's warnings; nil discards them.
+	Logger *slog.Logger
+}
+
+// AccessUnit is one picture as reassembled from RTP in Decode mode. The
+// client does not keep references to it after OnAccessUnit returns.
+type AccessUnit struct {
+	NALUs        [][]byte // without start codes
+	IDR          bool
+	RTPTimestamp uint32
+	FirstSeq     uint16
+	LastSeq      uint16
+	Received     time.Time // when the last packet of the picture was read
+}
+
+// Session is one WHEP viewer.
+type Session struct {
+	log        *slog.Logger
+	pc         *webrtc.PeerConnection
+	httpClient *http.Client
+	token      string
+	sessionURL string
+
+	trackCh chan *webrtc.TrackRemote
+	closing chan struct{}
+	wg      sync.WaitGroup
+
+	connected     chan struct{}
+	connectedOnce sync.Once
+
+	done     chan struct{}
+	doneOnce sync.Once
+	errMu    sync.Mutex
+	err      error
+
+	closeOnce sync.Once
+	closeErr  error
+
+	stats statsState
+	recv  receiver
+}
+
+// Dial offers a recvonly H.264 session to endpoint and returns once the
+// server's answer is applied. ICE and DTLS continue in the background; use
+// WaitConnected to wait for media to be able to flow.
+func Dial(ctx context.Context, endpoint string, opt Options) (*Session, error) {
+	endpointURL, err := url.Parse(endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("whepclient: bad endpoint URL %q: %w", endpoint, err)
+	}
+	log := opt.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	httpClient := opt.HTTPClient
+	if httpClient == nil {
+		httpClient = &http.Client{Timeout: 10 * time.Second}
+	}
+
+	pc, err := newPeerConnection(opt, log)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{
+		log:        log,
+		pc:         pc,
+		httpClient: httpClient,
+		token:      opt.BearerToken,
+		trackCh:    make(chan *webrtc.TrackRemote, 1),
+		closing:    make(chan struct{}),
+		connected:  make(chan struct{}),
+		done:       make(chan struct{}),
+	}
+	s.installHandlers()
+
+	if err := s.negotiate(ctx, endpointURL); err != nil {
+		// The PC never reached the server, so there is nothing to DELETE.
+		_ = pc.Close()
+		return nil, err
+	}
+	s.log = log.With("session", s.sessionURL)
+	// Set up before run starts; only the read goroutine touches it after.
+	s.recv.init(s, opt)
+
+	s.wg.Add(1)
+	go s.run()
+	return s, nil
+}
+
+func newPeerConnection(opt Options, log *slog.Logger) (*webrtc.PeerConnection, error) {
+	var feedback []webrtc.RTCPFeedback
+	// PLI is always offered so a server may answer our (rare) keyframe
+	// requests; generic NACK only when we actually generate NACKs, because a
+	// server that sees it keeps a retransmission buffer for us.
+	feedback = append(feedback, webrtc.RTCPFeedback{Type: "nack", Parameter: "pli"})
+	if opt.NACK {
+		feedback = append(feedback, webrtc.RTCPFeedback{Type: "nack"})
+	}
+
+	me := &webrtc.MediaEngine{}
+	for _, c := range []struct {
+		pt      webrtc.PayloadType
+		profile string
+	}{{102, "42e01f"}, {104, "42001f"}} {
+		err := me.RegisterCodec(webrtc.RTPCodecParameters{
+			RTPCodecCapability: webrtc.RTPCodecCapability{
+				MimeType:     webrtc.MimeTypeH264,
+				ClockRate:    90000,
+				SDPFmtpLine:  "level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=" + c.profile,
+				RTCPFeedback: feedback,
+			},
+			PayloadType: c.pt,
+		}, webrtc.RTPCodecTypeVideo)
+		if err != nil {
+			return nil, fmt.Errorf("whepclient: register H.264 codec: %w", err)
+		}
+	}
+
+	reg := &interceptor.Registry{}
+	if opt.NACK {
+		gen, err := nack.NewGeneratorInterceptor()
+		if err != nil {
+			return nil, fmt.Errorf("whepclient: NACK generator: %w", err)
+		}
+		reg.Add(gen)
+	}
+
+	se := webrtc.SettingEngine{}
+	// mDNS would open a multicast socket per session; WHEP servers send
+	// plain IP candidates, so nothing is lost by turning it off.
+	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
+	se.LoggerFactory = pionLoggerFactory{log: log}
+	if opt.SettingEngine != nil {
+		opt.SettingEngine(&se)
+	}
+
+	api := webrtc.NewAPI(webrtc.WithMediaEngine(me), webrtc.WithInterceptorRegistry(reg), webrtc.WithSettingEngine(se))
+	pc, err := api.NewPeerConnection(webrtc.Configuration{})
+	if err != nil {
+		return nil, fmt.Errorf("whepclient: new peer connection: %w", err)
+	}
+	_, err = pc.AddTransceiverFromKind(webrtc.RTPCodecTypeVideo,
+		webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionRecvonly})
+	if err != nil {
+		_ = pc.Close()
+		return nil, fmt.Errorf("whepclient: add recvonly video transceiver: %w", err)
+	}
+	return pc, nil
+}
+
+func (s *Session) installHandlers() {
+	s.pc.OnTrack(func(t *webrtc.TrackRemote, _ *webrtc.RTPReceiver) {
+		// Only one transceiver is offered; anything beyond the first track
+		// is ignored rather than read by nobody forever.
+		select {
+		case s.trackCh <- t:
+		default:
+		}
+	})
+	s.pc.OnConnectionStateChange(func(st webrtc.PeerConnectionState) {
+		switch st {
+		case webrtc.PeerConnectionStateConnected:
+			s.connectedOnce.Do(func() {
+				s.stats.setConnected(time.Now())
+				close(s.connected)
+			})
+		case webrtc.PeerConnectionStateFailed:
+			s.finish(errors.New("whepclient: peer connection failed (ICE or DTLS); check that the server's candidates are reachable"))
+		case webrtc.PeerConnectionStateClosed:
+			s.finish(errors.New("whepclient: peer connection closed"))
+		}
+	})
+}
+
+// negotiate does the non-trickle offer/answer over HTTP.
+func (s *Session) negotiate(ctx context.Context, endpoint *url.URL) error {
+	offer, err := s.pc.CreateOffer(nil)
+	if err != nil {
+		return fmt.Errorf("whepclient: create offer: %w", err)
+	}
+	gathered := webrtc.GatheringCompletePromise(s.pc)
+	if err := s.pc.SetLocalDescription(offer); err != nil {
+		return fmt.Errorf("whepclient: set local description: %w", err)
+	}
+	select {
+	case <-gathered:
+	case <-ctx.Done():
+		return fmt.Errorf("whepclient: ICE gathering did not complete: %w", ctx.Err())
+	}
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint.String(),
+		strings.NewReader(s.pc.LocalDescription().SDP))
+	if err != nil {
+		return fmt.Errorf("whepclient: build POST: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/sdp")
+	req.Header.Set("Accept", "application/sdp")
+	s.authorize(req)
+
+	resp, err := s.httpClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("whepclient: POST offer to %s: %w", endpoint.Redacted(), err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		return readHTTPError(resp)
+	}
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerSize+1))
+	if err != nil {
+		return fmt.Errorf("whepclient: read SDP answer: %w", err)
+	}
+	if len(answer) > maxAnswerSize {
+		return fmt.Errorf("whepclient: SDP answer larger than %d bytes", maxAnswerSize)
+	}
+
+	loc := resp.Header.Get("Location")
+	if loc == "" {
+		return errors.New("whepclient: 201 without a Location header; the server must name the session URL")
+	}
+	sessionURL, err := endpoint.Parse(loc)
+	if err != nil {
+		return fmt.Errorf("whepclient: bad Location %q: %w", loc, err)
+	}
+	s.sessionURL = sessionURL.String()
+
+	err = s.pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: string(answer)})
+	if err != nil {
+		// The server created a session for us; release it.
+		_ = s.deleteSession()
+		return fmt.Errorf("whepclient: apply SDP answer: %w", err)
+	}
+	return nil
+}
+
+// run waits for the remote track and reads it until the session ends.
+func (s *Session) run() {
+	defer s.wg.Done()
+	select {
+	case t := <-s.trackCh:
+		s.finish(s.recv.readLoop(t))
+	case <-s.closing:
+	case <-s.done:
+	}
+}
+
+// finish records the first reason the session ended and closes Done.
+func (s *Session) finish(err error) {
+	s.doneOnce.Do(func() {
+		s.errMu.Lock()
+		s.err = err
+		s.errMu.Unlock()
+		close(s.done)
+	})
+}
+
+// WaitConnected blocks until the PeerConnection is connected, the session
+// ends, or ctx is done.
+func (s *Session) WaitConnected(ctx context.Context) error {
+	select {
+	case <-s.connected:
+		return nil
+	case <-s.done:
+		return fmt.Errorf("whepclient: session ended before connecting: %w", s.Err())
+	case <-ctx.Done():
+		return fmt.Errorf("whepclient: not connected: %w", ctx.Err())
+	}
+}
+
+// Done is closed when the PeerConnection fails or closes or the track ends.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Err reports why the session ended; nil while it is running.
+func (s *Session) Err() error {
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	return s.err
+}
+
+// SessionURL is the absolute session URL from the Location header.
+func (s *Session) SessionURL() string { return s.sessionURL }
+
+// Close sends DELETE for the session (best effort: the PeerConnection is
+// closed whatever the server answers) and waits for the read goroutine.
+// It returns the DELETE or close error, if any; later calls return the same.
+func (s *Session) Close() error {
+	s.closeOnce.Do(func() {
+		// Recorded first: the server tearing down its peer in answer to the
+		// DELETE must not be reported as the reason the session ended.
+		s.finish(ErrClosed)
+		delErr := s.deleteSession()
+		close(s.closing)
+		pcErr := s.pc.Close()
+		s.wg.Wait()
+		if pcErr != nil {
+			pcErr = fmt.Errorf("whepclient: close peer connection: %w", pcErr)
+		}
+		s.closeErr = errors.Join(delErr, pcErr)
+	})
+	return s.closeErr
+}
