@@ -1,0 +1,298 @@
+// Package tsdemux turns an MPEG-TS byte stream into H.264 access units.
+//
+// It wraps mediacommon's mpegts.Reader and adds what a WebRTC fan-out needs:
+// the first H.264 track is picked (anything else is reported once), PTS is
+// unwrapped to a monotonic 90 kHz clock, the latest SPS/PPS are put in front
+// of every IDR so any viewer can start at any keyframe, nothing is emitted
+// before a decodable IDR, and streams a browser cannot play (no H.264, B-frames)
+// are refused with an error that names the fix.
+//
+// Damage (garbage, lost TS packets, truncated PES, PTS jumps) is never fatal:
+// it is counted, summarised at most every 5 s, and when a reference picture is
+// known to be lost the output pauses until the next IDR.
+package tsdemux
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/bluenviron/mediacommon/v2/pkg/formats/mpegts"
+
+	"github.com/srtwhep/srtwhep/pkg/av"
+)
+
+// Errors returned by Run. They are wrapped with details; test with errors.Is.
+var (
+	// ErrNoH264 means the program has no H.264 track; the wrapping text lists
+	// the tracks found and the fix.
+	ErrNoH264 = errors.New("no H.264 video track")
+	// ErrBFrames means the stream reorders pictures (B-frames). WebRTC
+	// browsers cannot play them, so Run ends with this error (after one WARN)
+	// at the first B slice or the first picture whose PTS goes back in
+	// decode order; the caller ends the publisher with it as the reason.
+	// Pictures emitted before that (usually the IDR and one P picture) are
+	// harmless. A constant PTS-DTS offset without reordering is accepted.
+	ErrBFrames = errors.New("stream has B-frames, which WebRTC browsers cannot play; " +
+		"encode with -bf 0 (ffmpeg) or set B-frames to 0 in OBS")
+	// ErrNoPMT means no MPEG-TS program map table arrived before the stream
+	// ended or before initPMTLimit bytes were read.
+	ErrNoPMT = errors.New("no MPEG-TS program map table (PMT) received; is the publisher sending MPEG-TS (ffmpeg -f mpegts)?")
+)
+
+const (
+	// initPMTLimit bounds what mediacommon buffers while it looks for the
+	// PMT (it keeps every byte so it can rewind): a publisher sending
+	// garbage must not grow memory without end. Encoders repeat the PMT
+	// every few hundred ms, so 8 MiB is many seconds even at high bitrates.
+	initPMTLimit = 8 << 20
+
+	// summaryEvery is the minimum spacing of decode-error WARN lines.
+	summaryEvery = 5 * time.Second
+)
+
+// Config configures a Demuxer.
+type Config struct {
+	// Logger carries path/remote attributes already; nil discards logs.
+	Logger *slog.Logger
+	// OnInfo is called on Run's goroutine when the SPS is first seen or
+	// when width, height, profile or frame rate change. May be nil.
+	OnInfo func(av.StreamInfo)
+}
+
+// Stats is a snapshot of a Demuxer's counters.
+type Stats struct {
+	DecodeErrors   uint64 // TS and H.264 problems skipped (garbage, lost pictures, PTS jumps, ...)
+	AccessUnits    uint64 // access units emitted
+	IDRs           uint64 // IDR access units emitted
+	DroppedAUs     uint64 // access units dropped while waiting for a decodable IDR
+	BFramesDropped uint64 // B-frame access units refused (Run ends with ErrBFrames at the first)
+	Bytes          uint64 // MPEG-TS bytes read from the reader
+}
+
+// Demuxer reads MPEG-TS from an io.Reader and emits H.264 access units.
+// Run must be called at most once; Stats may be called from any goroutine.
+type Demuxer struct {
+	r      io.Reader
+	log    *slog.Logger
+	onInfo func(av.StreamInfo)
+
+	initLimit int64 // initPMTLimit, lowered by tests
+
+	decodeErrors   atomic.Uint64
+	accessUnits    atomic.Uint64
+	idrs           atomic.Uint64
+	droppedAUs     atomic.Uint64
+	bFramesDropped atomic.Uint64
+	bytes          atomic.Uint64
+
+	// Everything below is owned by Run's goroutine.
+	summary errorSummary
+	video   videoState
+}
+
+// New returns a Demuxer reading from r. It starts nothing.
+func New(r io.Reader, cfg Config) *Demuxer {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Demuxer{r: r, log: log, onInfo: cfg.OnInfo, initLimit: initPMTLimit}
+}
+
+// Stats returns a snapshot of the counters.
+func (d *Demuxer) Stats() Stats {
+	return Stats{
+		DecodeErrors:   d.decodeErrors.Load(),
+		AccessUnits:    d.accessUnits.Load(),
+		IDRs:           d.idrs.Load(),
+		DroppedAUs:     d.droppedAUs.Load(),
+		BFramesDropped: d.bFramesDropped.Load(),
+		Bytes:          d.bytes.Load(),
+	}
+}
+
+// Run reads until the reader fails or ends, or ctx ends, and calls emit on
+// Run's goroutine for every access unit, in decode order, starting with an
+// IDR that carries SPS and PPS. emit must not modify the access unit.
+//
+// Run returns nil when the reader returns io.EOF, the error of emit if emit
+// fails, ctx.Err() once ctx has ended, ErrNoPMT, ErrNoH264 or ErrBFrames
+// (wrapped with details) for streams that cannot be served, or the reader's
+// own error otherwise.
+//
+// Cancellation is only observed between reads: a Read blocked on the
+// network is not interrupted by ctx. The caller must close the reader when
+// it cancels (as srt does with the socket) so Run returns promptly.
+func (d *Demuxer) Run(ctx context.Context, emit func(*av.AccessUnit) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	mr := &meteredReader{ctx: ctx, r: d.r, bytes: &d.bytes, limit: d.initLimit}
+	tr := &mpegts.Reader{R: mr}
+	if err := tr.Initialize(); err != nil {
+		return d.initError(ctx, err, mr)
+	}
+	mr.limit = -1
+
+	track, err := d.pickTrack(tr.Tracks())
+	if err != nil {
+		return err
+	}
+	d.video.init()
+	tr.OnDecodeError(d.decodeError)
+	tr.OnDataH264(track, func(pts, dts int64, au [][]byte) error {
+		return d.onAccessUnit(pts, dts, au, emit)
+	})
+	defer d.flushSummary()
+
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		err := tr.Read()
+		if err == nil {
+			continue
+		}
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err() // closing the reader on cancel often reads as EOF
+		case errors.Is(err, io.EOF):
+			return nil
+		}
+		return err
+	}
+}
+
+func (d *Demuxer) initError(ctx context.Context, err error, mr *meteredReader) error {
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.Is(err, errInitLimit):
+		return fmt.Errorf("none in the first %d bytes: %w", mr.read, ErrNoPMT)
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("stream ended after %d bytes: %w", mr.read, ErrNoPMT)
+	case mr.err != nil:
+		return mr.err // the reader failed: report it unchanged
+	}
+	return fmt.Errorf("reading MPEG-TS program tables: %w", err)
+}
+
+// pickTrack selects the first H.264 track and reports the others once.
+func (d *Demuxer) pickTrack(tracks []*mpegts.Track) (*mpegts.Track, error) {
+	var video *mpegts.Track
+	names := make([]string, 0, len(tracks))
+	var hasH265, hasAAC bool
+	var ignored []string
+	for _, t := range tracks {
+		name := codecName(t.Codec)
+		names = append(names, name)
+		switch t.Codec.(type) {
+		case *mpegts.CodecH264:
+			if video == nil {
+				video = t
+				continue
+			}
+		case *mpegts.CodecH265:
+			hasH265 = true
+		case *mpegts.CodecMPEG4Audio, *mpegts.CodecMPEG4AudioLATM:
+			hasAAC = true
+		}
+		ignored = append(ignored, fmt.Sprintf("%s (PID %d)", name, t.PID))
+	}
+	found := joinOr(names, "no tracks")
+
+	if video == nil {
+		hint := "publish with -c:v libx264 -bf 0"
+		if hasH265 {
+			hint = "H.265 cannot be sent to WebRTC browsers here; encode with -c:v libx264 -bf 0"
+		}
+		return nil, fmt.Errorf("%w; found: %s — %s", ErrNoH264, found, hint)
+	}
+
+	d.log.Info("MPEG-TS tracks", "tracks", found, "video_pid", video.PID)
+	if hasAAC {
+		d.log.Warn("AAC audio cannot go to WebRTC; video only (encode audio with Opus if you need it later)")
+	}
+	if len(ignored) > 0 {
+		d.log.Info("ignoring tracks: only one H.264 video track is forwarded", "ignored", joinOr(ignored, ""))
+	}
+	return video, nil
+}
+
+// decodeError counts a non-fatal problem and may log a summary.
+func (d *Demuxer) decodeError(err error) {
+	d.decodeErrors.Add(1)
+	d.summary.add(err)
+	d.maybeSummarise()
+}
+
+func (d *Demuxer) maybeSummarise() {
+	if d.summary.pending == 0 {
+		return
+	}
+	now := time.Now()
+	if !d.summary.last.IsZero() && now.Sub(d.summary.last) < summaryEvery {
+		return
+	}
+	d.flushSummaryAt(now)
+}
+
+func (d *Demuxer) flushSummary() { d.flushSummaryAt(time.Now()) }
+
+func (d *Demuxer) flushSummaryAt(now time.Time) {
+	s := &d.summary
+	if s.pending == 0 {
+		return
+	}
+	d.log.Warn("MPEG-TS/H.264 decode errors (pictures that cannot be decoded are skipped until the next IDR)",
+		"errors", s.pending, "total", d.decodeErrors.Load(), "last_error", s.lastErr.Error())
+	s.pending = 0
+	s.last = now
+}
+
+// errorSummary rate-limits decode-error logging: per-packet errors on a
+// damaged link would otherwise flood the log.
+type errorSummary struct {
+	pending uint64
+	lastErr error
+	last    time.Time
+}
+
+func (s *errorSummary) add(err error) {
+	s.pending++
+	s.lastErr = err
+}
+
+var errInitLimit = errors.New("PMT search limit reached")
+
+// meteredReader counts bytes, bounds the PMT search and observes ctx between
+// reads (a blocked Read is the caller's to unblock by closing the source).
+type meteredReader struct {
+	ctx   context.Context
+	r     io.Reader
+	bytes *atomic.Uint64
+	limit int64 // <0: unlimited
+	read  int64
+	err   error // last non-EOF error of r
+}
+
+func (m *meteredReader) Read(p []byte) (int, error) {
+	if err := m.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if m.limit >= 0 && m.read >= m.limit {
+		return 0, errInitLimit
+	}
+	n, err := m.r.Read(p)
+	m.read += int64(n)
+	m.bytes.Add(uint64(n))
+	if err != nil && !errors.Is(err, io.EOF) {
+		m.err = err
+	}
+	return n, err
+}

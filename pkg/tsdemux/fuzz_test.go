@@ -1,0 +1,32 @@
+package tsdemux
+
+import (
+	"bytes"
+	"testing"
+)
+
+// FuzzDemux feeds arbitrary bytes through Run: it must never panic, and
+// whatever comes out must keep the invariants consumers rely on (checked
+// by demux).
+func FuzzDemux(f *testing.F) {
+	for _, name := range []string{"h264.ts", "h264_aac.ts", "h264_bframes.ts", "h265_aac.ts"} {
+		clip := readClip(f, name)
+		f.Add(clip)
+		f.Add(clip[:len(clip)/3+5])
+	}
+	b := newTSBuilder(f, true)
+	pts := b.gop(1<<33-6000, 4, true)
+	b.au(pts, pts, slice(false, 2, sliceP, 9))
+	b.gop(pts+3000, 3, false)
+	b.au(pts+20000, pts+12000, slice(false, 0, sliceB, 3))
+	f.Add(b.bytes())
+	f.Add([]byte{})
+	f.Add(bytes.Repeat([]byte{0x47}, 188*3))
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		res := demux(t, bytes.NewReader(data), func(d *Demuxer) { d.initLimit = 1 << 20 })
+		if res.stats.Bytes != uint64(len(data)) && res.err == nil {
+			t.Errorf("Run returned nil after reading %d of %d bytes", res.stats.Bytes, len(data))
+		}
+	})
+}

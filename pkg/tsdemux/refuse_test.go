@@ -1,0 +1,93 @@
+package tsdemux
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/bluenviron/mediacommon/v2/pkg/formats/mpegts"
+)
+
+func TestNoH264(t *testing.T) {
+	opus := func() []byte {
+		var buf bytes.Buffer
+		tr := &mpegts.Track{Codec: &mpegts.CodecOpus{ChannelCount: 2}}
+		w := mpegts.Writer{W: &buf, Tracks: []*mpegts.Track{tr}}
+		if err := w.Initialize(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 5 {
+			if err := w.WriteOpus(tr, int64(i)*1800, [][]byte{{0xfc, 1, 2, 3}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return buf.Bytes()
+	}
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"h265+aac", readClip(t, "h265_aac.ts"), "no H.264 video track; found: H265, MPEG-4 Audio (AAC) — " +
+			"H.265 cannot be sent to WebRTC browsers here; encode with -c:v libx264 -bf 0"},
+		{"opus only", opus(), "no H.264 video track; found: Opus — publish with -c:v libx264 -bf 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := demux(t, bytes.NewReader(tc.data))
+			if !errors.Is(res.err, ErrNoH264) || res.err.Error() != tc.want {
+				t.Errorf("got %v\nwant %s", res.err, tc.want)
+			}
+		})
+	}
+}
+
+func TestBFrames(t *testing.T) {
+	reordered := newTSBuilder(t, false) // PTS back in decode order, slices typed P
+	reordered.au(6000, 0, testSPS, testPPS, slice(true, 3, sliceI, 0))
+	reordered.au(12000, 3000, slice(false, 2, sliceP, 1))
+	reordered.au(9000, 6000, slice(false, 0, sliceP, 2))
+	bslice := newTSBuilder(t, false) // a B slice, timestamps unremarkable
+	bslice.gop(0, 3, true)
+	bslice.au(9000, 9000, slice(false, 0, sliceB, 3))
+	for _, tc := range []struct {
+		name   string
+		data   []byte
+		reason string
+	}{
+		{"ffmpeg -bf 2", readClip(t, "h264_bframes.ts"), ""},
+		{"pts backwards", reordered.bytes(), "PTS goes backwards"},
+		{"B slice", bslice.bytes(), "B slice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := demux(t, bytes.NewReader(tc.data))
+			if !errors.Is(res.err, ErrBFrames) || !strings.Contains(res.err.Error(), tc.reason) {
+				t.Fatalf("got %v, want ErrBFrames (%s)", res.err, tc.reason)
+			}
+			if !strings.Contains(res.err.Error(), "encode with -bf 0 (ffmpeg) or set B-frames to 0 in OBS") {
+				t.Errorf("error lacks the fix: %v", res.err)
+			}
+			if res.stats.BFramesDropped != 1 {
+				t.Errorf("stats %+v", res.stats)
+			}
+			if w := res.logs.level(slog.LevelWarn); len(w) != 1 || !strings.Contains(w[0], "B-frames") {
+				t.Errorf("want one B-frame warning, got %q", w)
+			}
+		})
+	}
+}
+
+func TestAACWithH264(t *testing.T) {
+	res := demux(t, bytes.NewReader(readClip(t, "h264_aac.ts")))
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	if len(res.aus) != 25 || res.stats.DecodeErrors != 0 {
+		t.Errorf("got %d AUs (want 25), stats %+v", len(res.aus), res.stats)
+	}
+	w := res.logs.level(slog.LevelWarn)
+	if len(w) != 1 || !strings.Contains(w[0], "AAC audio cannot go to WebRTC; video only") || !strings.Contains(w[0], "path=live/test") {
+		t.Errorf("want exactly one AAC warning, got %q", w)
+	}
+}

@@ -1,0 +1,254 @@
+package tsdemux
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/bluenviron/mediacommon/v2/pkg/codecs/h264"
+	"github.com/bluenviron/mediacommon/v2/pkg/formats/mpegts"
+
+	"github.com/srtwhep/srtwhep/pkg/av"
+)
+
+const (
+	// maxPTSStep is the largest forward PTS step taken as continuous; a
+	// bigger one (or any step back) is a discontinuity and is smoothed over.
+	maxPTSStep = 5 * av.ClockRate
+	// defaultFrameTicks stands in for the frame duration across a
+	// discontinuity until a real step has been seen (30 fps).
+	defaultFrameTicks = av.ClockRate / 30
+)
+
+// videoState is the per-stream H.264 bookkeeping, owned by Run's goroutine.
+type videoState struct {
+	sps, pps  []byte
+	spsParsed *h264.SPS
+	info      av.StreamInfo
+	infoSent  bool
+
+	// needIDR holds output back: at start, and after a reference picture
+	// was lost, since the following pictures cannot be decoded correctly.
+	needIDR bool
+
+	refFrameNumOK bool
+	prevRefFrame  uint32
+
+	ptsDec     mpegts.TimeDecoder
+	havePTS    bool
+	lastIn     int64 // last unwrapped input PTS
+	lastOut    int64 // last emitted (re-based) PTS
+	offset     int64 // added to unwrapped PTS to keep output monotonic
+	frameTicks int64
+
+	warnedBFrames bool
+}
+
+func (v *videoState) init() {
+	v.needIDR = true
+	v.frameTicks = defaultFrameTicks
+}
+
+// onAccessUnit handles one H.264 access unit from mediacommon (AUD already
+// stripped from the front). Errors it returns end Run.
+func (d *Demuxer) onAccessUnit(rawPTS, rawDTS int64, au [][]byte, emit func(*av.AccessUnit) error) error {
+	v := &d.video
+	d.maybeSummarise()
+
+	nalus := make([][]byte, 0, len(au)+2)
+	var hasSPS, hasPPS, idr bool
+	var firstVCL []byte
+	size := 0
+	for _, n := range au {
+		if len(n) == 0 {
+			continue
+		}
+		switch h264.NALUType(n[0] & 0x1f) {
+		case h264.NALUTypeAccessUnitDelimiter, h264.NALUTypeFillerData:
+			continue // useless to a WebRTC decoder, only costs bandwidth
+		case h264.NALUTypeSPS:
+			hasSPS = true
+			d.setSPS(n)
+		case h264.NALUTypePPS:
+			hasPPS = true
+			v.pps = n
+		case h264.NALUTypeIDR:
+			idr = true
+			if firstVCL == nil {
+				firstVCL = n
+			}
+		case h264.NALUTypeNonIDR:
+			if firstVCL == nil {
+				firstVCL = n
+			}
+		}
+		nalus = append(nalus, n)
+		size += len(n)
+	}
+	if firstVCL == nil {
+		// Parameter sets or SEI sent in their own PES: remembered above,
+		// nothing to show.
+		return nil
+	}
+
+	var hdr sliceHeader
+	var hdrOK bool
+	if v.spsParsed != nil {
+		var err error
+		hdr, err = parseSliceHeader(firstVCL, v.spsParsed)
+		if err != nil {
+			d.decodeError(fmt.Errorf("H.264 slice header: %w", err))
+			v.needIDR = true
+		} else {
+			hdrOK = true
+		}
+	}
+
+	pts, reordered := d.timestamp(rawPTS, rawDTS)
+	if (hdrOK && hdr.isB()) || reordered {
+		return d.refuseBFrames(rawPTS, rawDTS, hdrOK && hdr.isB())
+	}
+
+	if hdrOK {
+		d.trackFrameNum(hdr, idr)
+	}
+
+	if v.needIDR {
+		if !idr || v.sps == nil || v.pps == nil {
+			d.droppedAUs.Add(1)
+			return nil
+		}
+		v.needIDR = false
+	}
+
+	if idr && (!hasSPS || !hasPPS) {
+		nalus, size = withParameterSets(nalus, v.sps, v.pps, hasSPS, hasPPS, size)
+	}
+
+	d.accessUnits.Add(1)
+	if idr {
+		d.idrs.Add(1)
+	}
+	return emit(&av.AccessUnit{PTS: pts, NALUs: nalus, IDR: idr, Size: size})
+}
+
+// withParameterSets puts the cached SPS/PPS where an IDR lacks them: SPS
+// before PPS, both before the first slice, as decoders expect.
+func withParameterSets(nalus [][]byte, sps, pps []byte, hasSPS, hasPPS bool, size int) ([][]byte, int) {
+	out := make([][]byte, 0, len(nalus)+2)
+	if !hasSPS {
+		out = append(out, sps)
+		size += len(sps)
+	}
+	inserted := hasPPS
+	for _, n := range nalus {
+		typ := h264.NALUType(n[0] & 0x1f)
+		if !inserted && typ != h264.NALUTypeSPS {
+			out = append(out, pps)
+			size += len(pps)
+			inserted = true
+		}
+		out = append(out, n)
+	}
+	return out, size
+}
+
+// timestamp unwraps the PTS and keeps the output monotonic across jumps.
+// reordered reports a picture presented before its predecessor while DTS
+// differs from PTS: the signature of B-frames, as opposed to a jump.
+func (d *Demuxer) timestamp(rawPTS, rawDTS int64) (pts int64, reordered bool) {
+	v := &d.video
+	in := v.ptsDec.Decode(rawPTS)
+	if !v.havePTS {
+		v.havePTS = true
+		v.lastIn, v.lastOut, v.offset = in, in, 0
+		return in, false
+	}
+	step := in - v.lastIn
+	if step < 0 && rawPTS != rawDTS && -step < maxPTSStep {
+		return v.lastOut, true
+	}
+	if step < 0 || step > maxPTSStep {
+		d.decodeError(fmt.Errorf("PTS jumped by %+.3f s; timeline re-based", float64(step)/av.ClockRate))
+		v.offset = v.lastOut + v.frameTicks - in
+	} else if step > 0 {
+		v.frameTicks = step
+	}
+	v.lastIn = in
+	v.lastOut = in + v.offset
+	return v.lastOut, false
+}
+
+func (d *Demuxer) refuseBFrames(rawPTS, rawDTS int64, bSlice bool) error {
+	d.bFramesDropped.Add(1)
+	why := "PTS goes backwards in decode order"
+	if bSlice {
+		why = "B slice"
+	}
+	if !d.video.warnedBFrames {
+		d.video.warnedBFrames = true
+		d.log.Warn("B-frames detected: WebRTC browsers cannot play them; encode with -bf 0 (ffmpeg) or set B-frames to 0 in OBS",
+			"reason", why, "pts", rawPTS, "dts", rawDTS)
+	}
+	return fmt.Errorf("%w (%s at PTS %d, DTS %d)", ErrBFrames, why, rawPTS, rawDTS)
+}
+
+// trackFrameNum detects lost reference pictures: TS loss drops whole PES
+// silently (astits discards a PES whose continuity counter breaks), and
+// frame_num is the only place that loss is still visible.
+func (d *Demuxer) trackFrameNum(hdr sliceHeader, idr bool) {
+	v := &d.video
+	if idr {
+		v.prevRefFrame, v.refFrameNumOK = hdr.frameNum, true
+		return
+	}
+	if v.refFrameNumOK && !v.spsParsed.GapsInFrameNumValueAllowedFlag {
+		next := (v.prevRefFrame + 1) % hdr.maxFrameNum
+		// Equal is the second field of a field pair.
+		if hdr.frameNum != next && hdr.frameNum != v.prevRefFrame {
+			d.decodeError(fmt.Errorf("H.264 frame_num %d, expected %d: a reference picture was lost", hdr.frameNum, next))
+			v.needIDR = true
+		}
+	}
+	if hdr.refIdc != 0 {
+		v.prevRefFrame, v.refFrameNumOK = hdr.frameNum, true
+	}
+}
+
+// setSPS remembers the latest SPS and reports stream info when it changes.
+func (d *Demuxer) setSPS(nalu []byte) {
+	v := &d.video
+	if bytes.Equal(nalu, v.sps) {
+		return
+	}
+	var sps h264.SPS
+	if err := sps.Unmarshal(nalu); err != nil {
+		d.decodeError(fmt.Errorf("H.264 SPS: %w", err))
+		return
+	}
+	if sps.Log2MaxFrameNumMinus4 > 12 {
+		d.decodeError(fmt.Errorf("H.264 SPS: log2_max_frame_num_minus4 %d out of range", sps.Log2MaxFrameNumMinus4))
+		return
+	}
+	if v.sps != nil {
+		// A new SPS may restart frame_num numbering; only the next IDR
+		// re-establishes it.
+		v.refFrameNumOK = false
+	}
+	v.sps, v.spsParsed = nalu, &sps
+	info := av.StreamInfo{
+		Codec:   "H264",
+		Profile: profileName(&sps),
+		Width:   sps.Width(),
+		Height:  sps.Height(),
+		FPS:     sps.FPS(),
+	}
+	if v.infoSent && info == v.info {
+		return
+	}
+	v.info, v.infoSent = info, true
+	d.log.Debug("H.264 stream info", "width", info.Width, "height", info.Height,
+		"profile", info.Profile, "fps", info.FPS)
+	if d.onInfo != nil {
+		d.onInfo(info)
+	}
+}
