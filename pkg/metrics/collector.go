@@ -1,0 +1,250 @@
+package metrics
+
+import (
+	"runtime"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// def is one srtwhep metric. The table below is the single place names,
+// help texts and labels are decided; the dashboard test checks against it.
+type def struct {
+	name   string
+	help   string
+	typ    prometheus.ValueType
+	labels []string
+}
+
+const (
+	gauge   = prometheus.GaugeValue
+	counter = prometheus.CounterValue
+)
+
+var (
+	lPath   = []string{"path"}
+	lReason = []string{"path", "reason"}
+)
+
+// Indexes into defs; order must match.
+const (
+	pathPublisherUp = iota
+	pathReaders
+	pathIngestBytes
+	pathIngestFrames
+	pathFramesDropped
+	pathSentBytes
+	pathSentPackets
+	pathWidth
+	pathHeight
+	pathFPS
+	srtRTT
+	srtRecvRate
+	srtPktsRecv
+	srtPktsLost
+	srtPktsRetrans
+	srtPktsDropped
+	srtBytesRecv
+	srtDecodeErrors
+	webrtcSessions
+	webrtcHandshakesInFlight
+	webrtcHandshakesFailed
+	webrtcSessionsTotal
+	webrtcRejected
+	buildInfo
+	numDefs
+)
+
+var defs = [numDefs]def{
+	pathPublisherUp: {"srtwhep_path_publisher_up",
+		"1 if an SRT publisher is currently feeding the path, 0 if the path exists without one.", gauge, lPath},
+	pathReaders: {"srtwhep_path_readers",
+		"WHEP viewers currently attached to the path.", gauge, lPath},
+	pathIngestBytes: {"srtwhep_path_ingest_bytes_total",
+		"Bytes of H.264 access units the publisher wrote into the path (elementary stream, without TS/SRT overhead).", counter, lPath},
+	pathIngestFrames: {"srtwhep_path_ingest_frames_total",
+		"Access units (video frames) the publisher wrote into the path.", counter, lPath},
+	pathFramesDropped: {"srtwhep_path_frames_dropped_total",
+		"Frames not delivered, by reason: slow_reader = a viewer's queue was full (the viewer then waits for the next IDR), decode_error = broken input, bframes = input with B-frames, which WebRTC cannot play.", counter, lReason},
+	pathSentBytes: {"srtwhep_path_sent_bytes_total",
+		"RTP payload bytes sent to the path's viewers, including viewers that have left.", counter, lPath},
+	pathSentPackets: {"srtwhep_path_sent_packets_total",
+		"RTP packets sent to the path's viewers, including viewers that have left.", counter, lPath},
+	pathWidth: {"srtwhep_path_video_width_pixels",
+		"Width of the published video from its SPS; 0 until the first SPS arrives.", gauge, lPath},
+	pathHeight: {"srtwhep_path_video_height_pixels",
+		"Height of the published video from its SPS; 0 until the first SPS arrives.", gauge, lPath},
+	pathFPS: {"srtwhep_path_video_fps",
+		"Frame rate of the published video in frames per second; 0 while unknown.", gauge, lPath},
+	srtRTT: {"srtwhep_srt_rtt_seconds",
+		"Round-trip time to the SRT publisher as smoothed by libsrt.", gauge, lPath},
+	srtRecvRate: {"srtwhep_srt_receive_rate_bytes_per_second",
+		"Receive rate from the SRT publisher as estimated by libsrt, in bytes per second (multiply by 8 for bit/s).", gauge, lPath},
+	srtPktsRecv: {"srtwhep_srt_packets_received_total",
+		"SRT data packets received from the publisher on the current connection.", counter, lPath},
+	srtPktsLost: {"srtwhep_srt_packets_lost_total",
+		"SRT data packets detected as lost on the current connection (before retransmission).", counter, lPath},
+	srtPktsRetrans: {"srtwhep_srt_packets_retransmitted_total",
+		"SRT data packets that arrived as retransmissions on the current connection.", counter, lPath},
+	srtPktsDropped: {"srtwhep_srt_packets_dropped_total",
+		"SRT data packets dropped by libsrt because they arrived too late to play; raise the SRT latency if this grows.", counter, lPath},
+	srtBytesRecv: {"srtwhep_srt_received_bytes_total",
+		"SRT payload bytes received from the publisher on the current connection.", counter, lPath},
+	srtDecodeErrors: {"srtwhep_srt_decode_errors_total",
+		"MPEG-TS/H.264 decode errors in the publisher's stream on the current connection.", counter, lPath},
+	webrtcSessions: {"srtwhep_webrtc_sessions",
+		"WHEP sessions by state: connecting = ICE/DTLS in progress, connected = receiving media.", gauge, []string{"state"}},
+	webrtcHandshakesInFlight: {"srtwhep_webrtc_handshakes_in_flight",
+		"WHEP offers being answered or connections still in ICE/DTLS.", gauge, nil},
+	webrtcHandshakesFailed: {"srtwhep_webrtc_handshakes_failed_total",
+		"WHEP sessions that never reached the connected state (ICE or DTLS failure or timeout).", counter, nil},
+	webrtcSessionsTotal: {"srtwhep_webrtc_sessions_total",
+		"WHEP sessions created since the process started.", counter, nil},
+	webrtcRejected: {"srtwhep_webrtc_rejected_total",
+		"WHEP offers refused, by reason: reader_cap = path at its viewer cap, server_full = server at its session cap, no_publisher = nothing published on the path, bad_offer = unusable SDP, auth = bad credentials.", counter, []string{"reason"}},
+	buildInfo: {"srtwhep_build_info",
+		"Always 1; the labels tell the srtwhep version and the Go version it was built with.", gauge, []string{"version", "goversion"}},
+}
+
+// collector reads the sources at scrape time and emits const metrics.
+type collector struct {
+	src   Sources
+	descs [numDefs]*prometheus.Desc
+}
+
+func newCollector(src Sources) *collector {
+	c := &collector{src: src}
+	for i, d := range defs {
+		c.descs[i] = prometheus.NewDesc(d.name, d.help, d.labels, nil)
+	}
+	return c
+}
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	if c.src.Paths != nil {
+		c.collectPaths(ch, c.src.Paths())
+	}
+	if c.src.SRT != nil {
+		c.collectSRT(ch, c.src.SRT())
+	}
+	if c.src.WebRTC != nil {
+		c.collectWebRTC(ch, c.src.WebRTC())
+	}
+	version := c.src.Build.Version
+	if version == "" {
+		version = "unknown"
+	}
+	goVersion := c.src.Build.GoVersion
+	if goVersion == "" {
+		goVersion = runtime.Version()
+	}
+	c.emit(ch, buildInfo, 1, version, goVersion)
+}
+
+func (c *collector) collectPaths(ch chan<- prometheus.Metric, samples []PathSample) {
+	seen := make(map[string]bool, len(samples))
+	for _, s := range samples {
+		p := labelValue(s.Path)
+		// A second sample for the same path would make the whole scrape
+		// fail as a duplicate series; keep the first.
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		c.emit(ch, pathPublisherUp, boolFloat(s.PublisherUp), p)
+		c.emit(ch, pathReaders, float64(s.Readers), p)
+		c.emit(ch, pathIngestBytes, float64(s.IngestBytes), p)
+		c.emit(ch, pathIngestFrames, float64(s.IngestFrames), p)
+		for reason, n := range withZeros(s.FramesDropped, DropReasons) {
+			c.emit(ch, pathFramesDropped, float64(n), p, reason)
+		}
+		c.emit(ch, pathSentBytes, float64(s.BytesOut), p)
+		c.emit(ch, pathSentPackets, float64(s.PacketsOut), p)
+		c.emit(ch, pathWidth, float64(s.Width), p)
+		c.emit(ch, pathHeight, float64(s.Height), p)
+		c.emit(ch, pathFPS, s.FPS, p)
+	}
+}
+
+func (c *collector) collectSRT(ch chan<- prometheus.Metric, samples []SRTSample) {
+	seen := make(map[string]bool, len(samples))
+	for _, s := range samples {
+		p := labelValue(s.Path)
+		// A replaced publisher may still be closing while its successor is
+		// counted; the first sample wins rather than failing the scrape.
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		c.emit(ch, srtRTT, s.RTTSeconds, p)
+		// Samples carry bit/s as libsrt reports rates; promlint wants bytes.
+		c.emit(ch, srtRecvRate, s.ReceiveRateBitsPerSecond/8, p)
+		c.emit(ch, srtPktsRecv, float64(s.PacketsReceived), p)
+		c.emit(ch, srtPktsLost, float64(s.PacketsLost), p)
+		c.emit(ch, srtPktsRetrans, float64(s.PacketsRetransmitted), p)
+		c.emit(ch, srtPktsDropped, float64(s.PacketsDropped), p)
+		c.emit(ch, srtBytesRecv, float64(s.BytesReceived), p)
+		c.emit(ch, srtDecodeErrors, float64(s.DecodeErrors), p)
+	}
+}
+
+func (c *collector) collectWebRTC(ch chan<- prometheus.Metric, s WebRTCSample) {
+	states := make(map[string]uint64, len(SessionStates)+len(s.SessionsByState))
+	for _, st := range SessionStates {
+		states[st] = 0
+	}
+	for st, n := range s.SessionsByState {
+		states[labelValue(st)] += uint64(max(n, 0))
+	}
+	for st, n := range states {
+		c.emit(ch, webrtcSessions, float64(n), st)
+	}
+	c.emit(ch, webrtcHandshakesInFlight, float64(s.HandshakesInFlight))
+	c.emit(ch, webrtcHandshakesFailed, float64(s.HandshakesFailed))
+	c.emit(ch, webrtcSessionsTotal, float64(s.SessionsTotal))
+	for reason, n := range withZeros(s.RejectedTotal, RejectReasons) {
+		c.emit(ch, webrtcRejected, float64(n), reason)
+	}
+}
+
+func (c *collector) emit(ch chan<- prometheus.Metric, i int, v float64, labels ...string) {
+	m, err := prometheus.NewConstMetric(c.descs[i], defs[i].typ, v, labels...)
+	if err != nil {
+		// Only a wrong label count gets here (values are sanitised). Report
+		// it through the registry instead of panicking inside Gather.
+		m = prometheus.NewInvalidMetric(c.descs[i], err)
+	}
+	ch <- m
+}
+
+// withZeros returns counts with every known key present, merging keys that
+// sanitise to the same label value so no series is emitted twice.
+func withZeros(counts map[string]uint64, known []string) map[string]uint64 {
+	out := make(map[string]uint64, len(known)+len(counts))
+	for _, k := range known {
+		out[k] = 0
+	}
+	for k, n := range counts {
+		out[labelValue(k)] += n
+	}
+	return out
+}
+
+// labelValue makes a producer string a legal label value. Paths come from
+// publishers' stream IDs, so they are not trusted to be UTF-8.
+func labelValue(s string) string {
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,154 @@
+// Package metrics owns srtwhep's Prometheus registry, metric names and help
+// texts.
+//
+// Producers (hub, srt, whep) keep plain atomic counters and expose snapshots;
+// the composition root adapts those snapshots into the sample structs below
+// and hands them over as source functions. Nothing here runs on the media
+// path: every value is read when Prometheus scrapes, so a publisher or viewer
+// that goes away leaves no stale series behind. The package imports no other
+// srtwhep package, which keeps it cgo-free and out of every import cycle.
+package metrics
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// PathSample is the state of one hub path at scrape time.
+type PathSample struct {
+	Path        string
+	PublisherUp bool
+	Readers     int
+
+	// Counters: they only grow for the life of the path.
+	IngestBytes, IngestFrames uint64
+	// FramesDropped maps a reason (see DropReasons; others are passed
+	// through) to the number of frames dropped for it.
+	FramesDropped map[string]uint64
+	// BytesOut and PacketsOut sum every viewer of the path, including
+	// viewers that already left, so the counters never go backwards.
+	BytesOut, PacketsOut uint64
+
+	// Video parameters; 0 means not known yet.
+	Width, Height int
+	FPS           float64
+}
+
+// SRTSample is the libsrt view of one connected SRT publisher.
+type SRTSample struct {
+	Path       string
+	RTTSeconds float64
+	// ReceiveRateBitsPerSecond is exported in bytes per second, the base
+	// unit, as srtwhep_srt_receive_rate_bytes_per_second.
+	ReceiveRateBitsPerSecond float64
+
+	// Counters for the life of the connection.
+	PacketsReceived, PacketsLost, PacketsRetransmitted, PacketsDropped, BytesReceived uint64
+	DecodeErrors                                                                      uint64
+}
+
+// WebRTCSample is the WHEP server's state at scrape time.
+type WebRTCSample struct {
+	// SessionsByState maps a state (see SessionStates) to its session count.
+	SessionsByState    map[string]int
+	HandshakesInFlight int
+	// Counters for the life of the process.
+	HandshakesFailed, SessionsTotal uint64
+	// RejectedTotal maps a reason (see RejectReasons) to the number of WHEP
+	// offers refused for it.
+	RejectedTotal map[string]uint64
+}
+
+// BuildInfo labels the srtwhep_build_info series.
+type BuildInfo struct {
+	Version, GoVersion string
+}
+
+// Sources supplies the values read at scrape time. A nil function is
+// skipped, so a process that runs without one component still serves the
+// rest. The functions may be called concurrently with the producers and with
+// each other and must not block for long: a scrape waits for them.
+type Sources struct {
+	Paths  func() []PathSample
+	SRT    func() []SRTSample
+	WebRTC func() WebRTCSample
+	// Build fills srtwhep_build_info (always 1). An empty Version reads
+	// "unknown" and an empty GoVersion is the running runtime's.
+	Build BuildInfo
+	// Log receives scrape errors from Handler. Nil discards them. Serve
+	// logs to its own logger instead.
+	Log *slog.Logger
+}
+
+// Label values the dashboards and alerts rely on. They are exported as zero
+// even before anything happens, so rate() and absent() work from the first
+// scrape; values not listed here are still exported when a source reports
+// them.
+var (
+	DropReasons   = []string{"slow_reader", "decode_error", "bframes"}
+	SessionStates = []string{"connecting", "connected"}
+	RejectReasons = []string{"reader_cap", "server_full", "no_publisher", "bad_offer", "auth"}
+)
+
+// Metrics is the registry with the srtwhep collector and the standard
+// process and Go runtime collectors.
+type Metrics struct {
+	reg *prometheus.Registry
+	col *collector
+	log *slog.Logger
+}
+
+// New builds the registry. It starts nothing; values are read only when
+// the registry is gathered.
+func New(src Sources) *Metrics {
+	log := src.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		col: newCollector(src),
+		log: log,
+	}
+	// The three collectors have disjoint names, so registration cannot
+	// fail unless this code is wrong.
+	m.reg.MustRegister(
+		m.col,
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		collectors.NewGoCollector(),
+	)
+	return m
+}
+
+// Registry returns the registry, for tests and for callers that want to
+// add their own collectors.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the registry in the Prometheus text (or negotiated)
+// format. Scrape errors go to Sources.Log.
+func (m *Metrics) Handler() http.Handler { return m.handler(m.log) }
+
+func (m *Metrics) handler(log *slog.Logger) http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
+		ErrorLog: slogPrinter{log},
+		// A broken source must not blank the whole page: serve what was
+		// collected and count the failure in
+		// promhttp_metric_handler_errors_total.
+		ErrorHandling:       promhttp.ContinueOnError,
+		Registry:            m.reg,
+		MaxRequestsInFlight: 4,
+	})
+}
+
+// slogPrinter adapts slog to promhttp's Println-style logger.
+type slogPrinter struct{ log *slog.Logger }
+
+func (p slogPrinter) Println(v ...any) {
+	p.log.Error("metrics scrape", "err", fmt.Sprint(v...))
+}
