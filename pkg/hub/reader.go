@@ -132,6 +132,11 @@ func (r *Reader) Recv(ctx context.Context) (au *av.AccessUnit, catchUp bool, err
 	}
 }
 
+// Backlog is how many access units wait in the queue. A sender uses it to
+// tell whether it is behind the live edge (and should pace its catch-up)
+// or at it.
+func (r *Reader) Backlog() int { return len(r.queue) }
+
 // Dropped is the number of frames this reader lost because it was too slow.
 func (r *Reader) Dropped() uint64 {
 	return r.dropped.Load()

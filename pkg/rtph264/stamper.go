@@ -8,10 +8,11 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/av"
 )
 
-// catchUpStep is the timestamp distance between catch-up access units: 1 ms
-// at 90 kHz, small enough that a browser decodes a cached GOP at once instead
-// of pacing it out at the original frame rate.
-const catchUpStep = av.ClockRate / 1000
+// defaultCatchUpStep is the timestamp distance between catch-up access
+// units unless SetCatchUpStep says otherwise: 1 ms at 90 kHz, small enough
+// that a browser decodes a cached GOP at once instead of pacing it out at the
+// original frame rate.
+const defaultCatchUpStep = av.ClockRate / 1000
 
 // HeaderLen is the size of an RTP header without CSRCs or extensions.
 const HeaderLen = 12
@@ -25,13 +26,25 @@ type Stamper struct {
 	lastTS      uint32
 	offset      uint32
 	started     bool
+	catchUpStep uint32
 }
 
 // NewStamper returns a Stamper whose first packet gets sequence number
 // initialSeq and timestamp initialTS. Pick both at random per viewer
 // (RFC 3550 5.1) unless a test needs them fixed.
 func NewStamper(ssrc uint32, payloadType uint8, initialSeq uint16, initialTS uint32) *Stamper {
-	return &Stamper{ssrc: ssrc, payloadType: payloadType, seq: initialSeq, lastTS: initialTS}
+	return &Stamper{ssrc: ssrc, payloadType: payloadType, seq: initialSeq, lastTS: initialTS,
+		catchUpStep: defaultCatchUpStep}
+}
+
+// SetCatchUpStep sets the timestamp distance between catch-up access units.
+// A sender that paces its catch-up burst sets it to its pacing interval, so
+// the receiver sees timestamps advance exactly as fast as frames arrive and
+// its jitter estimate stays flat.
+func (s *Stamper) SetCatchUpStep(ticks uint32) {
+	if ticks > 0 {
+		s.catchUpStep = ticks
+	}
 }
 
 // Stamp returns the RTP packets of au, reusing dst's backing array and growing
@@ -72,7 +85,7 @@ func (s *Stamper) Stamp(dst []rtp.Packet, au *av.AccessUnit, catchUp bool) []rtp
 		s.offset = ts - pts
 		s.started = true
 	case catchUp:
-		ts = s.lastTS + catchUpStep
+		ts = s.lastTS + s.catchUpStep
 		s.offset = ts - pts
 	default:
 		ts = pts + s.offset

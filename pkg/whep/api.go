@@ -1,0 +1,231 @@
+package whep
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+
+	"github.com/pion/dtls/v3"
+	"github.com/pion/ice/v4"
+	"github.com/pion/interceptor"
+	"github.com/pion/interceptor/pkg/nack"
+	"github.com/pion/interceptor/pkg/report"
+	"github.com/pion/transport/v5"
+	"github.com/pion/transport/v5/stdnet"
+	"github.com/pion/webrtc/v4"
+)
+
+// h264Profiles are the profile-level-ids we answer with, in preference
+// order: 42e01f (constrained baseline) first because every browser decodes
+// it and Safari shows black video on a mismatch; the others only so that a
+// browser that did not offer 42e01f still gets a profile it asked for.
+var h264Profiles = []string{"42e01f", "42001f", "4d001f", "640c1f"}
+
+// nackHistory is the NACK responder's per-viewer packet history (a power of
+// two). About 1 s of a 2.5 Mbit/s stream: enough for the round trips a
+// retransmission can still help with, while each entry is a copied packet
+// (~1.5 KB), so it bounds per-viewer memory.
+const nackHistory = 256
+
+// muxes are the sockets every session shares.
+type muxes struct {
+	udpConn *net.UDPConn
+	udpAddr *net.UDPAddr
+	udp     ice.UDPMux
+	tcpLn   net.Listener
+	tcp     ice.TCPMux
+}
+
+func (m *muxes) tcpAddrString() string {
+	if m.tcpLn == nil {
+		return ""
+	}
+	return m.tcpLn.Addr().String()
+}
+
+// close ends the muxes (which close their sockets) after every
+// PeerConnection is gone.
+func (m *muxes) close() {
+	if m.udp != nil {
+		_ = m.udp.Close()
+	}
+	_ = m.udpConn.Close()
+	if m.tcp != nil {
+		_ = m.tcp.Close()
+	}
+	if m.tcpLn != nil {
+		_ = m.tcpLn.Close()
+	}
+}
+
+// filteredNet hides interfaces the config excludes. The UDP mux on an
+// unspecified address enumerates interfaces itself and ignores the
+// SettingEngine's interface filter, so the filter has to live here too.
+type filteredNet struct {
+	*stdnet.Net
+	keep func(string) bool
+}
+
+func (n filteredNet) Interfaces() ([]*transport.Interface, error) {
+	all, err := n.Net.Interfaces()
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0:0]
+	for _, ifc := range all {
+		if n.keep(ifc.Name) {
+			out = append(out, ifc)
+		}
+	}
+	return out, nil
+}
+
+func interfaceFilter(names []string) func(string) bool {
+	if len(names) == 0 {
+		return nil
+	}
+	return func(name string) bool { return slices.Contains(names, name) }
+}
+
+func listenMuxes(cfg Config, log *slog.Logger) (*muxes, error) {
+	lf := pionLoggerFactory{log: log}
+	ua, err := net.ResolveUDPAddr("udp", cfg.UDPListen)
+	if err != nil {
+		return nil, fmt.Errorf("whep: UDP listen address %q: %w; use host:port like 0.0.0.0:8189", cfg.UDPListen, err)
+	}
+	uc, err := net.ListenUDP("udp", ua)
+	if err != nil {
+		return nil, fmt.Errorf("whep: listen on UDP %s: %w; is another process (or srtwhep) using the port?", cfg.UDPListen, err)
+	}
+	m := &muxes{udpConn: uc, udpAddr: uc.LocalAddr().(*net.UDPAddr)}
+	params := ice.UDPMuxParams{Logger: lf.NewLogger("udpmux"), UDPConn: uc}
+	if keep := interfaceFilter(cfg.Interfaces); keep != nil && m.udpAddr.IP.IsUnspecified() {
+		sn, err := stdnet.NewNet()
+		if err != nil {
+			m.close()
+			return nil, fmt.Errorf("whep: list network interfaces: %w", err)
+		}
+		params.Net = filteredNet{Net: sn, keep: keep}
+	}
+	m.udp = ice.NewUDPMuxDefault(params)
+
+	if cfg.TCPListen != "" {
+		ln, err := net.Listen("tcp", cfg.TCPListen)
+		if err != nil {
+			m.close()
+			return nil, fmt.Errorf("whep: listen on TCP %s for ICE-TCP: %w; free the port or set the TCP port to 0 to disable ICE-TCP", cfg.TCPListen, err)
+		}
+		m.tcpLn = ln
+		m.tcp = webrtc.NewICETCPMux(lf.NewLogger("tcpmux"), ln, 8)
+	}
+	return m, nil
+}
+
+// networkTypes derives the candidate network types from what is bound, so a
+// server on an IPv4 socket never advertises IPv6 candidates it cannot serve.
+func networkTypes(m *muxes) []webrtc.NetworkType {
+	var out []webrtc.NetworkType
+	add := func(ip net.IP, v4, v6 webrtc.NetworkType) {
+		switch {
+		case ip.To4() != nil:
+			out = append(out, v4)
+		case ip.IsUnspecified(): // "[::]" is dual-stack on Linux
+			out = append(out, v4, v6)
+		default:
+			out = append(out, v6)
+		}
+	}
+	add(m.udpAddr.IP, webrtc.NetworkTypeUDP4, webrtc.NetworkTypeUDP6)
+	if m.tcpLn != nil {
+		add(m.tcpLn.Addr().(*net.TCPAddr).IP, webrtc.NetworkTypeTCP4, webrtc.NetworkTypeTCP6)
+	}
+	return out
+}
+
+// newAPI builds the one pion API every session uses. MediaEngine and
+// interceptor registry are templates: pion copies the MediaEngine per
+// PeerConnection and builds fresh interceptors from the factories.
+func newAPI(cfg Config, m *muxes, log *slog.Logger) (*webrtc.API, error) {
+	me := &webrtc.MediaEngine{}
+	fb := []webrtc.RTCPFeedback{{Type: "nack"}, {Type: "nack", Parameter: "pli"}, {Type: "ccm", Parameter: "fir"}}
+	for i, p := range h264Profiles {
+		err := me.RegisterCodec(webrtc.RTPCodecParameters{
+			RTPCodecCapability: webrtc.RTPCodecCapability{
+				MimeType:     webrtc.MimeTypeH264,
+				ClockRate:    90000,
+				SDPFmtpLine:  h264Fmtp(p),
+				RTCPFeedback: fb,
+			},
+			PayloadType: webrtc.PayloadType(102 + 2*i),
+		}, webrtc.RTPCodecTypeVideo)
+		if err != nil {
+			return nil, fmt.Errorf("whep: register H.264 %s: %w", p, err)
+		}
+	}
+
+	// Only what a send-only server needs: answering NACKs and sending
+	// sender reports (for A/V sync and RTT). No TWCC, receiver reports or
+	// stats interceptors: each costs work per packet per viewer.
+	reg := &interceptor.Registry{}
+	lf := pionLoggerFactory{log: log}
+	responder, err := nack.NewResponderInterceptor(nack.ResponderSize(nackHistory), nack.WithResponderLoggerFactory(lf))
+	if err != nil {
+		return nil, fmt.Errorf("whep: NACK responder: %w", err)
+	}
+	reg.Add(responder)
+	sr, err := report.NewSenderInterceptor(report.WithSenderLoggerFactory(lf))
+	if err != nil {
+		return nil, fmt.Errorf("whep: sender reports: %w", err)
+	}
+	reg.Add(sr)
+
+	se := webrtc.SettingEngine{LoggerFactory: lf}
+	se.SetICEUDPMux(m.udp)
+	if m.tcp != nil {
+		se.SetICETCPMux(m.tcp)
+	}
+	se.SetNetworkTypes(networkTypes(m))
+	// AES-GCM first: several times cheaper per packet than AES-CM + HMAC,
+	// which stays for clients that lack GCM.
+	se.SetSRTPProtectionProfiles(dtls.SRTP_AEAD_AES_128_GCM, dtls.SRTP_AES128_CM_HMAC_SHA1_80)
+	// Firefox rejects .local names and our candidates are public anyway.
+	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
+	se.SetIncludeLoopbackCandidate(cfg.IncludeLoopback)
+	if keep := interfaceFilter(cfg.Interfaces); keep != nil {
+		se.SetInterfaceFilter(keep)
+	}
+	if m.tcpLn != nil {
+		// ICE-TCP candidates come from enumerating interfaces, so on a
+		// listener bound to one address advertise only that address. The
+		// UDP mux's candidates do not pass through this filter.
+		if ip := m.tcpLn.Addr().(*net.TCPAddr).IP; !ip.IsUnspecified() {
+			se.SetIPFilter(func(c net.IP) bool { return c.Equal(ip) })
+		}
+	}
+	if len(cfg.PublicIPs) > 0 {
+		err := se.SetICEAddressRewriteRules(webrtc.ICEAddressRewriteRule{
+			External:        cfg.PublicIPs,
+			AsCandidateType: webrtc.ICECandidateTypeHost,
+			Mode:            webrtc.ICEAddressRewriteReplace,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("whep: public IPs %v: %w", cfg.PublicIPs, err)
+		}
+	}
+	// pion goes disconnected after the first half without traffic and
+	// failed after the second, so a session ends DisconnectTimeout after
+	// the viewer went silent.
+	half := cfg.DisconnectTimeout / 2
+	se.SetICETimeouts(half, cfg.DisconnectTimeout-half, cfg.Keepalive)
+
+	return webrtc.NewAPI(
+		webrtc.WithMediaEngine(me),
+		webrtc.WithInterceptorRegistry(reg),
+		webrtc.WithSettingEngine(se),
+	), nil
+}
+
+func h264Fmtp(profile string) string {
+	return "level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=" + profile
+}

@@ -1,0 +1,364 @@
+package whep
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pion/ice/v4"
+	"github.com/pion/webrtc/v4"
+	"go.uber.org/goleak"
+
+	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/hub"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// testSource stands in for the hub: it holds published paths, emulates the
+// hub's GOP cache (a new reader starts at the last IDR) and hands out
+// readers with unbounded queues.
+type testSource struct {
+	mu    sync.Mutex
+	paths map[string]*testPath
+	errs  map[string]error // path → error AddReader returns
+}
+
+type testPath struct {
+	mu      sync.Mutex
+	gop     []*av.AccessUnit
+	readers map[*testReader]bool
+	ended   bool
+}
+
+type testReader struct {
+	path     *testPath
+	session  string
+	mu       sync.Mutex
+	queue    []queued
+	attached bool
+	ended    bool
+	wake     chan struct{}
+	closed   chan struct{}
+	once     sync.Once
+}
+
+type queued struct {
+	au      *av.AccessUnit
+	catchUp bool
+}
+
+func newTestSource() *testSource {
+	return &testSource{paths: map[string]*testPath{}, errs: map[string]error{}}
+}
+
+func (s *testSource) publish(path string) *testPath {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := &testPath{readers: map[*testReader]bool{}}
+	s.paths[path] = p
+	return p
+}
+
+func (s *testSource) AddReader(path, session string) (Reader, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.errs[path]; err != nil {
+		return nil, err
+	}
+	p := s.paths[path]
+	if p == nil {
+		return nil, hub.ErrNoPublisher
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ended {
+		return nil, hub.ErrNoPublisher
+	}
+	r := &testReader{path: p, session: session, wake: make(chan struct{}, 1), closed: make(chan struct{})}
+	p.readers[r] = true
+	return r, nil
+}
+
+// write publishes one access unit to every attached reader.
+func (p *testPath) write(au *av.AccessUnit) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if au.IDR {
+		p.gop = p.gop[:0]
+	}
+	if len(p.gop) > 0 || au.IDR {
+		p.gop = append(p.gop, au)
+	}
+	for r := range p.readers {
+		r.push(queued{au: au}, true)
+	}
+}
+
+// end is the publisher going away: readers get hub.ErrEnded.
+func (p *testPath) end() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ended = true
+	for r := range p.readers {
+		r.mu.Lock()
+		r.ended = true
+		r.mu.Unlock()
+		r.signal()
+	}
+}
+
+func (p *testPath) readerCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.readers)
+}
+
+func (r *testReader) push(q queued, onlyAttached bool) {
+	r.mu.Lock()
+	if onlyAttached && !r.attached {
+		r.mu.Unlock()
+		return
+	}
+	r.queue = append(r.queue, q)
+	r.mu.Unlock()
+	r.signal()
+}
+
+func (r *testReader) signal() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (r *testReader) Attach() {
+	r.path.mu.Lock()
+	defer r.path.mu.Unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.attached = true
+	for _, au := range r.path.gop {
+		r.queue = append(r.queue, queued{au: au, catchUp: true})
+	}
+	r.signal()
+}
+
+func (r *testReader) Recv(ctx context.Context) (*av.AccessUnit, bool, error) {
+	for {
+		r.mu.Lock()
+		if len(r.queue) > 0 {
+			q := r.queue[0]
+			r.queue = r.queue[1:]
+			r.mu.Unlock()
+			return q.au, q.catchUp, nil
+		}
+		ended := r.ended
+		r.mu.Unlock()
+		if ended {
+			return nil, false, hub.ErrEnded
+		}
+		select {
+		case <-r.wake:
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		}
+	}
+}
+
+func (r *testReader) Close() {
+	r.once.Do(func() {
+		r.path.mu.Lock()
+		delete(r.path.readers, r)
+		r.path.mu.Unlock()
+		close(r.closed)
+	})
+}
+
+// startServer runs a Server on loopback with src and returns it with an
+// httptest server for its handler; both stop at test cleanup.
+func startServer(t *testing.T, src Source, mod func(*Config)) (*Server, *httptest.Server) {
+	srv, hs, _ := startServerStop(t, src, mod)
+	return srv, hs
+}
+
+// startServerStop is startServer that also returns a function that ends
+// Run (idempotent) and reports Run's error.
+func startServerStop(t *testing.T, src Source, mod func(*Config)) (*Server, *httptest.Server, func() error) {
+	t.Helper()
+	cfg := Config{
+		UDPListen:       "127.0.0.1:0",
+		IncludeLoopback: true,
+		Source:          src,
+		Logger:          testLogger(t),
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	select {
+	case <-srv.Ready():
+	case err := <-done:
+		cancel()
+		t.Fatalf("Run: %v", err)
+	}
+	hs := httptest.NewServer(srv.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusTeapot)
+	})))
+	var once sync.Once
+	var runErr error
+	stop := func() error {
+		once.Do(func() {
+			cancel()
+			runErr = <-done
+		})
+		return runErr
+	}
+	t.Cleanup(func() {
+		hs.Close()
+		if err := stop(); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return srv, hs, stop
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// loopbackOnly keeps a pion peer's candidates on 127.0.0.1.
+func loopbackOnly(se *webrtc.SettingEngine) {
+	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
+	se.SetIncludeLoopbackCandidate(true)
+	se.SetInterfaceFilter(func(name string) bool { return name == "lo" })
+	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
+}
+
+// offerer is a real pion peer that makes a recvonly video offer with the
+// given codecs (nil: pion's default set, which is browser-like).
+type offerer struct {
+	pc  *webrtc.PeerConnection
+	sdp string
+}
+
+func newOfferer(t *testing.T, codecs []webrtc.RTPCodecParameters, dir webrtc.RTPTransceiverDirection) *offerer {
+	t.Helper()
+	me := &webrtc.MediaEngine{}
+	if codecs == nil {
+		if err := me.RegisterDefaultCodecs(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range codecs {
+		if err := me.RegisterCodec(c, webrtc.RTPCodecTypeVideo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	se := webrtc.SettingEngine{}
+	loopbackOnly(&se)
+	api := webrtc.NewAPI(webrtc.WithMediaEngine(me), webrtc.WithSettingEngine(se))
+	pc, err := api.NewPeerConnection(webrtc.Configuration{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pc.GracefulClose() })
+	if _, err := pc.AddTransceiverFromKind(webrtc.RTPCodecTypeVideo, webrtc.RTPTransceiverInit{Direction: dir}); err != nil {
+		t.Fatal(err)
+	}
+	offer, err := pc.CreateOffer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gathered := webrtc.GatheringCompletePromise(pc)
+	if err := pc.SetLocalDescription(offer); err != nil {
+		t.Fatal(err)
+	}
+	<-gathered
+	return &offerer{pc: pc, sdp: pc.LocalDescription().SDP}
+}
+
+func h264Codec(pt uint8, profile string, mode int) webrtc.RTPCodecParameters {
+	return webrtc.RTPCodecParameters{
+		RTPCodecCapability: webrtc.RTPCodecCapability{
+			MimeType:     webrtc.MimeTypeH264,
+			ClockRate:    90000,
+			SDPFmtpLine:  "level-asymmetry-allowed=1;packetization-mode=" + strconv.Itoa(mode) + ";profile-level-id=" + profile,
+			RTCPFeedback: []webrtc.RTCPFeedback{{Type: "nack"}, {Type: "nack", Parameter: "pli"}},
+		},
+		PayloadType: webrtc.PayloadType(pt),
+	}
+}
+
+func post(t *testing.T, url, contentType, body string) (*http.Response, string) {
+	t.Helper()
+	return do(t, http.MethodPost, url, contentType, body, nil)
+}
+
+func do(t *testing.T, method, url, contentType, body string, hdr map[string]string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(b)
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func mustUDPAddr(t *testing.T, s string) *net.UDPAddr {
+	t.Helper()
+	a, err := net.ResolveUDPAddr("udp", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}

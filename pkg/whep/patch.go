@@ -1,0 +1,132 @@
+package whep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/pion/webrtc/v4"
+)
+
+// handlePatch applies trickled candidates (204) or performs an ICE restart
+// (200 with our new credentials), per RFC 9725 §4.3.
+func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request, path, id string) {
+	sess := s.session(w, path, id)
+	if sess == nil {
+		return
+	}
+	w.Header().Set("Accept-Patch", mimeSDPFrag)
+	body, ok := s.readBody(w, r, mimeSDPFrag, "sdpfrag")
+	if !ok {
+		return
+	}
+	frag, err := parseFrag(body)
+	if errors.Is(err, errEmptyFrag) {
+		httpError(w, http.StatusBadRequest, "empty sdpfrag; send a=candidate lines, or a new a=ice-ufrag and a=ice-pwd for an ICE restart")
+		return
+	}
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "malformed sdpfrag: "+err.Error())
+		return
+	}
+
+	sess.sigMu.Lock()
+	defer sess.sigMu.Unlock()
+	ifMatch := r.Header.Get("If-Match")
+	if ifMatch != "" && !etagMatches(ifMatch, sess.etag) {
+		httpError(w, http.StatusPreconditionFailed, "If-Match does not match the session's current ETag "+sess.etag)
+		return
+	}
+	if frag.ufrag == "" || frag.ufrag == sess.offer.ufrag {
+		if err := addCandidates(sess.pc, frag.candidates); err != nil {
+			httpError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+
+	// A new ufrag: ICE restart.
+	if ifMatch == "" {
+		httpError(w, http.StatusPreconditionRequired, "an ICE restart needs If-Match with the session's ETag or *")
+		return
+	}
+	if frag.pwd == "" {
+		httpError(w, http.StatusBadRequest, "ICE restart fragment has a=ice-ufrag but no a=ice-pwd")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.HandshakeTimeout)
+	defer cancel()
+	answer, err := sess.restartICE(ctx, frag, s.cfg.HandshakeTimeout)
+	if err != nil {
+		var bad *badOffer
+		if errors.As(err, &bad) {
+			httpError(w, http.StatusBadRequest, bad.msg)
+			return
+		}
+		// The PeerConnection is in an unknown state now: end the session
+		// so the viewer starts over with a fresh POST.
+		sess.cancel(fmt.Errorf("ICE restart failed: %w", err))
+		httpError(w, http.StatusInternalServerError, "ICE restart failed: "+err.Error())
+		return
+	}
+	sess.log.Info("ICE restart")
+	h := w.Header()
+	h.Set("Content-Type", mimeSDPFrag)
+	h.Set("ETag", sess.etag)
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.WriteString(w, answer)
+}
+
+// etagMatches implements If-Match (RFC 9110 §13.1.1): "*" or a list of
+// entity tags; weak tags never match.
+func etagMatches(header, etag string) bool {
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimSpace(t)
+		if t == "*" || t == etag {
+			return true
+		}
+	}
+	return false
+}
+
+func addCandidates(pc *webrtc.PeerConnection, cands []string) error {
+	for i, c := range cands {
+		if err := pc.AddICECandidate(webrtc.ICECandidateInit{Candidate: c}); err != nil {
+			return fmt.Errorf("candidate %d %q: %v", i+1, c, err)
+		}
+	}
+	return nil
+}
+
+// restartICE re-applies the viewer's offer with its new credentials, which
+// pion treats as an ICE restart (new local ufrag/pwd, gathering again; the
+// DTLS and SRTP state survive), answers it and returns the answer fragment.
+// Caller holds sigMu.
+func (sess *session) restartICE(ctx context.Context, frag sdpFrag, timeout time.Duration) (string, error) {
+	offerSDP := restartOffer(sess.offerSDP, frag.ufrag, frag.pwd)
+	err := sess.pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offerSDP})
+	if err != nil {
+		return "", fmt.Errorf("apply the restarted offer: %w", err)
+	}
+	answer, err := negotiate(ctx, sess.pc, timeout)
+	if err != nil {
+		return "", err
+	}
+	li, err := localICEFrom(answer)
+	if err != nil {
+		return "", err
+	}
+	if err := addCandidates(sess.pc, frag.candidates); err != nil {
+		return "", &badOffer{msg: err.Error()}
+	}
+	sess.offerSDP = offerSDP
+	sess.offer.ufrag, sess.offer.pwd = frag.ufrag, frag.pwd
+	sess.answeredSDP = answer
+	sess.etag = quoteETag(li.ufrag)
+	return li.frag(sess.offer), nil
+}

@@ -1,0 +1,143 @@
+package whep
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pion/webrtc/v4"
+)
+
+// TestICERestart drives a real ICE restart: a pion viewer restarts ICE,
+// PATCHes its new credentials, applies the server's new credentials and
+// candidates from the 200 response, reconnects, and media keeps flowing.
+func TestICERestart(t *testing.T) {
+	clip := makeClip(t, 30, 30)
+	src := newTestSource()
+	p := src.publish("live/cam1")
+	_, hs := startServer(t, src, nil)
+	feed(t, p, clip)
+
+	off := newOfferer(t, []webrtc.RTPCodecParameters{h264Codec(102, "42e01f", 1)}, recvonly)
+	pc := off.pc
+	var packets atomic.Uint64
+	readDone := make(chan struct{})
+	trackSeen := make(chan struct{})
+	t.Cleanup(func() {
+		_ = pc.GracefulClose()
+		select {
+		case <-trackSeen:
+			<-readDone
+		default:
+		}
+	})
+	pc.OnTrack(func(tr *webrtc.TrackRemote, _ *webrtc.RTPReceiver) {
+		close(trackSeen)
+		defer close(readDone)
+		for {
+			if _, _, err := tr.ReadRTP(); err != nil {
+				return
+			}
+			packets.Add(1)
+		}
+	})
+	iceConnected := make(chan struct{}, 4)
+	pc.OnICEConnectionStateChange(func(st webrtc.ICEConnectionState) {
+		if st == webrtc.ICEConnectionStateConnected {
+			iceConnected <- struct{}{}
+		}
+	})
+
+	resp, answer := post(t, hs.URL+"/live/cam1/whep", "application/sdp", off.sdp)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("%d %q", resp.StatusCode, answer)
+	}
+	url, etag := hs.URL+resp.Header.Get("Location"), resp.Header.Get("ETag")
+	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: answer}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	wait := func(ch chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+	wait(iceConnected, "ICE connected")
+	select {
+	case <-trackSeen:
+	case <-ctx.Done():
+		t.Fatal("no track")
+	}
+	waitFor(t, "packets before the restart", 10*time.Second, func() bool { return packets.Load() > 0 })
+
+	restart, err := pc.CreateOffer(&webrtc.OfferOptions{ICERestart: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gathered := webrtc.GatheringCompletePromise(pc)
+	if err := pc.SetLocalDescription(restart); err != nil {
+		t.Fatal(err)
+	}
+	<-gathered
+	mine, err := localICEFrom(pc.LocalDescription().SDP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := mine.frag(offer{payloadType: 102, mid: "0"})
+
+	resp, frag := do(t, http.MethodPatch, url, "application/trickle-ice-sdpfrag", body, map[string]string{"If-Match": etag})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("restart PATCH: %d %q", resp.StatusCode, frag)
+	}
+	newETag := resp.Header.Get("ETag")
+	if newETag == "" || newETag == etag || resp.Header.Get("Content-Type") != "application/trickle-ice-sdpfrag" {
+		t.Fatalf("restart answer headers: ETag %q (old %q), Content-Type %q", newETag, etag, resp.Header.Get("Content-Type"))
+	}
+	theirs, err := parseFrag(frag)
+	if err != nil || theirs.ufrag == "" || theirs.pwd == "" || len(theirs.candidates) == 0 || !theirs.end {
+		t.Fatalf("restart answer fragment %q: %+v %v", frag, theirs, err)
+	}
+	if `"`+theirs.ufrag+`"` != newETag {
+		t.Errorf("new ETag %q is not the new ufrag %q", newETag, theirs.ufrag)
+	}
+
+	// The viewer's new remote description: the first answer with the
+	// server's new credentials and candidates.
+	var lines []string
+	for _, l := range strings.Split(answer, "\r\n") {
+		switch {
+		case strings.HasPrefix(l, "a=ice-ufrag:"):
+			l = "a=ice-ufrag:" + theirs.ufrag
+		case strings.HasPrefix(l, "a=ice-pwd:"):
+			l = "a=ice-pwd:" + theirs.pwd
+		case strings.HasPrefix(l, "a=candidate:"), l == "a=end-of-candidates":
+			continue
+		case strings.HasPrefix(l, "a=mid:"):
+			lines = append(lines, l)
+			for _, c := range theirs.candidates {
+				lines = append(lines, "a="+c)
+			}
+			continue
+		}
+		lines = append(lines, l)
+	}
+	before := packets.Load()
+	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: strings.Join(lines, "\r\n")}); err != nil {
+		t.Fatal(err)
+	}
+	wait(iceConnected, "ICE connected again after the restart")
+	waitFor(t, "packets after the restart", 10*time.Second, func() bool { return packets.Load() > before+50 })
+
+	// The old ETag is stale now.
+	resp, msg := do(t, http.MethodPatch, url, "application/trickle-ice-sdpfrag", "a=end-of-candidates\r\n", map[string]string{"If-Match": etag})
+	if resp.StatusCode != http.StatusPreconditionFailed {
+		t.Errorf("PATCH with the old ETag: %d %q, want 412", resp.StatusCode, msg)
+	}
+}

@@ -1,0 +1,273 @@
+package whep
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pion/rtp"
+	"github.com/pion/webrtc/v4"
+
+	"github.com/srtwhep/srtwhep/pkg/hub"
+	"github.com/srtwhep/srtwhep/pkg/rtph264"
+)
+
+// session is one viewer: its PeerConnection, its track and its reader.
+type session struct {
+	id, path, remote string
+	since            time.Time
+	log              *slog.Logger
+	reader           Reader
+
+	pc     *webrtc.PeerConnection
+	track  *webrtc.TrackLocalStaticRTP
+	sender *webrtc.RTPSender
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	connected     chan struct{}
+	connectedOnce sync.Once
+	state         atomic.Int32 // webrtc.PeerConnectionState
+
+	// sigMu serialises signalling (PATCH) on pc and guards the fields below.
+	sigMu       sync.Mutex
+	offer       offer
+	offerSDP    string
+	etag        string
+	answeredSDP string
+
+	packets atomic.Uint64
+	bytes   atomic.Uint64
+}
+
+func newSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails since Go 1.24
+	return hex.EncodeToString(b[:])
+}
+
+func (sess *session) info() SessionInfo {
+	si := SessionInfo{
+		ID:          sess.id,
+		Path:        sess.path,
+		Remote:      sess.remote,
+		State:       webrtc.PeerConnectionState(sess.state.Load()).String(),
+		Since:       sess.since,
+		PacketsSent: sess.packets.Load(),
+		BytesSent:   sess.bytes.Load(),
+	}
+	if d, ok := sess.reader.(droppedCounter); ok {
+		si.Dropped = d.Dropped()
+	}
+	return si
+}
+
+// newSession builds the PeerConnection for an offer and returns the session
+// with its complete answer (all candidates: we do not trickle). On error
+// nothing is left open; a *badOffer error means the viewer's offer is at
+// fault.
+//
+// The session's context derives from base (the server's run context), while
+// ctx only bounds building the answer (the HTTP request).
+func newSession(ctx, base context.Context, api *webrtc.API, o offer, offerSDP string, timeout time.Duration) (*session, error) {
+	sess := &session{offer: o, offerSDP: offerSDP, connected: make(chan struct{})}
+	sess.ctx, sess.cancel = context.WithCancelCause(base)
+	pc, err := api.NewPeerConnection(webrtc.Configuration{})
+	if err != nil {
+		sess.cancel(err)
+		return nil, fmt.Errorf("create peer connection: %w", err)
+	}
+	sess.pc = pc
+	sess.state.Store(int32(webrtc.PeerConnectionStateNew))
+	ok := false
+	defer func() {
+		if !ok {
+			sess.cancel(errors.New("answer failed"))
+			_ = pc.GracefulClose()
+		}
+	}()
+
+	codec := webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeH264, ClockRate: 90000, SDPFmtpLine: o.fmtp()}
+	sess.track, err = webrtc.NewTrackLocalStaticRTP(codec, "video", "srtwhep")
+	if err != nil {
+		return nil, fmt.Errorf("create track: %w", err)
+	}
+	tr, err := pc.AddTransceiverFromTrack(sess.track, webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionSendonly})
+	if err != nil {
+		return nil, fmt.Errorf("add track: %w", err)
+	}
+	sess.sender = tr.Sender()
+
+	// pion runs these callbacks on goroutines it does not wait for, so
+	// they only record and signal.
+	pc.OnConnectionStateChange(func(st webrtc.PeerConnectionState) {
+		sess.state.Store(int32(st))
+		switch st {
+		case webrtc.PeerConnectionStateConnected:
+			sess.connectedOnce.Do(func() { close(sess.connected) })
+		case webrtc.PeerConnectionStateFailed:
+			sess.cancel(errICEFailed)
+		case webrtc.PeerConnectionStateClosed:
+			sess.cancel(errPCClosed)
+		}
+	})
+
+	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offerSDP}); err != nil {
+		return nil, badOfferf("offer rejected by the WebRTC stack: %v", err)
+	}
+	// Answer with exactly one codec: the H.264 profile picked from the
+	// offer, under the viewer's payload type.
+	err = tr.SetCodecPreferences([]webrtc.RTPCodecParameters{{
+		RTPCodecCapability: webrtc.RTPCodecCapability{
+			MimeType: webrtc.MimeTypeH264, ClockRate: 90000, SDPFmtpLine: o.fmtp(),
+			RTCPFeedback: []webrtc.RTCPFeedback{{Type: "nack"}, {Type: "nack", Parameter: "pli"}, {Type: "ccm", Parameter: "fir"}},
+		},
+		PayloadType: webrtc.PayloadType(o.payloadType),
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("set codec preferences: %w", err)
+	}
+	answer, err := negotiate(ctx, pc, timeout)
+	if err != nil {
+		return nil, err
+	}
+	li, err := localICEFrom(answer)
+	if err != nil {
+		return nil, err
+	}
+	sess.answeredSDP = answer
+	sess.etag = quoteETag(li.ufrag)
+	ok = true
+	return sess, nil
+}
+
+// negotiate answers the applied remote offer and waits for gathering to
+// complete, so the answer carries every candidate.
+func negotiate(ctx context.Context, pc *webrtc.PeerConnection, timeout time.Duration) (string, error) {
+	answer, err := pc.CreateAnswer(nil)
+	if err != nil {
+		return "", badOfferf("cannot answer the offer: %v", err)
+	}
+	gathered := webrtc.GatheringCompletePromise(pc)
+	if err := pc.SetLocalDescription(answer); err != nil {
+		return "", fmt.Errorf("set local description: %w", err)
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-gathered:
+	case <-t.C:
+		return "", fmt.Errorf("ICE gathering did not complete within %v", timeout)
+	case <-ctx.Done():
+		return "", context.Cause(ctx)
+	}
+	return pc.LocalDescription().SDP, nil
+}
+
+func quoteETag(ufrag string) string { return `"` + ufrag + `"` }
+
+// runSession is the session's goroutine, counted in s.wg by addSession. It
+// owns the handshake slot taken at POST, the PeerConnection and the reader.
+func (s *Server) runSession(sess *session) {
+	defer s.wg.Done()
+
+	// The sender must be read for the interceptors to see RTCP: the NACK
+	// responder answers from it and the sender-report timer needs it running.
+	rtcpDone := make(chan struct{})
+	go func() {
+		defer close(rtcpDone)
+		buf := make([]byte, 1500)
+		for {
+			if _, _, err := sess.sender.Read(buf); err != nil {
+				return
+			}
+		}
+	}()
+
+	reason := s.serve(sess)
+
+	sess.cancel(reason)
+	reason = context.Cause(sess.ctx)
+	_ = sess.pc.GracefulClose()
+	<-rtcpDone
+	sess.reader.Close()
+	if cur := s.lookupSession(sess.id); cur == sess {
+		s.removeSession(sess.id)
+	}
+	packets := sess.packets.Load()
+	s.stats.closedPackets.Add(packets)
+	s.stats.closedBytes.Add(sess.bytes.Load())
+	sess.log.Info("viewer closed", "reason", reason.Error(),
+		"duration", time.Since(sess.since).Round(time.Millisecond).String(), "packets", packets)
+}
+
+// serve waits for the connection, then writes access units until the
+// session ends, and returns why it ended.
+func (s *Server) serve(sess *session) error {
+	t := time.NewTimer(s.cfg.HandshakeTimeout)
+	select {
+	case <-sess.connected:
+		t.Stop()
+		s.doneHandshake()
+	case <-t.C:
+		s.doneHandshake()
+		s.stats.handshakeFailures.Add(1)
+		return errHandshakeTimeout
+	case <-sess.ctx.Done():
+		t.Stop()
+		s.doneHandshake()
+		if c := context.Cause(sess.ctx); errors.Is(c, errICEFailed) || errors.Is(c, errPCClosed) {
+			s.stats.handshakeFailures.Add(1)
+		}
+		return context.Cause(sess.ctx)
+	}
+
+	// Attach only now, so a viewer still in ICE never fills a queue.
+	sess.reader.Attach()
+	sess.sigMu.Lock()
+	pt := sess.offer.payloadType
+	sess.sigMu.Unlock()
+	st := rtph264.NewStamper(mrand.Uint32(), pt, uint16(mrand.Uint32()), mrand.Uint32())
+	var pkts []rtp.Packet
+	for {
+		// Checked first because a reader may prefer queued frames over a
+		// done context, and an ended session must not drain its queue.
+		if sess.ctx.Err() != nil {
+			return context.Cause(sess.ctx)
+		}
+		au, catchUp, err := sess.reader.Recv(sess.ctx)
+		switch {
+		case err == nil:
+		case sess.ctx.Err() != nil:
+			return context.Cause(sess.ctx)
+		case errors.Is(err, hub.ErrEnded):
+			return errPublisherGone
+		default:
+			return fmt.Errorf("reader: %w", err)
+		}
+		if s.cfg.BeforeWrite != nil {
+			s.cfg.BeforeWrite(sess.id)
+		}
+		pkts = st.Stamp(pkts, au, catchUp)
+		var sent, n uint64
+		for i := range pkts {
+			// A write error means the transport is going away; the
+			// state callback ends the session, so just stop this AU.
+			if err := sess.track.WriteRTP(&pkts[i]); err != nil {
+				break
+			}
+			sent++
+			n += uint64(rtph264.HeaderLen + len(pkts[i].Payload))
+		}
+		sess.packets.Add(sent)
+		sess.bytes.Add(n)
+	}
+}

@@ -1,0 +1,359 @@
+// Package whep is the WHEP server (draft-ietf-wish-whep, HTTP mechanics of
+// RFC 9725): HTTP handlers that turn an SDP offer into a pion PeerConnection
+// per viewer, and the session that writes the path's access units to it.
+//
+// All sessions share one pion API and one ICE UDP socket (plus an optional
+// ICE-TCP listener), so a deployment publishes a single media port.
+//
+// When the publisher of a path goes away, every viewer of that path is closed
+// cleanly (the PeerConnection is closed, which the browser sees as a closed
+// connection); the player page is expected to reconnect by posting a new
+// offer.
+package whep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pion/webrtc/v4"
+
+	"github.com/srtwhep/srtwhep/pkg/av"
+)
+
+// Source hands out readers of a path's access units. cmd adapts *hub.Hub to
+// it. Errors are the hub's sentinels (wrapped or not): hub.ErrNoPublisher
+// (also for an unknown path) → 404, hub.ErrPathFull / hub.ErrServerFull → 503.
+type Source interface {
+	AddReader(path, session string) (Reader, error)
+}
+
+// Reader is one viewer's reservation on a path. It queues nothing until
+// Attach, so a viewer still in ICE costs no queue. Recv returns the next
+// access unit and whether it is part of the catch-up burst (the cached GOP a
+// new viewer starts from); hub.ErrEnded when the publisher is gone. Close
+// releases the reservation and is called exactly once.
+type Reader interface {
+	Attach()
+	Recv(ctx context.Context) (*av.AccessUnit, bool, error)
+	Close()
+}
+
+// droppedCounter is optionally implemented by a Reader so Sessions can
+// report how many access units the hub discarded for a slow viewer.
+type droppedCounter interface {
+	Dropped() uint64
+}
+
+// ICEServer is a STUN or TURN server advertised to viewers in Link headers.
+type ICEServer struct {
+	URLs       []string
+	Username   string
+	Credential string
+}
+
+// Config of the server. Zero durations and limits take the defaults below.
+type Config struct {
+	// UDPListen is the one UDP socket for all sessions, "0.0.0.0:8189" in
+	// production, "127.0.0.1:0" in tests.
+	UDPListen string
+	// TCPListen is the ICE-TCP fallback; "" disables it.
+	TCPListen string
+	// PublicIPs replace the host candidates' addresses (NAT 1:1, e.g.
+	// Docker's published port); IPv4 and IPv6 may be mixed.
+	PublicIPs []string
+	// Interfaces limits the interfaces whose addresses are advertised
+	// (empty = all).
+	Interfaces []string
+	// IncludeLoopback advertises loopback candidates (tests, clients on the
+	// same host).
+	IncludeLoopback bool
+	// ICEServers are sent to viewers as Link headers; the server itself uses
+	// none (it has host candidates, rewritten by PublicIPs).
+	ICEServers []ICEServer
+
+	HandshakeTimeout  time.Duration // offer → connected; default 10 s
+	DisconnectTimeout time.Duration // no traffic from a viewer → closed; default 15 s
+	Keepalive         time.Duration // ICE keepalive interval; default 2 s
+
+	// AllowOrigin is the Access-Control-Allow-Origin value; default "*".
+	AllowOrigin string
+	// MaxBodyBytes bounds offers and PATCH bodies; default 64 KiB.
+	MaxBodyBytes int64
+	// MaxHandshakes bounds the offers in flight (POST → connected); beyond
+	// it a POST gets 503 + Retry-After. Default 32.
+	MaxHandshakes int
+
+	Source Source
+	Logger *slog.Logger
+
+	// BeforeWrite, when set, is called by a session's writer goroutine
+	// before it writes each access unit. It exists so integration tests can
+	// stall one real viewer; production leaves it nil.
+	BeforeWrite func(session string)
+}
+
+// Defaults for the zero values of Config.
+const (
+	DefaultHandshakeTimeout  = 10 * time.Second
+	DefaultDisconnectTimeout = 15 * time.Second
+	DefaultKeepalive         = 2 * time.Second
+	DefaultMaxBodyBytes      = 64 << 10
+	DefaultMaxHandshakes     = 32
+)
+
+// Server is the WHEP server. New validates, Run binds and serves.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+
+	started  atomic.Bool
+	ready    chan struct{}
+	udpAddr  atomic.Pointer[net.UDPAddr]
+	api      *webrtc.API
+	baseCtx  context.Context // set by Run before ready closes
+	handshks chan struct{}   // semaphore of handshakes in flight
+
+	mu       sync.Mutex
+	closing  bool
+	sessions map[string]*session
+	wg       sync.WaitGroup
+
+	stats serverCounters
+}
+
+type serverCounters struct {
+	opened            atomic.Uint64
+	handshakeFailures atomic.Uint64
+	// packets and bytes of sessions that have ended; live sessions add
+	// their own counters in Stats.
+	closedPackets atomic.Uint64
+	closedBytes   atomic.Uint64
+}
+
+// Stats is a snapshot for metrics.
+type Stats struct {
+	Sessions           int    // sessions open now (any state)
+	HandshakesInFlight int    // offers answered but not yet connected
+	SessionsOpened     uint64 // 201s sent
+	HandshakeFailures  uint64 // answered sessions that never connected
+	PacketsSent        uint64
+	BytesSent          uint64 // RTP payload + header bytes handed to pion
+}
+
+// SessionInfo describes one viewer.
+type SessionInfo struct {
+	ID          string
+	Path        string
+	Remote      string
+	State       string // pion's PeerConnectionState: new, connecting, connected, …
+	Since       time.Time
+	PacketsSent uint64
+	BytesSent   uint64
+	Dropped     uint64 // access units the hub discarded for this viewer, when it reports them
+}
+
+// New checks cfg and fills in defaults. It starts nothing.
+func New(cfg Config) (*Server, error) {
+	if cfg.Source == nil {
+		return nil, errors.New("whep: Config.Source is nil; pass the hub adapter")
+	}
+	if cfg.UDPListen == "" {
+		return nil, errors.New("whep: Config.UDPListen is empty; set it to e.g. 0.0.0.0:8189")
+	}
+	for _, ip := range cfg.PublicIPs {
+		if _, err := netip.ParseAddr(ip); err != nil {
+			return nil, fmt.Errorf("whep: public IP %q is not an IP address; use a public IPv4/IPv6 like 203.0.113.7", ip)
+		}
+	}
+	if cfg.HandshakeTimeout <= 0 {
+		cfg.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if cfg.DisconnectTimeout <= 0 {
+		cfg.DisconnectTimeout = DefaultDisconnectTimeout
+	}
+	if cfg.Keepalive <= 0 {
+		cfg.Keepalive = DefaultKeepalive
+	}
+	if cfg.AllowOrigin == "" {
+		cfg.AllowOrigin = "*"
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.MaxHandshakes <= 0 {
+		cfg.MaxHandshakes = DefaultMaxHandshakes
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Server{
+		cfg:      cfg,
+		log:      log,
+		ready:    make(chan struct{}),
+		handshks: make(chan struct{}, cfg.MaxHandshakes),
+		sessions: make(map[string]*session),
+	}, nil
+}
+
+// Run binds the ICE sockets, closes Ready and serves until ctx ends. Then it
+// closes every session (viewers see their PeerConnection close) and returns
+// once all session goroutines and the muxes are gone.
+func (s *Server) Run(ctx context.Context) error {
+	if !s.started.CompareAndSwap(false, true) {
+		return errors.New("whep: Run called twice; a Server runs once")
+	}
+	m, err := listenMuxes(s.cfg, s.log)
+	if err != nil {
+		return err
+	}
+	api, err := newAPI(s.cfg, m, s.log)
+	if err != nil {
+		m.close()
+		return err
+	}
+	// Sessions outlive ctx until they are told why they end: detached, and
+	// cancelled below with errServerShutdown as the cause they log.
+	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancel(nil)
+
+	s.mu.Lock()
+	s.api = api
+	s.baseCtx = runCtx
+	s.mu.Unlock()
+	s.udpAddr.Store(m.udpAddr)
+	close(s.ready)
+	s.log.Info("whep ready", "udp", m.udpAddr.String(), "tcp", m.tcpAddrString())
+
+	<-ctx.Done()
+
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	cancel(errServerShutdown)
+	s.wg.Wait()
+	m.close()
+	return nil
+}
+
+// Ready is closed once Run has bound its sockets.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// UDPAddr is the bound ICE UDP address, nil before Ready.
+func (s *Server) UDPAddr() net.Addr {
+	if a := s.udpAddr.Load(); a != nil {
+		return a
+	}
+	return nil
+}
+
+// Sessions lists the open sessions.
+func (s *Server) Sessions() []SessionInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]SessionInfo, 0, len(s.sessions))
+	for _, sess := range s.sessions {
+		out = append(out, sess.info())
+	}
+	return out
+}
+
+// Kick closes a session; false when it does not exist.
+func (s *Server) Kick(id string) bool {
+	sess := s.removeSession(id)
+	if sess == nil {
+		return false
+	}
+	sess.cancel(errKicked)
+	return true
+}
+
+// Stats returns counters for metrics.
+func (s *Server) Stats() Stats {
+	st := Stats{
+		HandshakesInFlight: len(s.handshks),
+		SessionsOpened:     s.stats.opened.Load(),
+		HandshakeFailures:  s.stats.handshakeFailures.Load(),
+		PacketsSent:        s.stats.closedPackets.Load(),
+		BytesSent:          s.stats.closedBytes.Load(),
+	}
+	s.mu.Lock()
+	st.Sessions = len(s.sessions)
+	for _, sess := range s.sessions {
+		st.PacketsSent += sess.packets.Load()
+		st.BytesSent += sess.bytes.Load()
+	}
+	s.mu.Unlock()
+	return st
+}
+
+// addSession registers sess and counts its goroutine in the server's
+// WaitGroup; it refuses once shutdown has begun, so Wait never races Add.
+func (s *Server) addSession(sess *session) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.sessions[sess.id] = sess
+	s.wg.Add(1)
+	return true
+}
+
+func (s *Server) removeSession(id string) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess := s.sessions[id]
+	delete(s.sessions, id)
+	return sess
+}
+
+func (s *Server) lookupSession(id string) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessions[id]
+}
+
+// running returns the pion API and the base context once Run is serving,
+// or a reason to refuse.
+func (s *Server) running() (*webrtc.API, context.Context, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closing:
+		return nil, nil, errServerShutdown
+	case s.api == nil:
+		return nil, nil, errors.New("server is starting")
+	}
+	return s.api, s.baseCtx, nil
+}
+
+// tryHandshake takes a handshake slot without waiting.
+func (s *Server) tryHandshake() bool {
+	select {
+	case s.handshks <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *Server) doneHandshake() { <-s.handshks }
+
+// Reasons a session ends, as logged in "viewer closed".
+var (
+	errServerShutdown   = errors.New("server is shutting down")
+	errKicked           = errors.New("kicked")
+	errDeleted          = errors.New("deleted by the client")
+	errPublisherGone    = errors.New("publisher gone")
+	errHandshakeTimeout = errors.New("not connected within the handshake timeout")
+	errICEFailed        = errors.New("connection failed (no traffic within the disconnect timeout)")
+	errPCClosed         = errors.New("peer connection closed")
+)
