@@ -1,0 +1,188 @@
+// Package player serves the browser player: one self-contained HTML page per
+// stream path that plays the path's WHEP endpoint ({page URL}/whep).
+//
+// The page carries its CSS and JavaScript inline and loads nothing else, so
+// it works offline, behind any reverse-proxy prefix, and under a strict
+// Content-Security-Policy whose nonce changes with every response.
+package player
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	_ "embed"
+)
+
+//go:embed page.html
+var pageSrc string
+
+//go:embed whep.js
+var helpersSrc string
+
+//go:embed player.js
+var mainSrc string
+
+// scriptSrc is the page's one inline script: both files share a function
+// scope so nothing but window.srtwhepStats leaks into the global object.
+var scriptSrc = "(() => {\n\"use strict\";\n" + helpersSrc + "\n" + mainSrc + "})();\n"
+
+//go:embed player.css
+var styleSrc string
+
+var pageTmpl = template.Must(template.New("page.html").Parse(pageSrc))
+
+// maxPathLen bounds the stream path so a page request cannot make us render
+// (and the browser POST) arbitrarily long URLs.
+const maxPathLen = 512
+
+// DefaultTitle is shown in the browser tab after the stream path when
+// Config.Title is empty.
+const DefaultTitle = "srtwhep"
+
+// Config configures the player page.
+type Config struct {
+	// Title follows the stream path in the page title; "" means DefaultTitle.
+	Title string
+	// Logger receives one debug line per page served; nil discards.
+	Logger *slog.Logger
+}
+
+// Player is an http.Handler serving the player page for any valid stream
+// path. Mount it as the fallback behind the WHEP and API routes: it claims
+// every GET/HEAD whose URL path looks like a stream path.
+type Player struct {
+	title string
+	log   *slog.Logger
+}
+
+// New returns a Player. It is safe for concurrent use.
+func New(cfg Config) *Player {
+	p := &Player{title: cfg.Title, log: cfg.Logger}
+	if p.title == "" {
+		p.title = DefaultTitle
+	}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	return p
+}
+
+type pageData struct {
+	Path  string
+	Title string
+	Nonce string
+	CSS   template.CSS
+	JS    template.JS
+}
+
+// ServeHTTP answers GET and HEAD /{path...} with the page for that path.
+func (p *Player) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path, ok := streamPath(r.URL.Path)
+	if !ok {
+		plainError(w, http.StatusNotFound,
+			"404 not found: a stream page is /PATH where PATH is one or more '/'-separated segments of A-Z a-z 0-9 . _ ~ - (not '.', '..' or a final 'whep')")
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		plainError(w, http.StatusMethodNotAllowed, "405 method not allowed: the player page answers GET and HEAD")
+		return
+	}
+	nonce, err := newNonce()
+	if err != nil {
+		p.log.Error("player page: no randomness for the CSP nonce", "path", path, "remote", r.RemoteAddr, "err", err)
+		plainError(w, http.StatusInternalServerError, "500 cannot create a CSP nonce")
+		return
+	}
+	var buf bytes.Buffer
+	err = pageTmpl.Execute(&buf, pageData{
+		Path:  path,
+		Title: p.title,
+		Nonce: nonce,
+		// Both are our own embedded files, checked by the tests never to
+		// contain a closing </script> or </style>.
+		CSS: template.CSS(styleSrc),
+		JS:  template.JS(scriptSrc),
+	})
+	if err != nil {
+		p.log.Error("player page: template failed", "path", path, "remote", r.RemoteAddr, "err", err)
+		plainError(w, http.StatusInternalServerError, "500 cannot render the player page")
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Content-Security-Policy", csp(nonce))
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodGet {
+		_, _ = w.Write(buf.Bytes())
+	}
+	p.log.Debug("player page served", "path", path, "remote", r.RemoteAddr)
+}
+
+// csp allows the page's own inline script and style (by nonce) and network
+// access to its own origin only: the WHEP endpoint is always {page}/whep.
+// media-src covers the MediaStream the video element plays; img-src data:
+// covers the empty favicon that stops a /favicon.ico request.
+func csp(nonce string) string {
+	n := "'nonce-" + nonce + "'"
+	return "default-src 'self'; script-src 'self' " + n + "; style-src 'self' " + n +
+		"; connect-src 'self'; media-src 'self' blob: mediastream:; img-src 'self' data:" +
+		"; object-src 'none'; base-uri 'none'; form-action 'none'"
+}
+
+func newNonce() (string, error) {
+	var b [18]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+// streamPath turns a URL path into a stream path, or reports false when the
+// URL cannot name one. The rules match the config's path names; a final
+// "whep" segment is refused because {path}/whep is the WHEP endpoint itself.
+func streamPath(urlPath string) (string, bool) {
+	path, ok := strings.CutPrefix(urlPath, "/")
+	if !ok || path == "" || len(path) > maxPathLen {
+		return "", false
+	}
+	segs := strings.Split(path, "/")
+	for _, seg := range segs {
+		if seg == "" || seg == "." || seg == ".." {
+			return "", false
+		}
+		for i := 0; i < len(seg); i++ {
+			if !pathByte(seg[i]) {
+				return "", false
+			}
+		}
+	}
+	if segs[len(segs)-1] == "whep" {
+		return "", false
+	}
+	return path, true
+}
+
+func pathByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+		c == '.' || c == '_' || c == '~' || c == '-'
+}
+
+func plainError(w http.ResponseWriter, code int, msg string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(msg + "\n"))
+}

@@ -1,0 +1,344 @@
+// srtwhep player: a WHEP client (draft-ietf-wish-whep) in plain JavaScript.
+// The page at /PATH plays the WHEP endpoint /PATH/whep; ?token=T is sent as
+// "Authorization: Bearer T". The helpers and constants come from whep.js,
+// which the page inlines in front of this file inside one function scope.
+
+const video = document.getElementById("v");
+const statusEl = document.getElementById("status");
+const statsEl = document.getElementById("stats");
+const statsBtn = document.getElementById("statsbtn");
+const unmuteBtn = document.getElementById("unmute");
+
+const token = new URL(location.href).searchParams.get("token");
+const endpoint = whepEndpoint(location.href);
+
+let cur = null; // the attempt in flight: {pc, session, timers, connected}
+let state = "connecting";
+let failures = 0;
+let retryTimer = 0;
+let unloading = false;
+let firstFrameMs = null;
+
+function setStatus(next, text) {
+  state = next;
+  statusEl.className = next;
+  statusEl.textContent = text;
+}
+
+function headers(extra) {
+  const h = Object.assign({}, extra);
+  if (token) h.Authorization = "Bearer " + token;
+  return h;
+}
+
+function timedFetch(url, init, ms) {
+  const ac = new AbortController();
+  const t = setTimeout(() => ac.abort(), ms);
+  return fetch(url, Object.assign({ cache: "no-store", signal: ac.signal }, init))
+    .finally(() => clearTimeout(t));
+}
+
+// deleteSession uses keepalive so the DELETE survives the page unloading.
+function deleteSession(url) {
+  try {
+    fetch(url, { method: "DELETE", headers: headers({}), keepalive: true }).catch(() => {});
+  } catch (e) { /* unload in progress: nothing more to do */ }
+}
+
+// release frees everything an attempt holds; safe to call twice.
+function release(att) {
+  if (!att) return;
+  att.timers.forEach(clearTimeout);
+  att.timers = [];
+  if (att.pc) {
+    try { att.pc.close(); } catch (e) { /* already closed */ }
+    att.pc = null;
+  }
+  if (att.session) {
+    deleteSession(att.session);
+    att.session = null;
+  }
+}
+
+function teardown() {
+  const att = cur;
+  cur = null;
+  release(att);
+}
+
+// retryIn connects again after ms; label(secondsLeft), if given, redraws
+// the status every second until then.
+function retryIn(ms, label) {
+  clearTimeout(retryTimer);
+  if (unloading) return;
+  const until = performance.now() + ms;
+  const tick = () => {
+    const left = until - performance.now();
+    if (left <= 0) { retryTimer = 0; connect(); return; }
+    if (label) label(Math.ceil(left / 1000));
+    retryTimer = setTimeout(tick, left % 1000 || 1000);
+  };
+  tick();
+}
+
+function nextBackoff() { return backoffMs(failures++); }
+
+// drop ends a live attempt and schedules the next one.
+function drop(att, reason) {
+  if (cur !== att) return;
+  teardown();
+  retryIn(nextBackoff(), (s) => setStatus("retrying", reason + " — retrying in " + s + " s"));
+}
+
+async function fetchIceServers() {
+  try {
+    const resp = await timedFetch(endpoint, { method: "OPTIONS" }, OPTIONS_TIMEOUT_MS);
+    return resp.ok ? iceServersFromLinks(resp.headers.get("Link")) : [];
+  } catch (e) {
+    return []; // no OPTIONS support: host candidates still work
+  }
+}
+
+function newPeerConnection(iceServers) {
+  const base = { bundlePolicy: "max-bundle" };
+  if (iceServers.length) {
+    try {
+      return new RTCPeerConnection(Object.assign({ iceServers }, base));
+    } catch (e) {
+      console.warn("srtwhep: ignoring the advertised ICE servers:", e);
+    }
+  }
+  return new RTCPeerConnection(base);
+}
+
+function preferH264(tr) {
+  if (typeof tr.setCodecPreferences !== "function" || !window.RTCRtpReceiver ||
+      typeof RTCRtpReceiver.getCapabilities !== "function") return;
+  const caps = RTCRtpReceiver.getCapabilities("video");
+  if (!caps || !caps.codecs || !caps.codecs.some((c) => /^video\/h264$/i.test(c.mimeType))) return;
+  try {
+    tr.setCodecPreferences(orderCodecs(caps.codecs));
+  } catch (e) {
+    console.warn("srtwhep: setCodecPreferences failed, using the browser's order:", e);
+  }
+}
+
+function gathered(pc, capMs) {
+  return new Promise((resolve) => {
+    if (pc.iceGatheringState === "complete") { resolve(); return; }
+    const done = () => {
+      clearTimeout(t);
+      pc.removeEventListener("icegatheringstatechange", check);
+      resolve();
+    };
+    const check = () => { if (pc.iceGatheringState === "complete") done(); };
+    const t = setTimeout(done, capMs);
+    pc.addEventListener("icegatheringstatechange", check);
+  });
+}
+
+async function connect() {
+  if (unloading) return;
+  clearTimeout(retryTimer);
+  teardown();
+  const att = { pc: null, session: null, timers: [], connected: false };
+  cur = att;
+  // While the publisher is absent keep saying so instead of flickering.
+  if (state !== "waiting") setStatus("connecting", "Connecting…");
+  const stale = () => {
+    if (cur === att) return false;
+    release(att);
+    return true;
+  };
+  try {
+    const iceServers = await fetchIceServers();
+    if (stale()) return;
+    const pc = newPeerConnection(iceServers);
+    att.pc = pc;
+    preferH264(pc.addTransceiver("video", { direction: "recvonly" }));
+    pc.addEventListener("track", (ev) => onTrack(att, ev));
+    pc.addEventListener("connectionstatechange", () => onConnectionState(att, pc));
+    await pc.setLocalDescription(await pc.createOffer());
+    await gathered(pc, GATHER_CAP_MS);
+    if (stale()) return;
+    const resp = await timedFetch(endpoint, {
+      method: "POST",
+      headers: headers({ "Content-Type": "application/sdp" }),
+      body: pc.localDescription.sdp,
+    }, FETCH_TIMEOUT_MS);
+    if (resp.status !== 201 && resp.status !== 200) {
+      await refused(att, resp);
+      return;
+    }
+    const loc = resp.headers.get("Location");
+    if (loc) att.session = new URL(loc, endpoint).href;
+    const answer = await resp.text();
+    if (stale()) return;
+    await pc.setRemoteDescription({ type: "answer", sdp: answer });
+    if (stale()) return;
+    att.timers.push(setTimeout(() => {
+      if (!att.connected) drop(att, "Connection timed out");
+    }, CONNECT_TIMEOUT_MS));
+  } catch (err) {
+    if (cur !== att) { release(att); return; }
+    console.warn("srtwhep:", err);
+    drop(att, err && err.name === "AbortError" ? "Server did not answer" : "Connection failed");
+  }
+}
+
+// refused handles a POST that did not create a session.
+async function refused(att, resp) {
+  let text = "";
+  try { text = (await resp.text()).trim().slice(0, 300); } catch (e) { /* no body */ }
+  if (!text) text = (resp.status + " " + resp.statusText).trim();
+  if (cur !== att) { release(att); return; }
+  teardown();
+  if (resp.status === 404) {
+    setStatus("waiting", "Waiting for the stream…");
+    retryIn(nextBackoff());
+  } else if (resp.status === 503) {
+    // Retry-After is only readable cross-origin if the server exposes it.
+    let ms = retryAfterMs(resp.headers.get("Retry-After"), Date.now());
+    if (ms === null) ms = nextBackoff();
+    retryIn(ms, (s) => setStatus("full", "Server full — retrying in " + s + " s"));
+  } else if (resp.status >= 400 && resp.status < 500) {
+    setStatus("error", "Error: " + text); // the request itself is wrong: retrying cannot help
+  } else {
+    retryIn(nextBackoff(), (s) => setStatus("retrying", "Error: " + text + " — retrying in " + s + " s"));
+  }
+}
+
+function onConnectionState(att, pc) {
+  if (cur !== att) return;
+  const s = pc.connectionState;
+  clearTimeout(att.grace);
+  if (s === "connected") {
+    att.connected = true;
+  } else if (s === "disconnected") {
+    att.grace = setTimeout(() => drop(att, "Connection lost"), DISCONNECT_GRACE_MS);
+    att.timers.push(att.grace);
+  } else if (s === "failed" || s === "closed") {
+    drop(att, "Connection lost"); // "failed" never heals without an ICE restart
+  }
+}
+
+function onTrack(att, ev) {
+  if (cur !== att || ev.track.kind !== "video") return;
+  ev.track.addEventListener("ended", () => drop(att, "Stream ended"));
+  video.srcObject = new MediaStream([ev.track]);
+  play();
+  const seen = () => {
+    if (firstFrameMs === null) firstFrameMs = performance.now();
+    if (cur !== att) return;
+    failures = 0;
+    setStatus("playing", "Playing");
+  };
+  if (typeof video.requestVideoFrameCallback === "function") video.requestVideoFrameCallback(seen);
+  else video.addEventListener("playing", seen, { once: true });
+}
+
+function play() {
+  const p = video.play();
+  if (p) {
+    p.catch((e) => {
+      if (e && e.name === "NotAllowedError") setStatus("paused", "Click the video to play");
+    });
+  }
+}
+
+function leave() {
+  unloading = true;
+  clearTimeout(retryTimer);
+  teardown();
+}
+
+// collect gathers what the stats line and window.srtwhepStats report.
+async function collect() {
+  const pc = cur && cur.pc;
+  const out = {
+    state, status: statusEl.textContent,
+    ice: pc ? pc.iceConnectionState : "new",
+    connection: pc ? pc.connectionState : "new",
+    videoWidth: video.videoWidth, videoHeight: video.videoHeight,
+    framesDecoded: 0, frameWidth: 0, frameHeight: 0, framesPerSecond: 0,
+    packetsReceived: 0, packetsLost: 0, bytesReceived: 0,
+    rttMs: null, codec: "",
+    firstFrameMs: firstFrameMs === null ? null : Math.round(firstFrameMs),
+  };
+  if (!pc) return out;
+  let report;
+  try { report = await pc.getStats(); } catch (e) { return out; }
+  let pair = null;
+  report.forEach((s) => {
+    if (s.type === "inbound-rtp" && s.kind === "video") {
+      out.framesDecoded = s.framesDecoded || 0;
+      out.frameWidth = s.frameWidth || 0;
+      out.frameHeight = s.frameHeight || 0;
+      out.framesPerSecond = s.framesPerSecond || 0;
+      out.packetsReceived = s.packetsReceived || 0;
+      out.packetsLost = s.packetsLost || 0;
+      out.bytesReceived = s.bytesReceived || 0;
+      const c = s.codecId && report.get(s.codecId);
+      if (c) out.codec = c.mimeType + (c.sdpFmtpLine ? " " + c.sdpFmtpLine : "");
+    } else if (s.type === "transport" && s.selectedCandidatePairId) {
+      pair = report.get(s.selectedCandidatePairId) || pair;
+    } else if (!pair && s.type === "candidate-pair" && s.nominated && s.state === "succeeded") {
+      pair = s;
+    }
+  });
+  if (pair && typeof pair.currentRoundTripTime === "number") out.rttMs = Math.round(pair.currentRoundTripTime * 1000);
+  return out;
+}
+
+let statsTimer = 0;
+let prev = null;
+async function drawStats() {
+  const s = await collect();
+  const now = performance.now();
+  let kbps = "–";
+  if (prev && s.bytesReceived >= prev.bytes && now > prev.t) {
+    kbps = Math.round((s.bytesReceived - prev.bytes) * 8 / (now - prev.t)) + " kbit/s";
+  }
+  prev = { t: now, bytes: s.bytesReceived };
+  const res = s.videoWidth ? s.videoWidth + "×" + s.videoHeight : "–";
+  const fps = s.framesPerSecond ? Math.round(s.framesPerSecond) + " fps" : "– fps";
+  const rtt = s.rttMs === null ? "–" : s.rttMs + " ms";
+  statsEl.textContent = res + "  " + fps + "  " + kbps + "  RTT " + rtt;
+}
+
+statsBtn.addEventListener("click", () => {
+  const show = statsEl.hidden;
+  statsEl.hidden = !show;
+  statsBtn.setAttribute("aria-pressed", String(show));
+  clearInterval(statsTimer);
+  prev = null;
+  if (show) {
+    drawStats();
+    statsTimer = setInterval(drawStats, 1000);
+  }
+});
+
+const syncUnmute = () => { unmuteBtn.hidden = !video.muted; };
+unmuteBtn.addEventListener("click", () => {
+  video.muted = false;
+  syncUnmute(); // volumechange arrives a task later
+  play();
+});
+video.addEventListener("volumechange", syncUnmute);
+video.addEventListener("click", () => { if (video.paused && video.srcObject) play(); });
+syncUnmute();
+
+addEventListener("pagehide", leave);
+addEventListener("beforeunload", leave);
+// Back from the back/forward cache: the old session was deleted on pagehide.
+addEventListener("pageshow", (ev) => {
+  if (ev.persisted && unloading) {
+    unloading = false;
+    failures = 0;
+    connect();
+  }
+});
+
+window.srtwhepStats = collect;
+
+connect();
