@@ -21,6 +21,13 @@ var (
 	RejectionReasonInternal = srtgo.RejectionReasonPredefined + 500
 )
 
+// ErrUnauthorized refuses a publisher whose streamid credentials do not
+// match the path's publishUser/publishPass.
+var ErrUnauthorized = RejectError{
+	Reason: srtgo.RejectionReasonUnauthorized,
+	Msg:    "wrong or missing publish credentials; use streamid publish:PATH:USER:PASS or #!::r=PATH,m=publish,u=USER,s=PASS",
+}
+
 // RejectError is returned by Config.Admit to refuse a caller with a precise
 // SRT reject reason (a srtgo.RejectionReason* value or 1000+ app code).
 type RejectError struct {

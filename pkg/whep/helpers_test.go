@@ -362,3 +362,9 @@ func mustUDPAddr(t *testing.T, s string) *net.UDPAddr {
 	}
 	return a
 }
+
+func (r *testReader) Backlog() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.queue)
+}

@@ -22,7 +22,7 @@ func feed(t *testing.T, p *testPath, clip []*av.AccessUnit) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		tick := time.NewTicker(5 * time.Millisecond)
+		tick := time.NewTicker(10 * time.Millisecond) // faster than real time, slower than the catch-up pacing
 		defer tick.Stop()
 		for n := 0; ; n++ {
 			src := clip[n%len(clip)]

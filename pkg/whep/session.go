@@ -15,6 +15,7 @@ import (
 	"github.com/pion/rtp"
 	"github.com/pion/webrtc/v4"
 
+	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 	"github.com/srtwhep/srtwhep/pkg/rtph264"
 )
@@ -205,6 +206,15 @@ func (s *Server) runSession(sess *session) {
 	packets := sess.packets.Load()
 	s.stats.closedPackets.Add(packets)
 	s.stats.closedBytes.Add(sess.bytes.Load())
+	s.mu.Lock()
+	if s.closedByPath == nil {
+		s.closedByPath = map[string]PathTraffic{}
+	}
+	t := s.closedByPath[sess.path]
+	t.Packets += packets
+	t.Bytes += sess.bytes.Load()
+	s.closedByPath[sess.path] = t
+	s.mu.Unlock()
 	sess.log.Info("viewer closed", "reason", reason.Error(),
 		"duration", time.Since(sess.since).Round(time.Millisecond).String(), "packets", packets)
 }
@@ -236,7 +246,16 @@ func (s *Server) serve(sess *session) error {
 	pt := sess.offer.payloadType
 	sess.sigMu.Unlock()
 	st := rtph264.NewStamper(mrand.Uint32(), pt, uint16(mrand.Uint32()), mrand.Uint32())
+	st.SetCatchUpStep(uint32(catchUpInterval * av.ClockRate / time.Second))
 	var pkts []rtp.Packet
+	pace := time.NewTimer(0)
+	defer pace.Stop()
+	<-pace.C
+	// catchingUp lasts from attach until the writer reaches the live edge
+	// (an empty queue): the cached GOP and whatever queued up while it went
+	// out are all stamped as catch-up, so the browser plays them quickly and
+	// then sits at the live edge instead of a GOP behind it.
+	catchingUp := true
 	for {
 		// Checked first because a reader may prefer queued frames over a
 		// done context, and an ended session must not drain its queue.
@@ -256,7 +275,9 @@ func (s *Server) serve(sess *session) error {
 		if s.cfg.BeforeWrite != nil {
 			s.cfg.BeforeWrite(sess.id)
 		}
-		pkts = st.Stamp(pkts, au, catchUp)
+		backlog := sess.reader.Backlog()
+		catchingUp = catchingUp && (catchUp || backlog > 0)
+		pkts = st.Stamp(pkts, au, catchUp || catchingUp)
 		var sent, n uint64
 		for i := range pkts {
 			// A write error means the transport is going away; the
@@ -269,5 +290,17 @@ func (s *Server) serve(sess *session) error {
 		}
 		sess.packets.Add(sent)
 		sess.bytes.Add(n)
+		// Behind the live edge (catch-up, or frames queued during a stall),
+		// space frames out instead of bursting a whole queue at line rate:
+		// a burst of hundreds of packets overflows socket and router
+		// buffers, and the viewer would lose the very frames it waits for.
+		if catchUp || catchingUp || backlog > 1 {
+			pace.Reset(catchUpInterval)
+			select {
+			case <-pace.C:
+			case <-sess.ctx.Done():
+				return context.Cause(sess.ctx)
+			}
+		}
 	}
 }

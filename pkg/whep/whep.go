@@ -42,8 +42,16 @@ type Source interface {
 type Reader interface {
 	Attach()
 	Recv(ctx context.Context) (*av.AccessUnit, bool, error)
+	// Backlog is how many access units wait; above zero the viewer is
+	// behind the live edge.
+	Backlog() int
 	Close()
 }
+
+// catchUpInterval spaces frames sent behind the live edge: about four times
+// a 30 fps frame rate, so a cached 2 s GOP plays out in half a second
+// without a burst that receivers' buffers would drop.
+const catchUpInterval = 8 * time.Millisecond
 
 // droppedCounter is optionally implemented by a Reader so Sessions can
 // report how many access units the hub discarded for a slow viewer.
@@ -124,6 +132,9 @@ type Server struct {
 	closing  bool
 	sessions map[string]*session
 	wg       sync.WaitGroup
+	// closedByPath keeps the traffic of ended sessions per path, so the
+	// per-path counters exported to metrics never go backwards.
+	closedByPath map[string]PathTraffic
 
 	stats serverCounters
 }
@@ -145,7 +156,15 @@ type Stats struct {
 	HandshakeFailures  uint64 // answered sessions that never connected
 	PacketsSent        uint64
 	BytesSent          uint64 // RTP payload + header bytes handed to pion
+	// ByPath splits PacketsSent/BytesSent by stream path (ended sessions
+	// included), for per-path counters.
+	ByPath map[string]PathTraffic
+	// StateCounts counts open sessions by state ("connecting", "connected").
+	StateCounts map[string]int
 }
+
+// PathTraffic is what all viewers of one path were sent.
+type PathTraffic struct{ Packets, Bytes uint64 }
 
 // SessionInfo describes one viewer.
 type SessionInfo struct {
@@ -284,11 +303,22 @@ func (s *Server) Stats() Stats {
 		PacketsSent:        s.stats.closedPackets.Load(),
 		BytesSent:          s.stats.closedBytes.Load(),
 	}
+	st.ByPath = map[string]PathTraffic{}
+	st.StateCounts = map[string]int{}
 	s.mu.Lock()
+	for path, t := range s.closedByPath {
+		st.ByPath[path] = t
+	}
 	st.Sessions = len(s.sessions)
 	for _, sess := range s.sessions {
-		st.PacketsSent += sess.packets.Load()
-		st.BytesSent += sess.bytes.Load()
+		pk, b := sess.packets.Load(), sess.bytes.Load()
+		st.PacketsSent += pk
+		st.BytesSent += b
+		t := st.ByPath[sess.path]
+		t.Packets += pk
+		t.Bytes += b
+		st.ByPath[sess.path] = t
+		st.StateCounts[sess.info().State]++
 	}
 	s.mu.Unlock()
 	return st

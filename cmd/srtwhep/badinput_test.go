@@ -1,0 +1,188 @@
+package main
+
+import (
+	"crypto/rand"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/haivision/srtgo"
+
+	"github.com/srtwhep/srtwhep/pkg/config"
+)
+
+// TestBadInputs feeds every bad input of DESIGN §5 that reaches the core
+// path while a viewer keeps playing, and checks each precise answer and that
+// the viewer never notices.
+func TestBadInputs(t *testing.T) {
+	ts := startServer(t, func(c *config.Config) {
+		c.Paths = map[string]config.Path{"live/cam1": {MaxReaders: 2}}
+	})
+	startFFmpeg(t, x264Args("640x360"), ts.srtURL("publish:live/cam1"))
+	ts.waitPublisher(t, "live/cam1")
+	watcher := dialViewer(t, ts, "live/cam1")
+	watcher.waitUnits(t, 10, 15*time.Second)
+
+	t.Run("streamid unparsable", func(t *testing.T) {
+		p := startFFmpeg(t, x264Args("320x240", "-t", "5"), ts.srtURL("cam1"))
+		if err := p.wait(t, 20*time.Second); err == nil {
+			t.Errorf("ffmpeg with a bad streamid was accepted")
+		}
+		line := ts.logs.waitLog(t, 5*time.Second, "rejected", `streamid=cam1`)
+		if !strings.Contains(line, "publish:") {
+			t.Errorf("rejection does not show the expected syntax: %s", line)
+		}
+	})
+	t.Run("streamid read mode", func(t *testing.T) {
+		p := startFFmpeg(t, x264Args("320x240", "-t", "5"), ts.srtURL("read:live/cam1"))
+		if err := p.wait(t, 20*time.Second); err == nil {
+			t.Errorf("ffmpeg with mode read was accepted")
+		}
+		line := ts.logs.waitLog(t, 5*time.Second, "rejected", "streamid=read:live/cam1")
+		if !strings.Contains(line, "whep") {
+			t.Errorf("read-mode rejection does not point to WHEP: %s", line)
+		}
+	})
+	t.Run("busy path", func(t *testing.T) {
+		p := startFFmpeg(t, x264Args("320x240", "-t", "5"), ts.srtURL("publish:live/cam1"))
+		if err := p.wait(t, 20*time.Second); err == nil {
+			t.Errorf("second publisher on a busy path was accepted")
+		}
+		ts.logs.waitLog(t, 5*time.Second, "rejected", "path=live/cam1", "busy")
+	})
+	t.Run("no H.264", func(t *testing.T) {
+		startFFmpeg(t, []string{"-re", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30", "-t", "3",
+			"-c:v", "mpeg2video"}, ts.srtURL("publish:live/mpeg2"))
+		line := ts.logs.waitLog(t, 20*time.Second, "publisher closed", "path=live/mpeg2")
+		if !strings.Contains(line, "H.264") || !strings.Contains(line, "libx264") {
+			t.Errorf("no-H.264 close reason does not name the fix: %s", line)
+		}
+	})
+	t.Run("B-frames", func(t *testing.T) {
+		args := []string{"-re", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30", "-t", "4",
+			"-c:v", "libx264", "-preset", "ultrafast", "-bf", "2", "-g", "30"}
+		startFFmpeg(t, args, ts.srtURL("publish:live/bframes"))
+		line := ts.logs.waitLog(t, 20*time.Second, "path=live/bframes", "-bf 0")
+		t.Logf("B-frame report: %s", line)
+	})
+	t.Run("garbage TS", func(t *testing.T) {
+		sendCorruptedTS(t, ts)
+		line := ts.logs.waitLog(t, 20*time.Second, "path=live/garbage", "decode error")
+		t.Logf("decode error summary: %s", line)
+	})
+
+	whepURL := ts.httpURL("/live/cam1/whep")
+	post := func(contentType string, body io.Reader) *http.Response {
+		t.Helper()
+		resp, err := http.Post(whepURL, contentType, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	t.Run("415 wrong content type", func(t *testing.T) {
+		if r := post("text/plain", strings.NewReader("v=0")); r.StatusCode != http.StatusUnsupportedMediaType {
+			t.Errorf("status %d, want 415", r.StatusCode)
+		}
+	})
+	t.Run("400 malformed SDP", func(t *testing.T) {
+		r := post("application/sdp", strings.NewReader("this is not SDP"))
+		b, _ := io.ReadAll(r.Body)
+		if r.StatusCode != http.StatusBadRequest || len(b) == 0 {
+			t.Errorf("status %d body %q, want 400 with a reason", r.StatusCode, b)
+		}
+	})
+	t.Run("413 oversized offer", func(t *testing.T) {
+		big := strings.Repeat("a=x\r\n", 20000)
+		if r := post("application/sdp", strings.NewReader("v=0\r\n"+big)); r.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Errorf("status %d, want 413", r.StatusCode)
+		}
+	})
+	t.Run("404 no publisher", func(t *testing.T) {
+		resp, err := http.Post(ts.httpURL("/live/nobody/whep"), "application/sdp", strings.NewReader(minimalOffer(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("status %d, want 404", resp.StatusCode)
+		}
+	})
+	t.Run("503 at the reader cap", func(t *testing.T) {
+		second := dialViewer(t, ts, "live/cam1") // cap is 2: watcher + this one
+		_ = second
+		r := post("application/sdp", strings.NewReader(minimalOffer(t)))
+		if r.StatusCode != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
+			t.Errorf("status %d Retry-After %q, want 503 with Retry-After", r.StatusCode, r.Header.Get("Retry-After"))
+		}
+	})
+
+	// The viewer that watched through all of it never noticed.
+	n := watcher.count()
+	watcher.waitUnits(t, n+30, 15*time.Second)
+	st := watcher.Stats()
+	if st.SeqGaps != 0 || st.BrokenAUs != 0 {
+		t.Errorf("watcher disturbed: %d gaps, %d broken AUs", st.SeqGaps, st.BrokenAUs)
+	}
+	aus := watcher.units()
+	for i := 1; i < len(aus); i++ {
+		if d := aus[i].RTPTimestamp - aus[i-1].RTPTimestamp; d > frameTicks+frameTicks/2 {
+			t.Errorf("watcher lost frames: timestamp step %d at AU %d", d, i)
+			break
+		}
+	}
+	if ls := ts.logs.lines("reader is too slow"); len(ls) > 0 {
+		t.Errorf("a viewer dropped frames: %s", ls[0])
+	}
+}
+
+// sendCorruptedTS pushes a real H.264 TS over SRT with some messages
+// replaced by random bytes, as a lossy or broken encoder would.
+func sendCorruptedTS(t *testing.T, ts *testServer) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "clip.ts")
+	gen := exec.Command("ffmpeg", "-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i",
+		"testsrc2=size=320x240:rate=30", "-t", "3", "-c:v", "libx264", "-preset", "ultrafast",
+		"-bf", "0", "-g", "30", "-f", "mpegts", file)
+	if out, err := gen.CombinedOutput(); err != nil {
+		t.Fatalf("ffmpeg: %v: %s", err, out)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ts.srt.Addr()
+	sock := srtgo.NewSrtSocket(addr.IP.String(), uint16(addr.Port), map[string]string{
+		"blocking": "1", "transtype": "live", "streamid": "publish:live/garbage", "mode": "caller"})
+	if sock == nil {
+		t.Fatal("srtgo socket")
+	}
+	t.Cleanup(func() { sock.Close() })
+	if err := sock.Connect(); err != nil {
+		t.Fatalf("SRT connect: %v", err)
+	}
+	const msg = 1316
+	for i := 0; i+msg <= len(data); i += msg {
+		chunk := data[i : i+msg]
+		if i/msg%25 == 24 {
+			chunk = make([]byte, msg)
+			rand.Read(chunk)
+		}
+		if _, err := sock.Write(chunk); err != nil {
+			t.Fatalf("SRT write: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond) // pace like a live sender so the receive buffer never overflows
+	}
+}
+
+// minimalOffer builds a real H.264 recvonly offer with pion.
+func minimalOffer(t *testing.T) string {
+	t.Helper()
+	return offerSDP(t)
+}

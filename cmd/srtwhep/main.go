@@ -1,0 +1,102 @@
+// Command srtwhep is a standalone SRT→WHEP media server: publishers push
+// H.264 in MPEG-TS over SRT, viewers watch over WebRTC (WHEP) in a browser.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/srtwhep/srtwhep/pkg/config"
+	"github.com/srtwhep/srtwhep/pkg/srt"
+)
+
+func main() {
+	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func realMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("srtwhep", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configFile := fs.String("config", "", "YAML config file (default: the embedded defaults, see configs/srtwhep.yml)")
+	check := fs.Bool("check", false, "validate the config, print the effective config and exit")
+	probe := fs.String("probe", "", "GET this URL and exit 0 on a 2xx answer (container health checks without curl)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *probe != "" {
+		return probeURL(*probe, stderr)
+	}
+
+	cfg, err := config.Load(*configFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "srtwhep: %v\n", err)
+		return 1
+	}
+	if *check {
+		out, err := cfg.Dump()
+		if err != nil {
+			fmt.Fprintf(stderr, "srtwhep: %v\n", err)
+			return 1
+		}
+		name := *configFile
+		if name == "" {
+			name = "embedded defaults"
+		}
+		fmt.Fprintf(stdout, "# %s: OK\n%s", name, out)
+		return 0
+	}
+
+	log := newLogger(cfg, stderr)
+	srt.Init()
+	defer srt.Cleanup()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	s, err := newServer(cfg, log)
+	if err != nil {
+		log.Error("start-up refused", "err", err)
+		return 1
+	}
+	if err := s.Run(ctx); err != nil {
+		log.Error("server stopped", "err", err)
+		return 1
+	}
+	log.Info("shut down cleanly")
+	return 0
+}
+
+func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		level = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func probeURL(url string, stderr io.Writer) int {
+	client := &http.Client{Timeout: 3 * time.Second}
+	resp, err := client.Get(url)
+	if err != nil {
+		fmt.Fprintf(stderr, "probe: %v\n", err)
+		return 1
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		fmt.Fprintf(stderr, "probe: %s answered %s\n", url, resp.Status)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/config"
+	"github.com/srtwhep/srtwhep/pkg/hub"
+	"github.com/srtwhep/srtwhep/pkg/metrics"
+	"github.com/srtwhep/srtwhep/pkg/player"
+	"github.com/srtwhep/srtwhep/pkg/rtph264"
+	"github.com/srtwhep/srtwhep/pkg/srt"
+	"github.com/srtwhep/srtwhep/pkg/tsdemux"
+	"github.com/srtwhep/srtwhep/pkg/whep"
+)
+
+// server is the composition root: the only place that knows every
+// component. Each component gets its own small config copied from cfg.
+type server struct {
+	cfg   *config.Config
+	log   *slog.Logger
+	hub   *hub.Hub
+	srt   *srt.Server
+	whep  *whep.Server
+	demux demuxers
+
+	httpAddr    atomic.Pointer[net.TCPAddr]
+	metricsAddr atomic.Pointer[net.TCPAddr]
+	ready       chan struct{}
+}
+
+// shutdownGrace bounds how long open HTTP requests may finish after a
+// signal; the whole shutdown must stay well under 5 s.
+const shutdownGrace = 2 * time.Second
+
+// whepOpts adjust the WHEP server's config after it is derived from cfg;
+// integration tests use them to install instrumentation hooks.
+func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Config)) (*server, error) {
+	s := &server{cfg: cfg, log: log, ready: make(chan struct{})}
+	s.hub = hub.New(hub.Config{
+		QueueSize:       cfg.Readers.QueueSize,
+		MaxReaders:      func(path string) int { return cfg.PathConfig(path).MaxReaders },
+		MaxReadersTotal: func() int { return cfg.Readers.MaxTotal },
+		Logger:          log.With("component", "hub"),
+	})
+
+	var err error
+	s.srt, err = srt.New(srt.Config{
+		Listen:      cfg.SRT.Listen,
+		Latency:     time.Duration(cfg.SRT.Latency),
+		PBKeyLen:    cfg.SRT.PBKeyLen,
+		ReadTimeout: time.Duration(cfg.SRT.ReadTimeout),
+		Passphrase:  s.passphrase,
+		Admit:       s.admitPublisher,
+		Serve:       s.servePublisher,
+		Logger:      log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("srt: %w", err)
+	}
+
+	servers := make([]whep.ICEServer, 0, len(cfg.WebRTC.ICEServers))
+	for _, is := range cfg.WebRTC.ICEServers {
+		servers = append(servers, whep.ICEServer{URLs: is.URLs, Username: is.Username, Credential: is.Credential})
+	}
+	udpListen := net.JoinHostPort(cfg.WebRTC.ListenIP, strconv.Itoa(cfg.WebRTC.UDPPort))
+	tcpListen := ""
+	if cfg.WebRTC.TCPPort != 0 {
+		tcpListen = net.JoinHostPort(cfg.WebRTC.ListenIP, strconv.Itoa(cfg.WebRTC.TCPPort))
+	}
+	wcfg := whep.Config{
+		UDPListen:         udpListen,
+		TCPListen:         tcpListen,
+		PublicIPs:         cfg.WebRTC.PublicIPStrings(),
+		Interfaces:        cfg.WebRTC.Interfaces,
+		IncludeLoopback:   isLoopback(cfg.WebRTC.ListenIP),
+		ICEServers:        servers,
+		HandshakeTimeout:  time.Duration(cfg.WebRTC.HandshakeTimeout),
+		DisconnectTimeout: time.Duration(cfg.WebRTC.DisconnectTimeout),
+		Keepalive:         time.Duration(cfg.WebRTC.Keepalive),
+		AllowOrigin:       cfg.HTTP.AllowOrigin,
+		MaxBodyBytes:      cfg.HTTP.MaxBodyBytes,
+		MaxHandshakes:     cfg.HTTP.MaxHandshakes,
+		Source:            hubSource{s.hub},
+		Logger:            log.With("component", "whep"),
+	}
+	for _, opt := range whepOpts {
+		opt(&wcfg)
+	}
+	s.whep, err = whep.New(wcfg)
+	if err != nil {
+		return nil, fmt.Errorf("webrtc: %w", err)
+	}
+	return s, nil
+}
+
+// Run starts every component and blocks until ctx ends or one of them
+// fails; it returns only after all of them have stopped.
+func (s *server) Run(ctx context.Context) error {
+	httpLn, err := net.Listen("tcp", s.cfg.HTTP.Listen)
+	if err != nil {
+		return fmt.Errorf("http.listen %q: %w; free the port or change http.listen", s.cfg.HTTP.Listen, err)
+	}
+	s.httpAddr.Store(httpLn.Addr().(*net.TCPAddr))
+	httpSrv := &http.Server{
+		Handler:           s.whep.Handler(s.routes()),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return s.hub.Run(ctx) })
+	g.Go(func() error { return s.srt.Run(ctx) })
+	g.Go(func() error { return s.whep.Run(ctx) })
+	metricsReady := make(chan net.Addr, 1)
+	if s.cfg.Metrics.Listen != "" {
+		m := metrics.New(s.metricsSources())
+		g.Go(func() error {
+			return m.Serve(ctx, s.cfg.Metrics.Listen, s.log.With("component", "metrics"), metricsReady)
+		})
+	} else {
+		metricsReady <- nil
+	}
+	g.Go(func() error {
+		err := httpSrv.Serve(httpLn)
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return fmt.Errorf("http: %w", err)
+	})
+	g.Go(func() error {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		if err := httpSrv.Shutdown(sctx); err != nil {
+			httpSrv.Close()
+		}
+		return nil
+	})
+	g.Go(func() error {
+		for _, ch := range []<-chan struct{}{s.srt.Ready(), s.whep.Ready()} {
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		select {
+		case a := <-metricsReady:
+			if ta, ok := a.(*net.TCPAddr); ok {
+				s.metricsAddr.Store(ta)
+			}
+		case <-ctx.Done():
+			return nil
+		}
+		close(s.ready)
+		s.log.Info("srtwhep ready",
+			"srt", s.srt.Addr().String(),
+			"http", httpLn.Addr().String(),
+			"webrtc_udp", s.whep.UDPAddr().String())
+		return nil
+	})
+	return g.Wait()
+}
+
+// Ready is closed once every listener is bound.
+func (s *server) Ready() <-chan struct{} { return s.ready }
+
+func (s *server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		select {
+		case <-s.ready:
+			io.WriteString(w, "ready\n")
+		default:
+			http.Error(w, "listeners not bound yet", http.StatusServiceUnavailable)
+		}
+	})
+	mux.Handle("/", player.New(player.Config{Logger: s.log.With("component", "player")}))
+	return mux
+}
+
+func (s *server) passphrase(path string) string {
+	if p := s.cfg.PathConfig(path).Passphrase; p != "" {
+		return p
+	}
+	return s.cfg.SRT.Passphrase
+}
+
+// admitPublisher runs in the SRT listen callback (a libsrt thread), so it
+// only reads config and one hub flag.
+func (s *server) admitPublisher(req srt.Request) error {
+	pc := s.cfg.PathConfig(req.StreamID.Path)
+	if pc.PublishUser != "" || pc.PublishPass != "" {
+		if !credentialsMatch(req.StreamID.User, req.StreamID.Pass, pc.PublishUser, pc.PublishPass) {
+			return srt.ErrUnauthorized
+		}
+	}
+	if s.hub.HasPublisher(req.StreamID.Path) {
+		return hub.ErrPathBusy
+	}
+	return nil
+}
+
+// servePublisher runs on the publisher's own goroutine: socket → TS demux
+// → RTP payloads cut once → hub. Nothing here waits on viewers.
+func (s *server) servePublisher(ctx context.Context, c *srt.Conn) error {
+	pub, err := s.hub.Publish(c.Path(), c.Remote())
+	if err != nil {
+		return err
+	}
+	defer pub.Close()
+	log := s.log.With("component", "ingest", "path", c.Path(), "remote", c.Remote())
+	d := tsdemux.New(c, tsdemux.Config{Logger: log, OnInfo: func(info av.StreamInfo) {
+		pub.SetInfo(info)
+		log.Info("stream parameters", "codec", info.Codec, "profile", info.Profile,
+			"width", info.Width, "height", info.Height, "fps", info.FPS)
+	}})
+	s.demux.set(c.Path(), d)
+	defer s.demux.remove(c.Path(), d)
+	return d.Run(ctx, func(au *av.AccessUnit) error {
+		au.Payloads = rtph264.Fragment(au.NALUs, rtph264.DefaultMaxPayload)
+		pub.Write(au)
+		return nil
+	})
+}
+
+// hubSource adapts the hub to the small interface the WHEP server declares.
+type hubSource struct{ h *hub.Hub }
+
+func (hs hubSource) AddReader(path, session string) (whep.Reader, error) {
+	r, err := hs.h.AddReader(path, session)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}

@@ -1,0 +1,195 @@
+// Command whep-loadgen opens many WHEP sessions against a server and checks
+// that each really receives the stream (run), or steps through
+// concurrencies while measuring the server's CPU and memory to find its
+// capacity (ladder). Most sessions count SRTP packets from their clear RTP
+// headers without decrypting them, so the generator stays far cheaper than
+// the server it measures; a sample decodes fully.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/srtwhep/srtwhep/pkg/loadgen"
+)
+
+func main() {
+	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usage = `usage:
+  whep-loadgen run    -url URL -n N [-ramp 20/s] [-hold 30s] [-decode-every 10]
+  whep-loadgen ladder -url URL -pid SERVERPID [-steps 10,20,40,80,160] [-hold 20s]
+                      [-metrics http://127.0.0.1:9998/metrics] [-out DIR]
+Run "whep-loadgen run -h" or "whep-loadgen ladder -h" for every flag.
+`
+
+func realMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	switch args[0] {
+	case "run":
+		return cmdRun(ctx, args[1:], stdout, stderr)
+	case "ladder":
+		return cmdLadder(ctx, args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "whep-loadgen: unknown command %q\n%s", args[0], usage)
+	return 2
+}
+
+// common are the flags both commands share.
+type common struct {
+	url, token, ramp string
+	decodeEvery      int
+	fps, maxLoss     float64
+	connectTimeout   time.Duration
+	verbose          bool
+	rate             float64
+	criteria         loadgen.Criteria
+	poolCfg          loadgen.Config
+	stderr           io.Writer
+}
+
+func (c *common) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.url, "url", "", "WHEP endpoint, e.g. http://127.0.0.1:8889/live/cam1/whep (required)")
+	fs.StringVar(&c.token, "token", "", "bearer token sent with each offer")
+	fs.StringVar(&c.ramp, "ramp", "20/s", "how fast new sessions are opened, sessions per second")
+	fs.IntVar(&c.decodeEvery, "decode-every", 10, "every k-th session decodes fully through pion (the first always does); the rest check RTP headers only")
+	fs.Float64Var(&c.fps, "fps", 30, "frame rate of the published stream; a viewer is verified at ≥ 90% of it")
+	fs.Float64Var(&c.maxLoss, "max-loss", 0.001, "largest lost/expected packet ratio a verified viewer may have")
+	fs.DurationVar(&c.connectTimeout, "connect-timeout", 15*time.Second, "limit for one session's offer, ICE and DTLS")
+	fs.BoolVar(&c.verbose, "v", false, "log session warnings to stderr")
+}
+
+func (c *common) finish() error {
+	if c.url == "" {
+		return errors.New("-url is required (the WHEP endpoint, http://HOST:8889/PATH/whep)")
+	}
+	r, err := strconv.ParseFloat(strings.TrimSuffix(c.ramp, "/s"), 64)
+	if err != nil || r <= 0 {
+		return fmt.Errorf("-ramp %q: want sessions per second such as 20/s", c.ramp)
+	}
+	c.rate = r
+	level := slog.LevelError
+	if c.verbose {
+		level = slog.LevelWarn
+	}
+	c.criteria = loadgen.Criteria{FPS: c.fps, MaxLoss: c.maxLoss}
+	c.poolCfg = loadgen.Config{
+		URL:            c.url,
+		BearerToken:    c.token,
+		DecodeEvery:    max(c.decodeEvery, 1),
+		ConnectTimeout: c.connectTimeout,
+		Logger:         slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: level})),
+	}
+	return nil
+}
+
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("whep-loadgen run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c := common{stderr: stderr}
+	c.register(fs)
+	n := fs.Int("n", 10, "number of sessions")
+	hold := fs.Duration("hold", 30*time.Second, "how long all sessions are held and measured")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if err := c.finish(); err != nil {
+		fmt.Fprintf(stderr, "whep-loadgen run: %v\n", err)
+		return 2
+	}
+	rep, err := loadgen.Run(ctx, loadgen.RunConfig{Pool: c.poolCfg, Criteria: c.criteria, N: *n, Rate: c.rate, Hold: *hold})
+	if err != nil {
+		fmt.Fprintf(stderr, "whep-loadgen run: %v\n", err)
+		return 1
+	}
+	if err := rep.WriteText(stdout); err != nil {
+		fmt.Fprintf(stderr, "whep-loadgen run: %v\n", err)
+		return 1
+	}
+	if rep.Verified < rep.N {
+		return 1
+	}
+	return 0
+}
+
+func cmdLadder(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("whep-loadgen ladder", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c := common{stderr: stderr}
+	c.register(fs)
+	pid := fs.Int("pid", 0, "PID of the server process, whose CPU and RSS are read from /proc (required)")
+	stepsFlag := fs.String("steps", "10,20,40,80,160", "concurrencies to step through, ascending")
+	hold := fs.Duration("hold", 20*time.Second, "measured time per step")
+	settle := fs.Duration("settle", 2*time.Second, "wait after every new session receives media, before measuring")
+	metrics := fs.String("metrics", "", "the server's Prometheus URL (e.g. http://127.0.0.1:9998/metrics) for dropped frames and SRT RTT")
+	out := fs.String("out", "", "directory for ladder.md, ladder.json and ladder.png")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if err := c.finish(); err != nil {
+		fmt.Fprintf(stderr, "whep-loadgen ladder: %v\n", err)
+		return 2
+	}
+	steps, err := parseSteps(*stepsFlag)
+	if err != nil {
+		fmt.Fprintf(stderr, "whep-loadgen ladder: %v\n", err)
+		return 2
+	}
+	if *pid <= 0 {
+		fmt.Fprintln(stderr, "whep-loadgen ladder: -pid is required (the server's process id, e.g. $(pidof srtwhep))")
+		return 2
+	}
+	rep, err := loadgen.RunLadder(ctx, loadgen.LadderConfig{
+		Pool: c.poolCfg, Criteria: c.criteria, Steps: steps, Rate: c.rate, Hold: *hold, Settle: *settle,
+		Server: loadgen.Proc{PID: *pid}, Metrics: *metrics, Progress: stderr,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "whep-loadgen ladder: %v\n", err)
+		return 1
+	}
+	if err := rep.WriteMarkdown(stdout); err != nil {
+		fmt.Fprintf(stderr, "whep-loadgen ladder: %v\n", err)
+		return 1
+	}
+	if *out != "" {
+		if err := rep.WriteFiles(*out); err != nil {
+			fmt.Fprintf(stderr, "whep-loadgen ladder: %v\n", err)
+			return 1
+		}
+	}
+	return 0
+}
+
+func parseSteps(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("-steps %q: want positive integers separated by commas", s)
+		}
+		if len(out) > 0 && n <= out[len(out)-1] {
+			return nil, fmt.Errorf("-steps %q: steps must ascend", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

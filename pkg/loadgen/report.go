@@ -1,0 +1,109 @@
+package loadgen
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+func optFloat(v *float64, format string) string {
+	if v == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf(format, *v)
+}
+
+// WriteMarkdown writes the ladder table and its conclusions.
+func (r *LadderReport) WriteMarkdown(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## whep-loadgen ladder — %s\n\n", r.Started.Format("2006-01-02 15:04:05 MST"))
+	if r.Summary.Invalid {
+		fmt.Fprintf(&b, "**INVALID RUN**: %s.\n\n", r.Summary.InvalidReason)
+	}
+	fmt.Fprintf(&b, "URL %s, hold %s per step, ramp %.0f sessions/s.\n\n", r.URL, r.Hold, r.Rate)
+	b.WriteString("| N | connected | verified | server CPU mean % | CPU peak % | RSS MiB | kbit/s per viewer | loss % | drops | SRT RTT ms | generator CPU % | verdict |\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	for _, s := range r.Steps {
+		fmt.Fprintf(&b, "| %d | %d | %d | %.1f | %.1f | %.1f | %.0f | %.3f | %s | %s | %.1f | %s |\n",
+			s.N, s.Connected, s.Verified, s.CPUMean, s.CPUPeak, s.RSSMiB, s.KbpsPerViewer, 100*s.Loss,
+			optFloat(s.Drops, "%.0f"), optFloat(s.SRTRTTms, "%.1f"), s.GenCPU, s.Verdict)
+	}
+	sm := r.Summary
+	b.WriteString("\n")
+	fmt.Fprintf(&b, "- Server CPU crosses %.0f%% of one core at N = %s\n", SaturationCPU, sm.Cross80)
+	if sm.MarginalOK {
+		fmt.Fprintf(&b, "- Marginal server CPU per viewer: %.3f%% of one core (least squares over N = %v)\n", sm.MarginalCPU, sm.StepsUsedInSlope)
+	} else {
+		b.WriteString("- Marginal server CPU per viewer: n/a (fewer than two usable steps)\n")
+	}
+	fmt.Fprintf(&b, "- Generator CPU per viewer: %.3f%% of one core", sm.GenPerViewer)
+	if sm.MarginalOK && sm.MarginalCPU > 0 {
+		fmt.Fprintf(&b, " (%.0f%% of the server's marginal cost; the limit is 33%%)", 100*sm.GenPerViewer/sm.MarginalCPU)
+	}
+	b.WriteString("\n")
+	if sm.Invalid {
+		b.WriteString("- Validity: **INVALID**\n")
+	} else {
+		b.WriteString("- Validity: valid (the generator costs less than a third of the server per viewer)\n")
+	}
+	if r.StoppedEarly != "" {
+		fmt.Fprintf(&b, "- Stopped early: %s\n", r.StoppedEarly)
+	}
+	for _, s := range r.Steps {
+		for _, why := range s.Why {
+			fmt.Fprintf(&b, "- N=%d not verified: %s\n", s.N, why)
+		}
+	}
+	if len(r.Failures) > 0 {
+		keys := make([]string, 0, len(r.Failures))
+		for k := range r.Failures {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(&b, "- Failed to connect (%d×): %s\n", r.Failures[k], k)
+		}
+	}
+	if r.Lost > 0 {
+		fmt.Fprintf(&b, "- Sessions that ended by themselves: %d\n", r.Lost)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteFiles writes dir/ladder.md, dir/ladder.json and dir/ladder.png.
+func (r *LadderReport) WriteFiles(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("loadgen: create output directory: %w", err)
+	}
+	var md strings.Builder
+	if err := r.WriteMarkdown(&md); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ladder.md"), []byte(md.String()), 0o644); err != nil {
+		return fmt.Errorf("loadgen: write ladder.md: %w", err)
+	}
+	js, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("loadgen: encode ladder.json: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ladder.json"), append(js, '\n'), 0o644); err != nil {
+		return fmt.Errorf("loadgen: write ladder.json: %w", err)
+	}
+	f, err := os.Create(filepath.Join(dir, "ladder.png"))
+	if err != nil {
+		return fmt.Errorf("loadgen: create ladder.png: %w", err)
+	}
+	if err := PlotLadder(f, r.Steps); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("loadgen: write ladder.png: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,160 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// RunConfig configures a single load run: N sessions held for a while.
+type RunConfig struct {
+	Pool     Config
+	Criteria Criteria
+	N        int
+	Rate     float64       // new sessions per second; 0 means 20
+	Hold     time.Duration // measured window; 0 means 30 s
+}
+
+// SessionResult is one session's line of the run summary.
+type SessionResult struct {
+	ID            int
+	Decode        bool
+	Window        Window
+	FirstPacket   time.Duration
+	FirstIDR      time.Duration // decode sessions only
+	Width, Height int
+	Keyframes     uint64
+}
+
+// RunReport is the outcome of Run.
+type RunReport struct {
+	URL                        string
+	N, Connected, Verified     int
+	Failed                     int
+	Hold                       time.Duration
+	Sessions                   []SessionResult
+	Packets, Gaps              uint64
+	KbpsPerViewer              float64
+	FirstPacketP50, FirstPkP95 time.Duration
+	FirstIDRP50, FirstIDRP95   time.Duration // over decode sessions
+	GenCPUHold                 float64       // % of one core while holding
+	GenCPUAll                  float64       // % of one core over the whole run, ramp included
+	Failures                   map[string]int
+}
+
+// Run opens cfg.N sessions, holds them for cfg.Hold and evaluates every one.
+func Run(ctx context.Context, cfg RunConfig) (*RunReport, error) {
+	if cfg.N <= 0 {
+		return nil, fmt.Errorf("loadgen: need at least one session (-n)")
+	}
+	if cfg.Hold <= 0 {
+		cfg.Hold = 30 * time.Second
+	}
+	self := Proc{}
+	cpu0, err := self.CPU()
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	pool, err := NewPool(cfg.Pool)
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+	_, failed := pool.Grow(ctx, cfg.N, cfg.Rate)
+	pool.WaitFlowing(ctx, 10*time.Second)
+	m := measure(ctx, pool, cfg.Hold, nil)
+
+	rep := &RunReport{URL: cfg.Pool.URL, N: cfg.N, Failed: failed, Hold: m.Duration(), GenCPUHold: m.GenCPU}
+	var kbps float64
+	var ttfp, ttidr []time.Duration
+	for i, w := range m.Windows(cfg.Criteria) {
+		s, a := m.Sessions[i], m.After[i]
+		if a.Alive {
+			rep.Connected++
+		}
+		if w.Verified {
+			rep.Verified++
+		}
+		rep.Sessions = append(rep.Sessions, SessionResult{
+			ID: s.ID, Decode: s.Decode, Window: w, FirstPacket: a.FirstPacket, FirstIDR: a.FirstIDR,
+			Width: a.Width, Height: a.Height, Keyframes: a.Keyframes,
+		})
+		kbps += w.Kbps
+		rep.Packets += w.Packets
+		rep.Gaps += w.Gaps
+		if a.FirstPacket > 0 {
+			ttfp = append(ttfp, a.FirstPacket)
+		}
+		if a.FirstIDR > 0 {
+			ttidr = append(ttidr, a.FirstIDR)
+		}
+	}
+	if len(m.Sessions) > 0 {
+		rep.KbpsPerViewer = kbps / float64(len(m.Sessions))
+	}
+	rep.FirstPacketP50, rep.FirstPkP95 = Quantile(ttfp, 0.5), Quantile(ttfp, 0.95)
+	rep.FirstIDRP50, rep.FirstIDRP95 = Quantile(ttidr, 0.5), Quantile(ttidr, 0.95)
+	rep.Failures, _ = pool.Failures()
+	if cpu1, err := self.CPU(); err == nil {
+		rep.GenCPUAll = CPUPercent(cpu1-cpu0, time.Since(t0))
+	}
+	return rep, nil
+}
+
+func ms(d time.Duration) string {
+	if d == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond))
+}
+
+// WriteText prints the per-session table and the totals.
+func (r *RunReport) WriteText(w io.Writer) error {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "session\tmode\tverified\tfps\tkbit/s\tpackets\tgaps\tloss %\tfirst pkt\tfirst IDR\tsize\tkeyframes\t")
+	for _, s := range r.Sessions {
+		mode, size, idr, kf := "light", "-", "-", "-"
+		if s.Decode {
+			mode, size, idr, kf = "decode", fmt.Sprintf("%dx%d", s.Width, s.Height), ms(s.FirstIDR), fmt.Sprint(s.Keyframes)
+		}
+		ver := "yes"
+		if !s.Window.Verified {
+			ver = "NO: " + s.Window.Reason
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%.1f\t%.0f\t%d\t%d\t%.3f\t%s\t%s\t%s\t%s\t\n", s.ID, mode, ver, s.Window.FPS, s.Window.Kbps,
+			s.Window.Packets, s.Window.Gaps, 100*s.Window.Loss, ms(s.FirstPacket), idr, size, kf)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	loss := 0.0
+	if r.Packets+r.Gaps > 0 {
+		loss = float64(r.Gaps) / float64(r.Packets+r.Gaps)
+	}
+	fmt.Fprintf(&b, "\nsessions: %d requested, %d connected, %d verified, %d failed to connect (hold %s, %s)\n",
+		r.N, r.Connected, r.Verified, r.Failed, r.Hold.Round(time.Millisecond), r.URL)
+	fmt.Fprintf(&b, "media: %d packets, %d sequence gaps (loss %.3f%%), %.0f kbit/s per viewer\n", r.Packets, r.Gaps, 100*loss, r.KbpsPerViewer)
+	fmt.Fprintf(&b, "time to first packet: median %s, p95 %s; to first IDR (decode sessions): median %s, p95 %s\n",
+		ms(r.FirstPacketP50), ms(r.FirstPkP95), ms(r.FirstIDRP50), ms(r.FirstIDRP95))
+	per := 0.0
+	if r.Connected > 0 {
+		per = r.GenCPUHold / float64(r.Connected)
+	}
+	fmt.Fprintf(&b, "generator CPU: %.1f%% of one core while holding (%.3f%% per session), %.1f%% over the whole run\n", r.GenCPUHold, per, r.GenCPUAll)
+	keys := make([]string, 0, len(r.Failures))
+	for k := range r.Failures {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "failed to connect (%d×): %s\n", r.Failures[k], k)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

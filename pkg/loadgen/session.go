@@ -1,0 +1,179 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"github.com/pion/ice/v4"
+	"github.com/pion/logging"
+	"github.com/pion/webrtc/v4"
+
+	"github.com/srtwhep/srtwhep/pkg/whepclient"
+)
+
+// socketReadBuffer absorbs bursts (a 720p keyframe is ~100 packets) while
+// the generator's core is busy with other sessions. The kernel caps it at
+// net.core.rmem_max.
+const socketReadBuffer = 1 << 20
+
+// Session is one viewer of the load generator.
+type Session struct {
+	ID        int
+	Decode    bool      // full pion decode (sample session) rather than light mode
+	DialStart time.Time // when the offer was started; first-packet times count from here
+
+	cnt    counters
+	mux    ice.UDPMux
+	client *whepclient.Session
+
+	// Decode mode only, written by the client's read goroutine.
+	auSeen   atomic.Bool
+	idrFirst atomic.Int32 // 1: the first access unit was an IDR, -1: it was not
+}
+
+// Snapshot is a point-in-time copy of a session's counters.
+type Snapshot struct {
+	At                            time.Time
+	Packets, Bytes, Frames        uint64
+	SeqGaps, Reordered, Duplicate uint64
+	SSRCChanges                   uint64
+	Alive                         bool          // connected and not ended
+	FirstPacket                   time.Duration // from DialStart; 0 = none yet
+	LastPacketAt                  time.Time
+
+	// Decode mode only.
+	Keyframes     uint64
+	DecodedFrames uint64
+	Width, Height int
+	FirstIDR      time.Duration // from DialStart; 0 = none yet
+	IDRFirst      int           // 1 yes, -1 no, 0 not known yet
+}
+
+// pionDiscard silences the UDP mux's own logger; session warnings go
+// through whepclient's slog bridge instead.
+var pionDiscard = logging.NewDefaultLeveledLoggerForScope("loadgen", logging.LogLevelDisabled, io.Discard)
+
+// dialSession opens one WHEP session on its own socket bound to local and
+// waits until ICE and DTLS are up.
+func dialSession(ctx context.Context, id int, decode bool, local netip.Addr, cfg *Config, httpc *http.Client) (*Session, error) {
+	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(local, 0)))
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: open a UDP socket on %s: %w", local, err)
+	}
+	_ = conn.SetReadBuffer(socketReadBuffer) // best effort: capped by rmem_max
+	s := &Session{ID: id, Decode: decode}
+	mux := webrtc.NewICEUDPMux(pionDiscard, newMediaConn(conn, !decode, &s.cnt))
+	s.mux = mux
+
+	opt := whepclient.Options{
+		Decode:      decode,
+		BearerToken: cfg.BearerToken,
+		HTTPClient:  httpc,
+		Logger:      cfg.logger().With("session", id),
+		SettingEngine: func(se *webrtc.SettingEngine) {
+			se.SetICEUDPMux(mux)
+			nt := webrtc.NetworkTypeUDP4
+			if local.Is6() {
+				nt = webrtc.NetworkTypeUDP6
+			}
+			se.SetNetworkTypes([]webrtc.NetworkType{nt})
+			se.SetIncludeLoopbackCandidate(local.IsLoopback())
+		},
+	}
+	if decode {
+		opt.OnAccessUnit = func(au whepclient.AccessUnit) {
+			if s.auSeen.CompareAndSwap(false, true) {
+				if au.IDR {
+					s.idrFirst.Store(1)
+				} else {
+					s.idrFirst.Store(-1)
+				}
+			}
+		}
+	}
+
+	s.DialStart = time.Now()
+	client, err := whepclient.Dial(ctx, cfg.URL, opt)
+	if err != nil {
+		_ = mux.Close()
+		return nil, err
+	}
+	s.client = client
+	if err := client.WaitConnected(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Snapshot copies the session's counters.
+func (s *Session) Snapshot() Snapshot {
+	c := &s.cnt
+	out := Snapshot{
+		At:          time.Now(),
+		Packets:     c.packets.Load(),
+		Bytes:       c.bytes.Load(),
+		Frames:      c.frames.Load(),
+		SeqGaps:     c.gaps.Load(),
+		Reordered:   c.reordered.Load(),
+		Duplicate:   c.dups.Load(),
+		SSRCChanges: c.ssrcChanges.Load(),
+		Alive:       s.Alive(),
+	}
+	if t := c.firstPacket.Load(); t != 0 {
+		out.FirstPacket = time.Unix(0, t).Sub(s.DialStart)
+	}
+	if t := c.lastPacket.Load(); t != 0 {
+		out.LastPacketAt = time.Unix(0, t)
+	}
+	if s.Decode && s.client != nil {
+		st := s.client.Stats()
+		out.Keyframes = st.Keyframes
+		out.DecodedFrames = st.DecodedAUs
+		out.Width, out.Height = st.Width, st.Height
+		if !st.FirstIDRAt.IsZero() {
+			out.FirstIDR = st.FirstIDRAt.Sub(s.DialStart)
+		}
+		out.IDRFirst = int(s.idrFirst.Load())
+	}
+	return out
+}
+
+// Alive reports whether the session is connected and has not ended.
+func (s *Session) Alive() bool {
+	if s.client == nil {
+		return false
+	}
+	select {
+	case <-s.client.Done():
+		return false
+	default:
+		return true
+	}
+}
+
+// Err is why the session ended, nil while it runs.
+func (s *Session) Err() error {
+	if s.client == nil {
+		return nil
+	}
+	return s.client.Err()
+}
+
+// Close ends the session (WHEP DELETE) and releases its socket.
+func (s *Session) Close() error {
+	var err error
+	if s.client != nil {
+		err = s.client.Close()
+	}
+	if cerr := s.mux.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
