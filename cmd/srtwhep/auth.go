@@ -13,10 +13,14 @@ func credentialsMatch(user, pass, wantUser, wantPass string) bool {
 	return u&p == 1
 }
 
-// isLoopback reports whether the WebRTC listener is bound to loopback only;
-// then loopback candidates are the only ones that can work, so they are
-// advertised (browsers ignore them, local pion clients use them).
-func isLoopback(ip string) bool {
+// advertiseLoopback reports whether loopback candidates should be offered:
+// when the media sockets listen on loopback or on every address. Browsers
+// ignore them; WHEP clients on the same host (a local restreamer, the load
+// generator) need them.
+func advertiseLoopback(ip string) bool {
+	if ip == "" {
+		return true
+	}
 	a, err := netip.ParseAddr(ip)
-	return err == nil && a.IsLoopback()
+	return err == nil && (a.IsLoopback() || a.IsUnspecified())
 }

@@ -84,7 +84,7 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		TCPListen:         tcpListen,
 		PublicIPs:         cfg.WebRTC.PublicIPStrings(),
 		Interfaces:        cfg.WebRTC.Interfaces,
-		IncludeLoopback:   isLoopback(cfg.WebRTC.ListenIP),
+		IncludeLoopback:   advertiseLoopback(cfg.WebRTC.ListenIP),
 		ICEServers:        servers,
 		HandshakeTimeout:  time.Duration(cfg.WebRTC.HandshakeTimeout),
 		DisconnectTimeout: time.Duration(cfg.WebRTC.DisconnectTimeout),
