@@ -6,6 +6,8 @@ import (
 	"net"
 	"slices"
 
+	"github.com/srtwhep/srtwhep/pkg/udpbatch"
+
 	"github.com/pion/dtls/v3"
 	"github.com/pion/ice/v4"
 	"github.com/pion/interceptor"
@@ -30,11 +32,12 @@ const nackHistory = 256
 
 // muxes are the sockets every session shares.
 type muxes struct {
-	udpConn *net.UDPConn
-	udpAddr *net.UDPAddr
-	udp     ice.UDPMux
-	tcpLn   net.Listener
-	tcp     ice.TCPMux
+	udpConn  *net.UDPConn
+	udpBatch *udpbatch.Conn
+	udpAddr  *net.UDPAddr
+	udp      ice.UDPMux
+	tcpLn    net.Listener
+	tcp      ice.TCPMux
 }
 
 func (m *muxes) tcpAddrString() string {
@@ -49,6 +52,9 @@ func (m *muxes) tcpAddrString() string {
 func (m *muxes) close() {
 	if m.udp != nil {
 		_ = m.udp.Close()
+	}
+	if m.udpBatch != nil {
+		_ = m.udpBatch.Close()
 	}
 	_ = m.udpConn.Close()
 	if m.tcp != nil {
@@ -99,7 +105,16 @@ func listenMuxes(cfg Config, log *slog.Logger) (*muxes, error) {
 		return nil, fmt.Errorf("whep: listen on UDP %s: %w; is another process (or srtwhep) using the port?", cfg.UDPListen, err)
 	}
 	m := &muxes{udpConn: uc, udpAddr: uc.LocalAddr().(*net.UDPAddr)}
-	params := ice.UDPMuxParams{Logger: lf.NewLogger("udpmux"), UDPConn: uc}
+	// Every viewer's media leaves through this one socket: batching its
+	// writes into sendmmsg(2) is what keeps the kernel's per-packet cost
+	// from dominating fan-out.
+	bc, err := udpbatch.New(uc, 0, 0)
+	if err != nil {
+		uc.Close()
+		return nil, fmt.Errorf("whep: UDP batching: %w", err)
+	}
+	m.udpBatch = bc
+	params := ice.UDPMuxParams{Logger: lf.NewLogger("udpmux"), UDPConn: bc}
 	if keep := interfaceFilter(cfg.Interfaces); keep != nil && m.udpAddr.IP.IsUnspecified() {
 		sn, err := stdnet.NewNet()
 		if err != nil {

@@ -1,0 +1,246 @@
+//go:build linux
+
+package udpbatch
+
+import (
+	"encoding/binary"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Conn is a *net.UDPConn whose WriteTo batches datagrams. Reads and every
+// other method go straight to the socket.
+type Conn struct {
+	*net.UDPConn
+	raw   syscall.RawConn
+	inet6 bool // the socket is AF_INET6 (IPv4 peers need mapped addresses)
+	size  int
+	delay time.Duration
+
+	mu      sync.Mutex
+	cur     *batch
+	free    []*batch
+	pending []*batch
+	timer   *time.Timer
+	closed  bool
+
+	// flushMu serialises system calls so batches leave in the order they
+	// were filled: one peer's packets must never overtake each other.
+	flushMu sync.Mutex
+
+	stats counters
+}
+
+// mmsghdr mirrors struct mmsghdr; x/sys/unix has no type for it.
+type mmsghdr struct {
+	hdr unix.Msghdr
+	len uint32
+	_   [4]byte
+}
+
+type batch struct {
+	n     int
+	data  []byte // size × maxDatagram, one slot per datagram
+	names []unix.RawSockaddrInet6
+	iovs  []unix.Iovec
+	hdrs  []mmsghdr
+}
+
+func newBatch(size int) *batch {
+	b := &batch{
+		data:  make([]byte, size*maxDatagram),
+		names: make([]unix.RawSockaddrInet6, size),
+		iovs:  make([]unix.Iovec, size),
+		hdrs:  make([]mmsghdr, size),
+	}
+	for i := range b.hdrs {
+		b.iovs[i].Base = &b.data[i*maxDatagram]
+		b.hdrs[i].hdr.Name = (*byte)(unsafe.Pointer(&b.names[i]))
+		b.hdrs[i].hdr.Iov = &b.iovs[i]
+		b.hdrs[i].hdr.SetIovlen(1)
+	}
+	return b
+}
+
+// New wraps conn. size is the number of datagrams per system call and delay
+// the longest a datagram may wait for its batch to fill (0 picks the
+// defaults).
+func New(conn *net.UDPConn, size int, delay time.Duration) (*Conn, error) {
+	if size <= 0 {
+		size = DefaultBatchSize
+	}
+	if delay <= 0 {
+		delay = DefaultDelay
+	}
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	c := &Conn{UDPConn: conn, raw: raw, size: size, delay: delay}
+	// Go opens wildcard "udp" sockets as dual-stack AF_INET6 even for
+	// 0.0.0.0, so ask the kernel which family the socket really has.
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		var sa unix.Sockaddr
+		sa, serr = unix.Getsockname(int(fd))
+		_, c.inet6 = sa.(*unix.SockaddrInet6)
+	}); err != nil {
+		return nil, err
+	}
+	if serr != nil {
+		return nil, serr
+	}
+	c.cur = newBatch(size)
+	c.timer = time.AfterFunc(time.Hour, c.onTimer)
+	c.timer.Stop()
+	return c, nil
+}
+
+// WriteTo queues b for addr. It never blocks on the network: a full batch
+// is sent by the writer that filled it.
+func (c *Conn) WriteTo(b []byte, addr net.Addr) (int, error) {
+	ua, ok := addr.(*net.UDPAddr)
+	if !ok || len(b) > maxDatagram {
+		return c.UDPConn.WriteTo(b, addr)
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return 0, ErrClosed
+	}
+	bt := c.cur
+	i := bt.n
+	copy(bt.data[i*maxDatagram:], b)
+	bt.iovs[i].SetLen(len(b))
+	bt.hdrs[i].hdr.Namelen = c.putName(&bt.names[i], ua)
+	bt.n++
+	if bt.n == 1 {
+		c.timer.Reset(c.delay)
+	}
+	full := bt.n == c.size
+	if full {
+		c.rotateLocked()
+	}
+	c.mu.Unlock()
+	if full {
+		c.drain()
+	}
+	return len(b), nil
+}
+
+// Flush sends whatever is queued now.
+func (c *Conn) Flush() {
+	c.mu.Lock()
+	if c.cur.n > 0 {
+		c.rotateLocked()
+	}
+	c.mu.Unlock()
+	c.drain()
+}
+
+// Stats reports what went out so far.
+func (c *Conn) Stats() Stats { return c.stats.snapshot() }
+
+// Close sends what is queued, then closes the socket.
+func (c *Conn) Close() error {
+	c.Flush()
+	c.mu.Lock()
+	c.closed = true
+	c.timer.Stop()
+	c.mu.Unlock()
+	return c.UDPConn.Close()
+}
+
+func (c *Conn) onTimer() { c.Flush() }
+
+// rotateLocked moves the current batch to the send queue.
+func (c *Conn) rotateLocked() {
+	c.pending = append(c.pending, c.cur)
+	if n := len(c.free); n > 0 {
+		c.cur = c.free[n-1]
+		c.free = c.free[:n-1]
+	} else {
+		c.cur = newBatch(c.size)
+	}
+	c.timer.Stop()
+}
+
+// drain sends queued batches in order until none is left.
+func (c *Conn) drain() {
+	c.flushMu.Lock()
+	defer c.flushMu.Unlock()
+	for {
+		c.mu.Lock()
+		if len(c.pending) == 0 {
+			c.mu.Unlock()
+			return
+		}
+		bt := c.pending[0]
+		c.pending = c.pending[1:]
+		c.mu.Unlock()
+
+		c.send(bt)
+
+		c.mu.Lock()
+		bt.n = 0
+		c.free = append(c.free, bt)
+		c.mu.Unlock()
+	}
+}
+
+// send hands a batch to the kernel. A datagram the kernel refuses (an ICMP
+// error queued for a departed peer, say) is counted and skipped so it
+// cannot hold back the others.
+func (c *Conn) send(bt *batch) {
+	off := 0
+	for off < bt.n {
+		var sent int
+		var errno syscall.Errno
+		err := c.raw.Write(func(fd uintptr) bool {
+			r, _, e := syscall.Syscall6(unix.SYS_SENDMMSG, fd,
+				uintptr(unsafe.Pointer(&bt.hdrs[off])), uintptr(bt.n-off), 0, 0, 0)
+			if e == syscall.EAGAIN {
+				return false // wait until the socket is writable
+			}
+			sent, errno = int(r), e
+			return true
+		})
+		c.stats.syscalls.Add(1)
+		if err != nil { // socket closed
+			c.stats.errors.Add(uint64(bt.n - off))
+			return
+		}
+		if errno != 0 {
+			c.stats.errors.Add(1)
+			off++
+			continue
+		}
+		c.stats.datagrams.Add(uint64(sent))
+		off += sent
+	}
+}
+
+// putName writes addr as the socket family expects and returns its length.
+func (c *Conn) putName(sa *unix.RawSockaddrInet6, addr *net.UDPAddr) uint32 {
+	if ip4 := addr.IP.To4(); ip4 != nil && !c.inet6 {
+		sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
+		*sa4 = unix.RawSockaddrInet4{Family: unix.AF_INET}
+		binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(&sa4.Port))[:], uint16(addr.Port))
+		copy(sa4.Addr[:], ip4)
+		return unix.SizeofSockaddrInet4
+	}
+	*sa = unix.RawSockaddrInet6{Family: unix.AF_INET6}
+	binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(&sa.Port))[:], uint16(addr.Port))
+	copy(sa.Addr[:], addr.IP.To16())
+	if addr.Zone != "" {
+		if ifi, err := net.InterfaceByName(addr.Zone); err == nil {
+			sa.Scope_id = uint32(ifi.Index)
+		}
+	}
+	return unix.SizeofSockaddrInet6
+}
