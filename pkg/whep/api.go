@@ -6,8 +6,6 @@ import (
 	"net"
 	"slices"
 
-	"github.com/srtwhep/srtwhep/pkg/udpbatch"
-
 	"github.com/pion/dtls/v3"
 	"github.com/pion/ice/v4"
 	"github.com/pion/interceptor"
@@ -16,6 +14,8 @@ import (
 	"github.com/pion/transport/v5"
 	"github.com/pion/transport/v5/stdnet"
 	"github.com/pion/webrtc/v4"
+
+	"github.com/srtwhep/srtwhep/pkg/udpbatch"
 )
 
 // h264Profiles are the profile-level-ids we answer with, in preference
