@@ -111,6 +111,7 @@ func (s *server) metricsSources() metrics.Sources {
 				HandshakesInFlight: st.HandshakesInFlight,
 				HandshakesFailed:   st.HandshakeFailures,
 				SessionsTotal:      st.SessionsOpened,
+				RejectedTotal:      s.rejects.snapshot(),
 			}
 		},
 	}

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/srtwhep/srtwhep/pkg/api"
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/config"
 	"github.com/srtwhep/srtwhep/pkg/hub"
@@ -28,7 +29,11 @@ import (
 // server is the composition root: the only place that knows every
 // component. Each component gets its own small config copied from cfg.
 type server struct {
+	// cfg is the config the server started with: listeners and other
+	// settings that cannot change live are read from it. Everything that
+	// may change on reload reads config() instead.
 	cfg   *config.Config
+	conf  atomic.Pointer[config.Config]
 	log   *slog.Logger
 	hub   *hub.Hub
 	srt   *srt.Server
@@ -38,6 +43,10 @@ type server struct {
 	httpAddr    atomic.Pointer[net.TCPAddr]
 	metricsAddr atomic.Pointer[net.TCPAddr]
 	ready       chan struct{}
+
+	access
+	reloader
+	rejects rejectCounters
 }
 
 // shutdownGrace bounds how long open HTTP requests may finish after a
@@ -48,10 +57,15 @@ const shutdownGrace = 2 * time.Second
 // integration tests use them to install instrumentation hooks.
 func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Config)) (*server, error) {
 	s := &server{cfg: cfg, log: log, ready: make(chan struct{})}
+	s.conf.Store(cfg)
+	s.initAccess(cfg)
+	s.initReloader(cfg.File())
+	// The caps are read at every AddReader, so a reload applies to the
+	// next viewer and never to one already watching.
 	s.hub = hub.New(hub.Config{
 		QueueSize:       cfg.Readers.QueueSize,
-		MaxReaders:      func(path string) int { return cfg.PathConfig(path).MaxReaders },
-		MaxReadersTotal: func() int { return cfg.Readers.MaxTotal },
+		MaxReaders:      func(path string) int { return s.config().PathConfig(path).MaxReaders },
+		MaxReadersTotal: func() int { return s.config().Readers.MaxTotal },
 		Logger:          log.With("component", "hub"),
 	})
 
@@ -92,7 +106,7 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		AllowOrigin:       cfg.HTTP.AllowOrigin,
 		MaxBodyBytes:      cfg.HTTP.MaxBodyBytes,
 		MaxHandshakes:     cfg.HTTP.MaxHandshakes,
-		Source:            hubSource{s.hub},
+		Source:            hubSource{s.hub, &s.rejects},
 		Logger:            log.With("component", "whep"),
 	}
 	for _, opt := range whepOpts {
@@ -114,13 +128,15 @@ func (s *server) Run(ctx context.Context) error {
 	}
 	s.httpAddr.Store(httpLn.Addr().(*net.TCPAddr))
 	httpSrv := &http.Server{
-		Handler:           s.whep.Handler(s.routes()),
+		Handler:           s.gateWHEP(s.whep.Handler(s.routes())),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 
+	defer s.closeAccess()
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return s.hub.Run(ctx) })
+	g.Go(func() error { return s.watchConfig(ctx) })
 	g.Go(func() error { return s.srt.Run(ctx) })
 	g.Go(func() error { return s.whep.Run(ctx) })
 	metricsReady := make(chan net.Addr, 1)
@@ -190,30 +206,21 @@ func (s *server) routes() http.Handler {
 			http.Error(w, "listeners not bound yet", http.StatusServiceUnavailable)
 		}
 	})
+	// Before the player page, which would otherwise take every GET.
+	mux.Handle(api.Prefix, s.controlAPI())
 	mux.Handle("/", player.New(player.Config{Logger: s.log.With("component", "player")}))
 	return mux
 }
 
+// config is the live configuration: the latest valid file (see reload.go).
+func (s *server) config() *config.Config { return s.conf.Load() }
+
 func (s *server) passphrase(path string) string {
-	if p := s.cfg.PathConfig(path).Passphrase; p != "" {
+	cfg := s.config()
+	if p := cfg.PathConfig(path).Passphrase; p != "" {
 		return p
 	}
-	return s.cfg.SRT.Passphrase
-}
-
-// admitPublisher runs in the SRT listen callback (a libsrt thread), so it
-// only reads config and one hub flag.
-func (s *server) admitPublisher(req srt.Request) error {
-	pc := s.cfg.PathConfig(req.StreamID.Path)
-	if pc.PublishUser != "" || pc.PublishPass != "" {
-		if !credentialsMatch(req.StreamID.User, req.StreamID.Pass, pc.PublishUser, pc.PublishPass) {
-			return srt.ErrUnauthorized
-		}
-	}
-	if s.hub.HasPublisher(req.StreamID.Path) {
-		return hub.ErrPathBusy
-	}
-	return nil
+	return cfg.SRT.Passphrase
 }
 
 // servePublisher runs on the publisher's own goroutine: socket → TS demux
@@ -239,12 +246,17 @@ func (s *server) servePublisher(ctx context.Context, c *srt.Conn) error {
 	})
 }
 
-// hubSource adapts the hub to the small interface the WHEP server declares.
-type hubSource struct{ h *hub.Hub }
+// hubSource adapts the hub to the small interface the WHEP server declares,
+// counting refusals by reason for srtwhep_webrtc_rejected_total.
+type hubSource struct {
+	h   *hub.Hub
+	rej *rejectCounters
+}
 
 func (hs hubSource) AddReader(path, session string) (whep.Reader, error) {
 	r, err := hs.h.AddReader(path, session)
 	if err != nil {
+		hs.rej.hubError(err)
 		return nil, err
 	}
 	return r, nil

@@ -30,6 +30,8 @@ type Config struct {
 	WebRTC       WebRTC          `yaml:"webrtc"`
 	Metrics      Metrics         `yaml:"metrics"`
 	Readers      Readers         `yaml:"readers"`
+	API          API             `yaml:"api"`
+	AuthHook     AuthHook        `yaml:"authHook"`
 	PathDefaults Path            `yaml:"pathDefaults"`
 	Paths        map[string]Path `yaml:"paths"`
 
@@ -99,14 +101,33 @@ type Readers struct {
 	MaxTotal  int `yaml:"maxTotal"`
 }
 
+// API protects the control API under /v1 on the HTTP listener.
+type API struct {
+	// Token is the Bearer token the API requires; "" leaves the API open to
+	// loopback clients only.
+	Token string `yaml:"token"`
+}
+
+// AuthHook asks an external HTTP service whether a publisher or a viewer
+// may proceed; URL "" disables it.
+type AuthHook struct {
+	URL      string   `yaml:"url"`
+	Timeout  Duration `yaml:"timeout"`
+	CacheTTL Duration `yaml:"cacheTTL"`
+}
+
 // Path holds the per-path settings. Zero MaxReaders means unlimited; an
 // empty Passphrase falls back to SRT.Passphrase; empty credentials mean
-// anyone may publish.
+// anyone may publish; empty ReadTokens mean anyone may watch; empty IP
+// lists allow every address.
 type Path struct {
-	MaxReaders  int    `yaml:"maxReaders"`
-	Passphrase  string `yaml:"passphrase"`
-	PublishUser string `yaml:"publishUser"`
-	PublishPass string `yaml:"publishPass"`
+	MaxReaders  int      `yaml:"maxReaders"`
+	Passphrase  string   `yaml:"passphrase"`
+	PublishUser string   `yaml:"publishUser"`
+	PublishPass string   `yaml:"publishPass"`
+	ReadTokens  []string `yaml:"readTokens"`
+	PublishIPs  []string `yaml:"publishIPs"`
+	ReadIPs     []string `yaml:"readIPs"`
 }
 
 // Default returns the built-in configuration; configs/srtwhep.yml documents
@@ -136,7 +157,11 @@ func Default() *Config {
 		},
 		Metrics: Metrics{Listen: ":9998"},
 		Readers: Readers{QueueSize: 128},
-		Paths:   map[string]Path{},
+		AuthHook: AuthHook{
+			Timeout:  Duration(2 * time.Second),
+			CacheTTL: Duration(10 * time.Second),
+		},
+		Paths: map[string]Path{},
 	}
 }
 
@@ -148,6 +173,15 @@ func (c *Config) PathConfig(path string) Path {
 		return p
 	}
 	return c.PathDefaults
+}
+
+// File is the file the Config was loaded from; "" for the embedded
+// defaults or a Config built in Go. The server watches it for changes.
+func (c *Config) File() string {
+	if c.src == nil {
+		return ""
+	}
+	return c.src.file
 }
 
 // SlogLevel maps LogLevel to a slog level; an unknown level (only possible

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,7 @@ var errorCases = []struct {
 	{"unknown key with suggestion", "webrtc:\n  udpPort: 8189\n  publicIp: [203.0.113.7]\n",
 		"srtwhep.yml:3: webrtc.publicIp: unknown key; did you mean publicIPs? valid keys: listenIP, udpPort, tcpPort, publicIPs, interfaces, iceServers, handshakeTimeout, disconnectTimeout, keepalive"},
 	{"unknown top-level key", "logLevel: info\nwebrtcc: {}\n",
-		"srtwhep.yml:2: webrtcc: unknown key; did you mean webrtc? valid keys: logLevel, logFormat, srt, http, webrtc, metrics, readers, pathDefaults, paths"},
+		"srtwhep.yml:2: webrtcc: unknown key; did you mean webrtc? valid keys: logLevel, logFormat, srt, http, webrtc, metrics, readers, api, authHook, pathDefaults, paths"},
 	{"unknown key no suggestion", "srt:\n  frobnicate: 1\n",
 		"srtwhep.yml:2: srt.frobnicate: unknown key; valid keys: listen, latency, passphrase, pbKeyLen, readTimeout"},
 	{"snake case key", "srt:\n  read_timeout: 5s\n",
@@ -56,7 +57,7 @@ var errorCases = []struct {
 	{"duplicate key", "srt:\n  listen: \":1\"\n  listen: \":2\"\n",
 		`srtwhep.yml:3: srt.listen: set twice (first at line 2); keep one`},
 	{"anchor under an unknown key", "base: &b {maxReaders: 5}\n",
-		"srtwhep.yml:1: base: unknown key; valid keys: logLevel, logFormat, srt, http, webrtc, metrics, readers, pathDefaults, paths"},
+		"srtwhep.yml:1: base: unknown key; valid keys: logLevel, logFormat, srt, http, webrtc, metrics, readers, api, authHook, pathDefaults, paths"},
 	{"merge key in path", "pathDefaults: &d {maxReaders: 5}\npaths:\n  live/a:\n    <<: *d\n",
 		`srtwhep.yml:4: paths[live/a]: merge keys (<<) are not supported; write the keys out (pathDefaults covers settings shared by paths)`},
 	{"bad log level", "logLevel: verbose\n",
@@ -103,7 +104,7 @@ var errorCases = []struct {
 	{"path name empty segment", "paths:\n  live//x: {}\n",
 		`srtwhep.yml:2: paths: "live//x" is not a valid path name: it has an empty segment ('//'); use segments of letters, digits, '.', '_', '~', '-' separated by '/', e.g. live/cam1`},
 	{"path unknown key", "paths:\n  live/cam1:\n    maxReader: 5\n",
-		`srtwhep.yml:3: paths[live/cam1].maxReader: unknown key; did you mean maxReaders? valid keys: maxReaders, passphrase, publishUser, publishPass`},
+		`srtwhep.yml:3: paths[live/cam1].maxReader: unknown key; did you mean maxReaders? valid keys: maxReaders, passphrase, publishUser, publishPass, readTokens, publishIPs, readIPs`},
 	{"path listed twice", "paths:\n  live/a: {}\n  live/a: {maxReaders: 1}\n",
 		`srtwhep.yml:3: paths[live/a]: listed twice (first at line 2); keep one`},
 	{"path negative readers", "paths:\n  live/a:\n    maxReaders: -1\n",
@@ -112,6 +113,20 @@ var errorCases = []struct {
 		`srtwhep.yml:3: paths[live/a].publishUser: is set but publishPass is empty; set both or neither`},
 	{"credential with separator", "pathDefaults:\n  publishUser: a,b\n  publishPass: secret\n",
 		`srtwhep.yml:2: pathDefaults.publishUser: contains a space, control character or one of , : = #, which separate fields of the SRT streamid; remove it`},
+	{"read token with a space", "paths:\n  live/a:\n    readTokens: [\"a b\"]\n",
+		`srtwhep.yml:3: paths[live/a].readTokens[0]: contains a space or control character, which cannot go in an Authorization: Bearer header; remove it`},
+	{"empty read token", "pathDefaults:\n  readTokens: [\"\"]\n",
+		`srtwhep.yml:2: pathDefaults.readTokens[0]: is empty, which no viewer can send; write a token such as a long random string, or remove the entry`},
+	{"publish ip list with a hostname", "pathDefaults:\n  publishIPs:\n    - 10.0.0.0/8\n    - cam.example.org\n",
+		`srtwhep.yml:4: pathDefaults.publishIPs[1]: "cam.example.org" is not an IP address or network; write e.g. 203.0.113.7 or 10.0.0.0/8`},
+	{"read ip network with host bits", "paths:\n  live/a:\n    readIPs: [10.1.2.3/8]\n",
+		`srtwhep.yml:3: paths[live/a].readIPs[0]: "10.1.2.3/8" has bits set past the prefix length; write the network address 10.0.0.0/8`},
+	{"hook url without scheme", "authHook:\n  url: auth.example.org/check\n",
+		`srtwhep.yml:2: authHook.url: scheme "" is not http or https; write e.g. http://127.0.0.1:9000/auth`},
+	{"hook zero timeout", "authHook:\n  timeout: 0s\n",
+		`srtwhep.yml:2: authHook.timeout: 0s is not positive; use a duration such as 2s`},
+	{"api token with a newline", "api:\n  token: \"a\\nb\"\n",
+		`srtwhep.yml:2: api.token: contains a space or control character, which cannot go in an Authorization: Bearer header; remove it`},
 	{"paths not a mapping", "paths: [live/a]\n",
 		`srtwhep.yml:1: paths: expected a mapping of path name to settings, found a list; write e.g. paths: {live/cam1: {maxReaders: 50}}`},
 	{"root is a list", "- a\n- b\n",
@@ -202,7 +217,7 @@ paths:
 		"live/cam3":  def,
 		"not/listed": def,
 	} {
-		if got := c.PathConfig(path); got != want {
+		if got := c.PathConfig(path); !reflect.DeepEqual(got, want) {
 			t.Errorf("PathConfig(%q) = %+v, want %+v", path, got, want)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ func (c *Config) Validate() error {
 	v.http()
 	v.webrtc()
 	v.readers()
+	v.access()
 	v.path("pathDefaults", c.PathDefaults, nil)
 	for _, name := range sortedKeys(c.Paths) {
 		if problem := pathNameProblem(name); problem != "" {
@@ -192,6 +194,17 @@ func (v *validator) path(key string, p Path, def *Path) {
 	if def == nil || p.Passphrase != def.Passphrase {
 		v.passphrase(key+".passphrase", p.Passphrase)
 	}
+	if def == nil || !slices.Equal(p.ReadTokens, def.ReadTokens) {
+		for i, tok := range p.ReadTokens {
+			v.token(fmt.Sprintf("%s.readTokens[%d]", key, i), tok, false)
+		}
+	}
+	if def == nil || !slices.Equal(p.PublishIPs, def.PublishIPs) {
+		v.ipList(key+".publishIPs", p.PublishIPs)
+	}
+	if def == nil || !slices.Equal(p.ReadIPs, def.ReadIPs) {
+		v.ipList(key+".readIPs", p.ReadIPs)
+	}
 	if def == nil || p.PublishUser != def.PublishUser || p.PublishPass != def.PublishPass {
 		switch {
 		case p.PublishUser != "" && p.PublishPass == "":
@@ -201,6 +214,55 @@ func (v *validator) path(key string, p Path, def *Path) {
 		}
 		v.credential(key+".publishUser", p.PublishUser)
 		v.credential(key+".publishPass", p.PublishPass)
+	}
+}
+
+// access checks the control API token and the external auth hook.
+func (v *validator) access() {
+	v.token("api.token", v.c.API.Token, true)
+	h := v.c.AuthHook
+	if h.URL != "" {
+		u, err := url.Parse(h.URL)
+		switch {
+		case err != nil:
+			v.fail("authHook.url", "%q is not a URL; write e.g. http://127.0.0.1:9000/auth, or \"\" to disable the hook", h.URL)
+		case u.Scheme != "http" && u.Scheme != "https":
+			v.fail("authHook.url", "scheme %q is not http or https; write e.g. http://127.0.0.1:9000/auth", u.Scheme)
+		case u.Host == "":
+			v.fail("authHook.url", "%q has no host; write e.g. http://127.0.0.1:9000/auth", h.URL)
+		}
+	}
+	v.positive("authHook.timeout", h.Timeout, "2s")
+	if h.CacheTTL < 0 {
+		v.fail("authHook.cacheTTL", "%s is negative; use 0 to ask the hook every time, or e.g. 10s", h.CacheTTL)
+	}
+}
+
+// token checks a Bearer token: it travels in an Authorization header, so it
+// cannot hold spaces or control characters.
+func (v *validator) token(key, s string, emptyOK bool) {
+	switch {
+	case s == "" && !emptyOK:
+		v.fail(key, "is empty, which no viewer can send; write a token such as a long random string, or remove the entry")
+	case strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		v.fail(key, "contains a space or control character, which cannot go in an Authorization: Bearer header; remove it")
+	}
+}
+
+// ipList checks an allow list of addresses and networks.
+func (v *validator) ipList(key string, list []string) {
+	for i, s := range list {
+		k := fmt.Sprintf("%s[%d]", key, i)
+		if _, err := netip.ParseAddr(s); err == nil {
+			continue
+		}
+		pfx, err := netip.ParsePrefix(s)
+		switch {
+		case err != nil:
+			v.fail(k, "%q is not an IP address or network; write e.g. 203.0.113.7 or 10.0.0.0/8", s)
+		case pfx != pfx.Masked():
+			v.fail(k, "%q has bits set past the prefix length; write the network address %s", s, pfx.Masked())
+		}
 	}
 }
 

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/srtwhep/srtwhep/pkg/auth"
+	"github.com/srtwhep/srtwhep/pkg/config"
+)
+
+// TestAuthHook: a real HTTP hook on 127.0.0.1 decides. It allows
+// publishing to live/hook-ok and watching with token "good"; it refuses
+// live/hook-no; for live/hook-slow it answers only after the timeout, which
+// must deny.
+func TestAuthHook(t *testing.T) {
+	var mu sync.Mutex
+	var seen []auth.Request
+	release := make(chan struct{})
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req auth.Request
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		seen = append(seen, req)
+		mu.Unlock()
+		switch {
+		case req.Path == "live/hook-slow":
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			w.WriteHeader(http.StatusOK) // too late to count
+		case req.Action == auth.ActionPublish && req.Path == "live/hook-ok",
+			req.Action == auth.ActionRead && req.Token == "good":
+			w.WriteHeader(http.StatusOK)
+		default:
+			http.Error(w, "denied", http.StatusForbidden)
+		}
+	}))
+	t.Cleanup(func() {
+		close(release)
+		hook.Close()
+	})
+	ts := startServer(t, func(c *config.Config) {
+		c.AuthHook = config.AuthHook{URL: hook.URL + "/auth",
+			Timeout: config.Duration(300 * time.Millisecond), CacheTTL: config.Duration(10 * time.Second)}
+	})
+
+	startFFmpeg(t, x264Args("320x240"), ts.srtURL("publish:live/hook-ok:alice:pw-1"))
+	ts.waitPublisher(t, "live/hook-ok")
+	mu.Lock()
+	first := seen[0]
+	mu.Unlock()
+	want := auth.Request{Action: auth.ActionPublish, Path: "live/hook-ok", IP: "127.0.0.1", User: "alice", Password: "pw-1"}
+	if first != want {
+		t.Errorf("hook received %+v, want %+v", first, want)
+	}
+
+	for _, tc := range []struct{ path, log string }{
+		{"live/hook-no", "403 Forbidden"},
+		{"live/hook-slow", "no answer within 300ms"},
+	} {
+		ts.waitUnthrottled(t)
+		p := startFFmpeg(t, x264Args("320x240", "-t", "5"), ts.srtURL("publish:"+tc.path))
+		if err := p.wait(t, 15*time.Second); err == nil {
+			t.Errorf("%s: ffmpeg was accepted", tc.path)
+		}
+		line := ts.logs.waitLog(t, 5*time.Second, "srt publisher rejected", "path="+tc.path)
+		if !strings.Contains(line, "authHook") || !strings.Contains(line, tc.log) {
+			t.Errorf("%s: rejection should name the hook and %q: %s", tc.path, tc.log, line)
+		}
+	}
+
+	ts.waitUnthrottled(t)
+	if code, h, _ := ts.postOffer(t, "live/hook-ok", "bad"); code != http.StatusUnauthorized || h.Get("WWW-Authenticate") == "" {
+		t.Errorf("viewer the hook refuses: %d, want 401 with WWW-Authenticate", code)
+	}
+	ts.waitUnthrottled(t)
+	v := dialViewerToken(t, ts, "live/hook-ok", "good")
+	waitFor(t, 10*time.Second, "media for the viewer the hook allowed", func() bool { return v.Stats().Frames > 10 })
+
+	// The answer is cached: the same viewer again does not reach the hook.
+	mu.Lock()
+	calls := len(seen)
+	mu.Unlock()
+	dialViewerToken(t, ts, "live/hook-ok", "good")
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != calls {
+		t.Errorf("hook asked again within cacheTTL (%d → %d calls)", calls, len(seen))
+	}
+}

@@ -1,0 +1,227 @@
+// Package api serves srtwhep's control API under /v1 on the HTTP listener:
+// JSON views of the live paths and viewer sessions, and kicking a session or
+// a publisher. It reads everything through Source, which the composition
+// root adapts from the hub, the SRT server and the WHEP server, so this
+// package imports none of them.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/srtwhep/srtwhep/pkg/auth"
+)
+
+// Path is one published path as GET /v1/paths shows it.
+type Path struct {
+	Name      string     `json:"name"`
+	Publisher *Publisher `json:"publisher"` // null when nobody publishes
+	Codec     string     `json:"codec"`
+	Profile   string     `json:"profile,omitempty"`
+	Width     int        `json:"width"`
+	Height    int        `json:"height"`
+	FPS       float64    `json:"fps"`
+	// IngestBitrate is libsrt's current receive rate in bits per second.
+	IngestBitrate float64 `json:"ingestBitrate"`
+	IngestBytes   uint64  `json:"ingestBytes"`
+	IngestFrames  uint64  `json:"ingestFrames"`
+	Readers       int     `json:"readers"`
+	// Dropped counts frames lost on the way: skipped for slow viewers and
+	// discarded as undecodable.
+	Dropped uint64 `json:"dropped"`
+}
+
+// Publisher is the SRT caller feeding a path.
+type Publisher struct {
+	Remote string    `json:"remote"`
+	Since  time.Time `json:"since"`
+	// RTTMs is libsrt's smoothed round-trip time; 0 when unknown.
+	RTTMs       float64 `json:"rttMs"`
+	PacketsLost int64   `json:"packetsLost"`
+}
+
+// Session is one WHEP viewer as GET /v1/sessions shows it.
+type Session struct {
+	ID      string    `json:"id"`
+	Path    string    `json:"path"`
+	Remote  string    `json:"remote"`
+	State   string    `json:"state"`
+	Since   time.Time `json:"since"`
+	Packets uint64    `json:"packets"`
+	Bytes   uint64    `json:"bytes"`
+	Dropped uint64    `json:"dropped"`
+}
+
+// Source is what the API reads and steers.
+type Source interface {
+	Paths() []Path
+	Sessions() []Session
+	// KickSession ends a viewer; false when there is no such session.
+	KickSession(id string) bool
+	// KickPublisher disconnects the publisher of path; false when none.
+	KickPublisher(path string) bool
+}
+
+// Config configures the handler.
+type Config struct {
+	Source Source
+	// Token returns the Bearer token the API requires now (it follows
+	// config reloads); "" opens the API to loopback clients only.
+	Token func() string
+	// Throttle slows clients that send wrong tokens; nil disables that.
+	Throttle *auth.Throttle
+	Logger   *slog.Logger
+}
+
+// Prefix is where the API lives; the composition root routes it before
+// the player page, which would otherwise take every GET.
+const Prefix = "/v1/"
+
+// Handler returns the /v1 API.
+func Handler(cfg Config) http.Handler {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Token == nil {
+		cfg.Token = func() string { return "" }
+	}
+	a := &handler{cfg: cfg, log: cfg.Logger}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/paths", a.listPaths)
+	mux.HandleFunc("GET /v1/paths/{path...}", a.getPath)
+	mux.HandleFunc("GET /v1/sessions", a.listSessions)
+	mux.HandleFunc("DELETE /v1/sessions/{id}", a.kickSession)
+	mux.HandleFunc("DELETE /v1/publishers/{path...}", a.kickPublisher)
+	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no such API endpoint; use GET /v1/paths, GET /v1/paths/PATH, GET /v1/sessions, DELETE /v1/sessions/ID or DELETE /v1/publishers/PATH")
+	})
+	return a.guard(mux)
+}
+
+type handler struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// guard admits a request with the configured token, or from loopback when
+// there is none. A wrong token is answered only after the throttle's
+// penalty, which holds this request alone.
+func (a *handler) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ip := auth.AddrOf(r.RemoteAddr)
+		want := a.cfg.Token()
+		if want == "" {
+			if !ip.IsLoopback() {
+				writeError(w, http.StatusForbidden, "the control API only answers this host while api.token is empty; set api.token and send Authorization: Bearer TOKEN")
+				return
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
+		got := auth.BearerToken(r.Header)
+		key := auth.Key(ip)
+		if !auth.Equal(got, want) {
+			if a.cfg.Throttle != nil {
+				penalize(r.Context(), a.cfg.Throttle.Fail(key))
+			}
+			a.log.Warn("control API request refused: wrong or missing token", "remote", r.RemoteAddr, "method", r.Method, "url", r.URL.Path)
+			w.Header().Set("WWW-Authenticate", auth.Challenge(got != ""))
+			writeError(w, http.StatusUnauthorized, "missing or wrong API token; send Authorization: Bearer TOKEN with api.token")
+			return
+		}
+		if a.cfg.Throttle != nil {
+			a.cfg.Throttle.Succeed(key)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// penalize holds the caller's answer for d, or until it goes away.
+func penalize(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+func (a *handler) listPaths(w http.ResponseWriter, _ *http.Request) {
+	paths := a.cfg.Source.Paths()
+	slices.SortFunc(paths, func(x, y Path) int { return strings.Compare(x.Name, y.Name) })
+	writeJSON(w, http.StatusOK, map[string]any{"paths": nonNil(paths)})
+}
+
+func (a *handler) getPath(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("path")
+	for _, p := range a.cfg.Source.Paths() {
+		if p.Name == name {
+			writeJSON(w, http.StatusOK, p)
+			return
+		}
+	}
+	writeError(w, http.StatusNotFound, "no stream is being published on path "+quote(name))
+}
+
+func (a *handler) listSessions(w http.ResponseWriter, _ *http.Request) {
+	sessions := a.cfg.Source.Sessions()
+	slices.SortFunc(sessions, func(x, y Session) int {
+		if c := x.Since.Compare(y.Since); c != 0 {
+			return c
+		}
+		return strings.Compare(x.ID, y.ID)
+	})
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": nonNil(sessions)})
+}
+
+func (a *handler) kickSession(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !a.cfg.Source.KickSession(id) {
+		writeError(w, http.StatusNotFound, "no such session (closed, or never existed); list them with GET /v1/sessions")
+		return
+	}
+	a.log.Info("session kicked through the API", "session", id, "remote", r.RemoteAddr)
+	writeJSON(w, http.StatusOK, map[string]string{"kicked": id})
+}
+
+func (a *handler) kickPublisher(w http.ResponseWriter, r *http.Request) {
+	path := r.PathValue("path")
+	if !a.cfg.Source.KickPublisher(path) {
+		writeError(w, http.StatusNotFound, "no publisher on path "+quote(path)+"; list paths with GET /v1/paths")
+		return
+	}
+	a.log.Info("publisher kicked through the API", "path", path, "remote", r.RemoteAddr)
+	writeJSON(w, http.StatusOK, map[string]string{"kicked": path})
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string]string{"error": msg})
+}

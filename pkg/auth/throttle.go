@@ -1,0 +1,140 @@
+package auth
+
+import (
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// ThrottleConfig configures a Throttle; zero values take the defaults.
+type ThrottleConfig struct {
+	// Base is the penalty after the first failure; it doubles with each
+	// further one up to Max. Defaults 100 ms and 1 s.
+	Base, Max time.Duration
+	// Forget drops a key's failures after this long without a new one.
+	// Default 1 min.
+	Forget time.Duration
+	// MaxEntries bounds the keys remembered, so a flood from many
+	// addresses costs bounded memory. Default 10000.
+	MaxEntries int
+}
+
+// Throttle slows repeated failures per key (a client address). It holds no
+// goroutine and never sleeps: callers that can afford to wait (an HTTP
+// handler) hold their answer for the penalty Fail returns; callers that
+// cannot (the SRT handshake on a libsrt thread) refuse early while
+// Remaining is positive. Either way one client's penalty blocks nobody else.
+type Throttle struct {
+	cfg ThrottleConfig
+	now func() time.Time // replaced by tests
+
+	mu sync.Mutex
+	m  map[string]*failures
+}
+
+type failures struct {
+	n     int
+	last  time.Time
+	until time.Time
+}
+
+// NewThrottle returns an empty throttle.
+func NewThrottle(cfg ThrottleConfig) *Throttle {
+	if cfg.Base <= 0 {
+		cfg.Base = 100 * time.Millisecond
+	}
+	if cfg.Max <= 0 {
+		cfg.Max = time.Second
+	}
+	if cfg.Forget <= 0 {
+		cfg.Forget = time.Minute
+	}
+	if cfg.MaxEntries <= 0 {
+		cfg.MaxEntries = 10000
+	}
+	return &Throttle{cfg: cfg, now: time.Now, m: map[string]*failures{}}
+}
+
+// Key is the throttle key of an address: the address itself for IPv4, its
+// /64 for IPv6, since one IPv6 client usually owns a whole /64 and could
+// otherwise rotate addresses to escape the penalty.
+func Key(ip netip.Addr) string {
+	if ip.Is6() && !ip.Is4In6() {
+		p, _ := ip.Prefix(64)
+		return p.String()
+	}
+	return ip.Unmap().String()
+}
+
+// Fail records a failure of key and returns the penalty now in force:
+// Base × 2^(failures-1), at most Max.
+func (t *Throttle) Fail(key string) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.now()
+	f, ok := t.m[key]
+	if ok && now.Sub(f.last) > t.cfg.Forget {
+		f.n = 0
+	}
+	if !ok {
+		t.makeRoom(now)
+		f = &failures{}
+		t.m[key] = f
+	}
+	f.n++
+	f.last = now
+	d := t.cfg.Max
+	if f.n <= 30 { // past 2^30 the shift would overflow; Max applies anyway
+		d = min(t.cfg.Base<<(f.n-1), t.cfg.Max)
+	}
+	f.until = now.Add(d)
+	return d
+}
+
+// Remaining is how much of key's penalty is left; 0 when none.
+func (t *Throttle) Remaining(key string) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f, ok := t.m[key]
+	if !ok {
+		return 0
+	}
+	return max(f.until.Sub(t.now()), 0)
+}
+
+// Succeed forgets key's failures: a client that got it right is not slowed
+// for its earlier typos.
+func (t *Throttle) Succeed(key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.m, key)
+}
+
+// Len is the number of keys remembered.
+func (t *Throttle) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.m)
+}
+
+// makeRoom keeps the map under MaxEntries: first forgotten keys go, then,
+// under a flood from more addresses than that, the stalest one.
+func (t *Throttle) makeRoom(now time.Time) {
+	if len(t.m) < t.cfg.MaxEntries {
+		return
+	}
+	var oldest string
+	var oldestAt time.Time
+	for k, f := range t.m {
+		if now.Sub(f.last) > t.cfg.Forget {
+			delete(t.m, k)
+			continue
+		}
+		if oldest == "" || f.last.Before(oldestAt) {
+			oldest, oldestAt = k, f.last
+		}
+	}
+	if len(t.m) >= t.cfg.MaxEntries {
+		delete(t.m, oldest)
+	}
+}

@@ -1,0 +1,87 @@
+package auth
+
+import (
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+)
+
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time      { return c.t }
+func (c *fakeClock) add(d time.Duration) { c.t = c.t.Add(d) }
+func newTestThrottle(cfg ThrottleConfig) (*Throttle, *fakeClock) {
+	c := &fakeClock{t: time.Unix(1000, 0)}
+	th := NewThrottle(cfg)
+	th.now = c.now
+	return th, c
+}
+
+// TestThrottleBounded: the penalty grows by doubling and never passes Max,
+// however many failures; other keys are not affected.
+func TestThrottleBounded(t *testing.T) {
+	th, clock := newTestThrottle(ThrottleConfig{})
+	want := []time.Duration{100, 200, 400, 800, 1000, 1000}
+	for i, w := range want {
+		if got := th.Fail("a"); got != w*time.Millisecond {
+			t.Errorf("failure %d: penalty %v, want %v", i+1, got, w*time.Millisecond)
+		}
+	}
+	for range 100 {
+		if d := th.Fail("a"); d != time.Second {
+			t.Fatalf("penalty %v after many failures, want the 1s bound", d)
+		}
+	}
+	if r := th.Remaining("a"); r != time.Second {
+		t.Errorf("Remaining = %v, want 1s", r)
+	}
+	if r := th.Remaining("b"); r != 0 {
+		t.Errorf("another key is penalised: %v", r)
+	}
+	clock.add(1500 * time.Millisecond)
+	if r := th.Remaining("a"); r != 0 {
+		t.Errorf("penalty outlived itself: %v", r)
+	}
+	// After the forget interval the count starts over.
+	clock.add(2 * time.Minute)
+	if d := th.Fail("a"); d != 100*time.Millisecond {
+		t.Errorf("after forgetting, penalty %v, want 100ms", d)
+	}
+	th.Succeed("a")
+	if th.Remaining("a") != 0 || th.Len() != 0 {
+		t.Error("Succeed did not clear the key")
+	}
+}
+
+// TestThrottleMemoryBound: a flood from more addresses than MaxEntries
+// keeps the map at MaxEntries, evicting forgotten keys first, then the
+// stalest.
+func TestThrottleMemoryBound(t *testing.T) {
+	th, clock := newTestThrottle(ThrottleConfig{MaxEntries: 50})
+	for i := range 1000 {
+		th.Fail(fmt.Sprintf("10.0.%d.%d", i/256, i%256))
+		clock.add(time.Millisecond)
+		if th.Len() > 50 {
+			t.Fatalf("%d keys after %d failures; the bound is 50", th.Len(), i+1)
+		}
+	}
+	// The most recent key is still penalised; the first one was evicted.
+	if th.Remaining("10.0.3.231") == 0 {
+		t.Error("the newest key lost its penalty")
+	}
+	if th.Remaining("10.0.0.0") != 0 {
+		t.Error("the stalest key was not evicted")
+	}
+}
+
+func TestThrottleKey(t *testing.T) {
+	a := Key(netip.MustParseAddr("2001:db8:1:2:aaaa::1"))
+	b := Key(netip.MustParseAddr("2001:db8:1:2:bbbb::9"))
+	if a != b {
+		t.Errorf("addresses of one /64 have different keys: %s %s", a, b)
+	}
+	if k := Key(netip.MustParseAddr("::ffff:10.0.0.1")); k != "10.0.0.1" {
+		t.Errorf("mapped IPv4 key = %s", k)
+	}
+}
