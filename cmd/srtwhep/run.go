@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/srtwhep/srtwhep/pkg/admission"
 	"github.com/srtwhep/srtwhep/pkg/api"
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/config"
@@ -39,6 +40,7 @@ type server struct {
 	srt   *srt.Server
 	whep  *whep.Server
 	demux demuxers
+	load  *admission.Controller
 
 	httpAddr    atomic.Pointer[net.TCPAddr]
 	metricsAddr atomic.Pointer[net.TCPAddr]
@@ -62,6 +64,10 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 	s.initReloader(cfg.File())
 	// The caps are read at every AddReader, so a reload applies to the
 	// next viewer and never to one already watching.
+	s.load = admission.New(admission.Config{
+		MaxCPU: float64(cfg.Readers.MaxCPUPercent) / 100,
+		Logger: log.With("component", "admission"),
+	})
 	s.hub = hub.New(hub.Config{
 		QueueSize:       cfg.Readers.QueueSize,
 		MaxReaders:      func(path string) int { return s.config().PathConfig(path).MaxReaders },
@@ -106,7 +112,7 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		AllowOrigin:       cfg.HTTP.AllowOrigin,
 		MaxBodyBytes:      cfg.HTTP.MaxBodyBytes,
 		MaxHandshakes:     cfg.HTTP.MaxHandshakes,
-		Source:            hubSource{s.hub, &s.rejects},
+		Source:            hubSource{s.hub, s.load, &s.rejects},
 		Logger:            log.With("component", "whep"),
 	}
 	for _, opt := range whepOpts {
@@ -136,6 +142,7 @@ func (s *server) Run(ctx context.Context) error {
 	defer s.closeAccess()
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return s.hub.Run(ctx) })
+	g.Go(func() error { return s.load.Run(ctx) })
 	g.Go(func() error { return s.watchConfig(ctx) })
 	g.Go(func() error { return s.srt.Run(ctx) })
 	g.Go(func() error { return s.whep.Run(ctx) })
@@ -249,11 +256,19 @@ func (s *server) servePublisher(ctx context.Context, c *srt.Conn) error {
 // hubSource adapts the hub to the small interface the WHEP server declares,
 // counting refusals by reason for srtwhep_webrtc_rejected_total.
 type hubSource struct {
-	h   *hub.Hub
-	rej *rejectCounters
+	h    *hub.Hub
+	load *admission.Controller
+	rej  *rejectCounters
 }
 
 func (hs hubSource) AddReader(path, session string) (whep.Reader, error) {
+	// Past the CPU limit a new viewer is refused before it costs anything:
+	// the ones already watching keep the headroom they need.
+	if err := hs.load.Check(); err != nil {
+		err = fmt.Errorf("%w: %v", hub.ErrServerFull, err)
+		hs.rej.hubError(err)
+		return nil, err
+	}
 	r, err := hs.h.AddReader(path, session)
 	if err != nil {
 		hs.rej.hubError(err)

@@ -45,6 +45,7 @@ type Config struct {
 type Controller struct {
 	cfg      Config
 	cpus     float64
+	limitX1k atomic.Int64 // MaxCPU × 1000; 0 = no limit
 	usageX1k atomic.Int64 // mean usage over the window, share × 1000
 	refused  atomic.Uint64
 }
@@ -66,8 +67,15 @@ func New(cfg Config) *Controller {
 	if cfg.cgroupDir == "" {
 		cfg.cgroupDir = "/sys/fs/cgroup"
 	}
-	return &Controller{cfg: cfg, cpus: availableCPUs(cfg.cgroupDir)}
+	c := &Controller{cfg: cfg, cpus: availableCPUs(cfg.cgroupDir)}
+	c.SetMaxCPU(cfg.MaxCPU)
+	return c
 }
+
+// SetMaxCPU changes the limit (a config reload); 0 disables it.
+func (c *Controller) SetMaxCPU(share float64) { c.limitX1k.Store(int64(share * 1000)) }
+
+func (c *Controller) limit() float64 { return float64(c.limitX1k.Load()) / 1000 }
 
 // CPUs is how many CPUs the process may use (fractional under a quota).
 func (c *Controller) CPUs() float64 { return c.cpus }
@@ -81,22 +89,20 @@ func (c *Controller) Refused() uint64 { return c.refused.Load() }
 // Check returns ErrOverloaded (wrapped with the figures) when a new viewer
 // would push the server past its limit.
 func (c *Controller) Check() error {
-	if c.cfg.MaxCPU <= 0 {
+	limit := c.limit()
+	if limit <= 0 {
 		return nil
 	}
-	if u := c.Usage(); u >= c.cfg.MaxCPU {
+	if u := c.Usage(); u >= limit {
 		c.refused.Add(1)
-		return fmt.Errorf("%w: CPU at %.0f%% of %.1f cores, limit %.0f%%", ErrOverloaded, u*100, c.cpus, c.cfg.MaxCPU*100)
+		return fmt.Errorf("%w: CPU at %.0f%% of %.1f cores, limit %.0f%%", ErrOverloaded, u*100, c.cpus, limit*100)
 	}
 	return nil
 }
 
-// Run samples until ctx ends.
+// Run samples until ctx ends. It samples even while no limit is set, so a
+// limit set later by a reload acts at once (one read of /proc a second).
 func (c *Controller) Run(ctx context.Context) error {
-	if c.cfg.MaxCPU <= 0 {
-		<-ctx.Done()
-		return nil
-	}
 	n := int(c.cfg.Window / c.cfg.Interval)
 	ring := make([]float64, 0, n)
 	last, err := cpuSeconds(c.cfg.statPath)
@@ -128,13 +134,15 @@ func (c *Controller) Run(ctx context.Context) error {
 			}
 			mean := sum / float64(len(ring))
 			c.usageX1k.Store(int64(mean * 1000))
-			if mean >= c.cfg.MaxCPU && !over {
+			limit := c.limit()
+			overNow := limit > 0 && mean >= limit
+			if overNow && !over {
 				c.cfg.Logger.Warn("CPU limit reached: refusing new viewers until load drops; existing viewers keep playing",
-					"cpu_percent", int(mean*100), "limit_percent", int(c.cfg.MaxCPU*100), "cpus", c.cpus)
-			} else if mean < c.cfg.MaxCPU && over {
+					"cpu_percent", int(mean*100), "limit_percent", int(limit*100), "cpus", c.cpus)
+			} else if !overNow && over {
 				c.cfg.Logger.Info("CPU below limit again: accepting new viewers", "cpu_percent", int(mean*100))
 			}
-			over = mean >= c.cfg.MaxCPU
+			over = overNow
 		}
 	}
 }

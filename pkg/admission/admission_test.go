@@ -106,4 +106,8 @@ func TestDisabled(t *testing.T) {
 	if err := c.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
+	c.SetMaxCPU(0.5)
+	if c.limit() != 0.5 {
+		t.Fatalf("limit %v", c.limit())
+	}
 }

@@ -99,6 +99,9 @@ type Metrics struct {
 type Readers struct {
 	QueueSize int `yaml:"queueSize"`
 	MaxTotal  int `yaml:"maxTotal"`
+	// MaxCPUPercent refuses new viewers while the server uses more than
+	// this share of the CPU it may use (affinity, cgroup quota); 0 disables.
+	MaxCPUPercent int `yaml:"maxCPUPercent"`
 }
 
 // API protects the control API under /v1 on the HTTP listener.
@@ -156,7 +159,7 @@ func Default() *Config {
 			Keepalive:         Duration(2 * time.Second),
 		},
 		Metrics: Metrics{Listen: ":9998"},
-		Readers: Readers{QueueSize: 128},
+		Readers: Readers{QueueSize: 128, MaxCPUPercent: 85},
 		AuthHook: AuthHook{
 			Timeout:  Duration(2 * time.Second),
 			CacheTTL: Duration(10 * time.Second),

@@ -180,6 +180,9 @@ func (v *validator) readers() {
 	if r.MaxTotal < 0 {
 		v.fail("readers.maxTotal", "%d is negative; use 0 for no limit or a positive cap", r.MaxTotal)
 	}
+	if r.MaxCPUPercent < 0 || r.MaxCPUPercent > 100 {
+		v.fail("readers.maxCPUPercent", "%d is not a percentage; use 1 to 100, e.g. 85, or 0 to disable the automatic limit", r.MaxCPUPercent)
+	}
 }
 
 // path checks one path's settings; def, when given, holds pathDefaults, and

@@ -218,7 +218,8 @@ func (s *Server) sourceError(w http.ResponseWriter, path string, err error) {
 	case errors.Is(err, hub.ErrPathFull):
 		unavailable(w, retryAfterFull, fmt.Sprintf("path %q has reached its viewer limit; retry later", path))
 	case errors.Is(err, hub.ErrServerFull):
-		unavailable(w, retryAfterFull, "the server has reached its viewer limit; retry later")
+		// The wrapped text says which limit (viewer count or CPU).
+		unavailable(w, retryAfterFull, fmt.Sprintf("the server is at capacity (%v); retry later", err))
 	default:
 		s.log.Error("adding a reader failed", "path", path, "err", err)
 		httpError(w, http.StatusInternalServerError, fmt.Sprintf("cannot read path %q: %v", path, err))

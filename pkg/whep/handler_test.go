@@ -48,7 +48,7 @@ func TestPostRefusals(t *testing.T) {
 		{"unsupported profile", "live/cam1", "application/sdp", high, 400, "offered: f4001f", false},
 		{"no publisher", "live/none", "application/sdp", good, 404, `no stream is being published on path "live/none"`, false},
 		{"path full", "live/full", "application/sdp", good, 503, `path "live/full" has reached its viewer limit`, true},
-		{"server full", "live/server", "application/sdp", good, 503, "the server has reached its viewer limit", true},
+		{"server full", "live/server", "application/sdp", good, 503, "the server is at capacity", true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
