@@ -9,7 +9,6 @@ import (
 	"github.com/pion/dtls/v3"
 	"github.com/pion/ice/v4"
 	"github.com/pion/interceptor"
-	"github.com/pion/interceptor/pkg/nack"
 	"github.com/pion/interceptor/pkg/report"
 	"github.com/pion/transport/v5"
 	"github.com/pion/transport/v5/stdnet"
@@ -23,12 +22,6 @@ import (
 // it and Safari shows black video on a mismatch; the others only so that a
 // browser that did not offer 42e01f still gets a profile it asked for.
 var h264Profiles = []string{"42e01f", "42001f", "4d001f", "640c1f"}
-
-// nackHistory is the NACK responder's per-viewer packet history (a power of
-// two). About 1 s of a 2.5 Mbit/s stream: enough for the round trips a
-// retransmission can still help with, while each entry is a copied packet
-// (~1.5 KB), so it bounds per-viewer memory.
-const nackHistory = 256
 
 // muxes are the sockets every session shares.
 type muxes struct {
@@ -65,12 +58,14 @@ func (m *muxes) close() {
 	}
 }
 
-// filteredNet hides interfaces the config excludes. The UDP mux on an
-// unspecified address enumerates interfaces itself and ignores the
-// SettingEngine's interface filter, so the filter has to live here too.
+// filteredNet hides interfaces the config excludes and, with public IPs,
+// the addresses of families that have none. The UDP mux on an unspecified
+// address enumerates interfaces itself and ignores the SettingEngine's
+// filters, so the filters have to live here too.
 type filteredNet struct {
 	*stdnet.Net
-	keep func(string) bool
+	keep   func(string) bool // nil = every interface
+	keepIP func(net.IP) bool // nil = every address
 }
 
 func (n filteredNet) Interfaces() ([]*transport.Interface, error) {
@@ -80,9 +75,23 @@ func (n filteredNet) Interfaces() ([]*transport.Interface, error) {
 	}
 	out := all[:0:0]
 	for _, ifc := range all {
-		if n.keep(ifc.Name) {
-			out = append(out, ifc)
+		if n.keep != nil && !n.keep(ifc.Name) {
+			continue
 		}
+		if n.keepIP != nil {
+			addrs, err := ifc.Addrs()
+			if err != nil {
+				continue // no addresses: nothing to advertise
+			}
+			kept := transport.NewInterface(ifc.Interface)
+			for _, a := range addrs {
+				if ipn, ok := a.(*net.IPNet); ok && n.keepIP(ipn.IP) {
+					kept.AddAddress(a)
+				}
+			}
+			ifc = kept
+		}
+		out = append(out, ifc)
 	}
 	return out, nil
 }
@@ -115,13 +124,14 @@ func listenMuxes(cfg Config, log *slog.Logger) (*muxes, error) {
 	}
 	m.udpBatch = bc
 	params := ice.UDPMuxParams{Logger: lf.NewLogger("udpmux"), UDPConn: bc}
-	if keep := interfaceFilter(cfg.Interfaces); keep != nil && m.udpAddr.IP.IsUnspecified() {
+	keep, keepIP := interfaceFilter(cfg.Interfaces), publicFamilyFilter(cfg.PublicIPs)
+	if (keep != nil || keepIP != nil) && m.udpAddr.IP.IsUnspecified() {
 		sn, err := stdnet.NewNet()
 		if err != nil {
 			m.close()
 			return nil, fmt.Errorf("whep: list network interfaces: %w", err)
 		}
-		params.Net = filteredNet{Net: sn, keep: keep}
+		params.Net = filteredNet{Net: sn, keep: keep, keepIP: keepIP}
 	}
 	m.udp = ice.NewUDPMuxDefault(params)
 
@@ -132,7 +142,11 @@ func listenMuxes(cfg Config, log *slog.Logger) (*muxes, error) {
 			return nil, fmt.Errorf("whep: listen on TCP %s for ICE-TCP: %w; free the port or set the TCP port to 0 to disable ICE-TCP", cfg.TCPListen, err)
 		}
 		m.tcpLn = ln
-		m.tcp = webrtc.NewICETCPMux(lf.NewLogger("tcpmux"), ln, 8)
+		if len(cfg.PublicIPs) > 0 && ln.Addr().(*net.TCPAddr).IP.IsUnspecified() {
+			m.tcp = familyTCPMux{webrtc.NewICETCPMux(lf.NewLogger("tcpmux"), familyListener{ln}, 8)}
+		} else {
+			m.tcp = webrtc.NewICETCPMux(lf.NewLogger("tcpmux"), ln, 8)
+		}
 	}
 	return m, nil
 }
@@ -179,16 +193,13 @@ func newAPI(cfg Config, m *muxes, log *slog.Logger) (*webrtc.API, error) {
 		}
 	}
 
-	// Only what a send-only server needs: answering NACKs and sending
-	// sender reports (for A/V sync and RTT). No TWCC, receiver reports or
-	// stats interceptors: each costs work per packet per viewer.
+	// Only sender reports (for A/V sync and RTT). NACKs are answered by the
+	// session itself from shared payloads (retransmit.go) instead of pion's
+	// responder, which keeps a private copy of every packet per viewer. No
+	// TWCC, receiver reports or stats interceptors: each costs work per
+	// packet per viewer.
 	reg := &interceptor.Registry{}
 	lf := pionLoggerFactory{log: log}
-	responder, err := nack.NewResponderInterceptor(nack.ResponderSize(nackHistory), nack.WithResponderLoggerFactory(lf))
-	if err != nil {
-		return nil, fmt.Errorf("whep: NACK responder: %w", err)
-	}
-	reg.Add(responder)
 	sr, err := report.NewSenderInterceptor(report.WithSenderLoggerFactory(lf))
 	if err != nil {
 		return nil, fmt.Errorf("whep: sender reports: %w", err)
@@ -200,7 +211,7 @@ func newAPI(cfg Config, m *muxes, log *slog.Logger) (*webrtc.API, error) {
 	if m.tcp != nil {
 		se.SetICETCPMux(m.tcp)
 	}
-	se.SetNetworkTypes(networkTypes(m))
+	se.SetNetworkTypes(keepPublicFamilies(networkTypes(m), cfg.PublicIPs))
 	// AES-GCM first: several times cheaper per packet than AES-CM + HMAC,
 	// which stays for clients that lack GCM.
 	se.SetSRTPProtectionProfiles(dtls.SRTP_AEAD_AES_128_GCM, dtls.SRTP_AES128_CM_HMAC_SHA1_80)
@@ -210,13 +221,20 @@ func newAPI(cfg Config, m *muxes, log *slog.Logger) (*webrtc.API, error) {
 	if keep := interfaceFilter(cfg.Interfaces); keep != nil {
 		se.SetInterfaceFilter(keep)
 	}
+	// ICE-TCP candidates come from enumerating interfaces, so on a
+	// listener bound to one address advertise only that address, and with
+	// public IPs only families that have one. The UDP mux's candidates do
+	// not pass through this filter (filteredNet does that for them).
+	var bound net.IP
 	if m.tcpLn != nil {
-		// ICE-TCP candidates come from enumerating interfaces, so on a
-		// listener bound to one address advertise only that address. The
-		// UDP mux's candidates do not pass through this filter.
 		if ip := m.tcpLn.Addr().(*net.TCPAddr).IP; !ip.IsUnspecified() {
-			se.SetIPFilter(func(c net.IP) bool { return c.Equal(ip) })
+			bound = ip
 		}
+	}
+	if family := publicFamilyFilter(cfg.PublicIPs); bound != nil || family != nil {
+		se.SetIPFilter(func(c net.IP) bool {
+			return (bound == nil || c.Equal(bound)) && (family == nil || family(c))
+		})
 	}
 	if len(cfg.PublicIPs) > 0 {
 		err := se.SetICEAddressRewriteRules(webrtc.ICEAddressRewriteRule{

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
 	"github.com/pion/webrtc/v4"
 
@@ -30,6 +31,9 @@ type session struct {
 	pc     *webrtc.PeerConnection
 	track  *webrtc.TrackLocalStaticRTP
 	sender *webrtc.RTPSender
+	// history answers NACKs from the shared payloads (see retransmit.go).
+	history    history
+	retransmit atomic.Uint64
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -180,15 +184,20 @@ func quoteETag(ufrag string) string { return `"` + ufrag + `"` }
 func (s *Server) runSession(sess *session) {
 	defer s.wg.Done()
 
-	// The sender must be read for the interceptors to see RTCP: the NACK
-	// responder answers from it and the sender-report timer needs it running.
+	// RTCP must be read for the sender-report interceptor to run, and this
+	// is where NACKs are answered from the viewer's shared-payload history.
 	rtcpDone := make(chan struct{})
 	go func() {
 		defer close(rtcpDone)
-		buf := make([]byte, 1500)
 		for {
-			if _, _, err := sess.sender.Read(buf); err != nil {
+			pkts, _, err := sess.sender.ReadRTCP()
+			if err != nil {
 				return
+			}
+			for _, p := range pkts {
+				if n, ok := p.(*rtcp.TransportLayerNack); ok {
+					sess.retransmit.Add(uint64(sess.resend(n)))
+				}
 			}
 		}
 	}()
@@ -278,6 +287,7 @@ func (s *Server) serve(sess *session) error {
 		backlog := sess.reader.Backlog()
 		catchingUp = catchingUp && (catchUp || backlog > 0)
 		pkts = st.Stamp(pkts, au, catchUp || catchingUp)
+		sess.history.record(au, pkts)
 		var sent, n uint64
 		for i := range pkts {
 			// A write error means the transport is going away; the
