@@ -50,8 +50,9 @@ func (s *server) metricsSources() metrics.Sources {
 		version = bi.Main.Version
 	}
 	return metrics.Sources{
-		Build: metrics.BuildInfo{Version: version},
-		Log:   s.log.With("component", "metrics"),
+		Build:     metrics.BuildInfo{Version: version},
+		Profiling: s.cfg.Metrics.Pprof,
+		Log:       s.log.With("component", "metrics"),
 		Paths: func() []metrics.PathSample {
 			traffic := s.whep.Stats().ByPath
 			var out []metrics.PathSample

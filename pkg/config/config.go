@@ -93,6 +93,8 @@ type ICEServer struct {
 type Metrics struct {
 	// Listen is the address of GET /metrics; "" disables it.
 	Listen string `yaml:"listen"`
+	// Pprof serves Go profiles under /debug/pprof/ on the same listener.
+	Pprof bool `yaml:"pprof"`
 }
 
 // Readers bounds what viewers may cost.

@@ -235,6 +235,13 @@ func (w *walker) decode(v reflect.Value, n *yaml.Node, key string) {
 			return
 		}
 		v.SetInt(i)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(n.Value)
+		if err != nil {
+			w.fail(n, key, "%q is not true or false; write %s: true or %s: false", n.Value, lastKey(key), lastKey(key))
+			return
+		}
+		v.SetBool(b)
 	default:
 		panic(fmt.Sprintf("config: no decoder for %s at %s", v.Type(), key))
 	}

@@ -34,6 +34,8 @@ var errorCases = []struct {
 		`srtwhep.yml:2: webrtc.publicIPs[0]: "0.0.0.0" is the unspecified address, which no browser can reach; write the public IP of this host, e.g. 203.0.113.7`},
 	{"public IPs not a list", "webrtc:\n  publicIPs: 203.0.113.7\n",
 		`srtwhep.yml:2: webrtc.publicIPs: expected a list, found a value ("203.0.113.7"); write [item, ...] or one "- item" line per entry`},
+	{"bool not a bool", "metrics:\n  pprof: yes-please\n",
+		`srtwhep.yml:2: metrics.pprof: "yes-please" is not true or false; write pprof: true or pprof: false`},
 	{"port not a number", "webrtc:\n  udpPort: abc\n",
 		`srtwhep.yml:2: webrtc.udpPort: "abc" is not a whole number; write digits only, e.g. 8189`},
 	{"port out of range", "webrtc:\n  udpPort: 70000\n",

@@ -78,6 +78,8 @@ type Sources struct {
 	Paths  func() []PathSample
 	SRT    func() []SRTSample
 	WebRTC func() WebRTCSample
+	// Profiling also serves Go's pprof handlers under /debug/pprof/.
+	Profiling bool
 	// Build fills srtwhep_build_info (always 1). An empty Version reads
 	// "unknown" and an empty GoVersion is the running runtime's.
 	Build BuildInfo
@@ -99,9 +101,10 @@ var (
 // Metrics is the registry with the srtwhep collector and the standard
 // process and Go runtime collectors.
 type Metrics struct {
-	reg *prometheus.Registry
-	col *collector
-	log *slog.Logger
+	reg       *prometheus.Registry
+	col       *collector
+	log       *slog.Logger
+	profiling bool
 }
 
 // New builds the registry. It starts nothing; values are read only when
@@ -112,9 +115,10 @@ func New(src Sources) *Metrics {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
-		col: newCollector(src),
-		log: log,
+		reg:       prometheus.NewRegistry(),
+		col:       newCollector(src),
+		log:       log,
+		profiling: src.Profiling,
 	}
 	// The three collectors have disjoint names, so registration cannot
 	// fail unless this code is wrong.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 )
 
@@ -36,6 +37,13 @@ func (m *Metrics) Serve(ctx context.Context, listen string, log *slog.Logger, re
 
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.handler(log))
+	if m.profiling {
+		// Profiles are for operators and benchmarks; the metrics port is
+		// bound to localhost in the shipped compose file.
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = io.WriteString(w, indexPage)
