@@ -1,5 +1,7 @@
 # srtwhep: SRT in, WHEP/WebRTC out. Multi-stage: cgo build against Debian's
 # libsrt, then a slim runtime with only the shared libraries it links.
+# No BuildKit-only syntax (RUN --mount, heredocs): Debian 12's docker-compose
+# 1.29 builds with the classic builder. Linted offline by `make test` (tools/).
 
 FROM golang:1.26-bookworm AS build
 RUN apt-get update \
@@ -23,7 +25,8 @@ COPY configs/srtwhep.yml /etc/srtwhep/srtwhep.yml
 # SRT ingest, HTTP (WHEP, player, health), WebRTC ICE UDP mux + ICE-TCP, metrics.
 EXPOSE 8890/udp 8889/tcp 8189/udp 8189/tcp 9998/tcp
 USER 10001:10001
-# The binary probes itself, so the image needs no curl.
+# The binary probes itself, so the image needs no curl. The port is
+# http.listen's; change both together when a mounted config moves it.
 HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \
   CMD ["/usr/local/bin/srtwhep", "-probe", "http://127.0.0.1:8889/healthz"]
 ENTRYPOINT ["/usr/local/bin/srtwhep"]

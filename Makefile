@@ -15,7 +15,7 @@ CONFIG   ?=
 FUZZTIME ?= 10s
 MODE     ?= test
 
-SHELL_SCRIPTS := $(wildcard *.sh scripts/*.sh) .ci/run
+SHELL_SCRIPTS := $(wildcard *.sh scripts/*.sh deploy/*.sh) .ci/run
 
 .PHONY: help deps build run test bench fuzz clean
 
@@ -36,7 +36,7 @@ run: ## build and start the server (embedded defaults, or CONFIG=FILE)
 	$(MAKE) --no-print-directory build
 	./bin/srtwhep $(if $(CONFIG),-config $(CONFIG))
 
-test: ## deps, go vet, gofmt, go test -race, shellcheck
+test: ## deps, go vet, gofmt, go test -race, shellcheck, offline deploy checks (tools/)
 	scripts/deps.sh test
 	$(GO) vet ./...
 	unformatted=$$(gofmt -l .); \
@@ -45,11 +45,11 @@ test: ## deps, go vet, gofmt, go test -race, shellcheck
 	fi
 	$(GO) test -race -count=1 -timeout 14m ./...
 	shellcheck $(SHELL_SCRIPTS)
+	cd tools && $(GO) vet ./... && $(GO) test -count=1 -timeout 5m ./...
 
-bench: ## Go benchmarks of the packages (results also in bench/results/)
+bench: ## Go benchmarks + capacity ladder, server pinned to CPU 0 (report in bench/results/)
 	scripts/deps.sh run
-	mkdir -p bench/results
-	$(GO) test -run '^$$' -bench . -benchmem ./pkg/... | tee bench/results/go-bench.txt
+	scripts/bench.sh
 
 fuzz: ## run every Fuzz target for FUZZTIME each
 	scripts/deps.sh build

@@ -1,51 +1,88 @@
 #!/usr/bin/env bash
-# deploy.sh — run srtwhep with Docker Compose on this host.
+# deploy.sh — run srtwhep with Docker Compose on this host (Ubuntu 24.04, Debian 12).
 #
-#   ./deploy.sh                      detect the public IP, build, start, wait until ready
-#   PUBLIC_IP=203.0.113.7 ./deploy.sh  use this address in ICE candidates
-#   ./deploy.sh --public-ip 203.0.113.7
-#   ./deploy.sh --dry-run            print what would be done; change nothing, contact nothing
+#   ./deploy.sh                        install Docker if missing, find the public IP, build, start
+#   PUBLIC_IP=203.0.113.7 ./deploy.sh  use this address in ICE candidates (or --public-ip IP)
+#   ./deploy.sh --dry-run              write the .env file, print every other step instead of doing it
+#   ./deploy.sh --uninstall [--purge]  stop and remove the container and .env (--purge: the image too)
 #
-# Installs docker.io and a compose plugin from the distribution's packages when
-# they are missing (needs root). Writes PUBLIC_IP to .env next to this script,
-# where docker compose picks it up.
+# Options: --env-file FILE (default .env next to this script), --no-metadata (do not ask
+# the cloud metadata service), --no-stun (no STUN query), --ready-timeout SECONDS (default 90).
+# Environment: PUBLIC_IP; DEPLOY_METADATA_URL (default http://169.254.169.254) and
+# DEPLOY_STUN_SERVER (default stun.l.google.com:19302); empty skips that lookup.
+# Run it as root or as a user with sudo. Running it again is safe: it only changes what differs.
 set -euo pipefail
 
 dry_run=0
+mode=deploy
+purge=0
 public_ip=${PUBLIC_IP:-}
+env_file=
+metadata_url=${DEPLOY_METADATA_URL-http://169.254.169.254}
+stun_server=${DEPLOY_STUN_SERVER-stun.l.google.com:19302}
 ready_timeout=${READY_TIMEOUT:-90}
 http_port=8889
+# Published ports (DESIGN.md §1); 9998/tcp (metrics) stays on localhost on purpose.
+fw_ports=(8890/udp 8889/tcp 8189/udp 8189/tcp)
 
 usage() {
-	sed -n '2,11s/^# \{0,1\}//p' "$0"
+	sed -n '2,13s/^# \{0,1\}//p' "$0"
 	exit "${1:-0}"
 }
-
-while [[ $# -gt 0 ]]; do
-	case "$1" in
-	--dry-run) dry_run=1 ;;
-	--public-ip)
-		[[ $# -ge 2 ]] || usage 2
-		public_ip=$2
-		shift
-		;;
-	--public-ip=*) public_ip=${1#*=} ;;
-	-h | --help) usage 0 ;;
-	*)
-		echo "deploy.sh: unknown argument '$1'" >&2
-		usage 2
-		;;
-	esac
-	shift
-done
-
-cd "$(dirname "${BASH_SOURCE[0]}")"
 
 log() { echo "deploy.sh: $*" >&2; }
 die() {
 	log "$*"
 	exit 1
 }
+
+need_arg() { [[ $2 -ge 2 ]] || die "$1 needs a value; see ./deploy.sh --help"; }
+
+while [[ $# -gt 0 ]]; do
+	case "$1" in
+	--dry-run) dry_run=1 ;;
+	--uninstall) mode=uninstall ;;
+	--purge) purge=1 ;;
+	--no-metadata) metadata_url= ;;
+	--no-stun) stun_server= ;;
+	--public-ip)
+		need_arg "$1" $#
+		public_ip=$2
+		shift
+		;;
+	--public-ip=*) public_ip=${1#*=} ;;
+	--env-file)
+		need_arg "$1" $#
+		env_file=$2
+		shift
+		;;
+	--env-file=*) env_file=${1#*=} ;;
+	--ready-timeout)
+		need_arg "$1" $#
+		ready_timeout=$2
+		shift
+		;;
+	-h | --help) usage 0 ;;
+	*)
+		log "unknown argument '$1'"
+		usage 2
+		;;
+	esac
+	shift
+done
+
+[[ $purge -eq 0 || $mode == uninstall ]] || die "--purge only goes with --uninstall"
+[[ $ready_timeout =~ ^[0-9]+$ ]] || die "--ready-timeout wants whole seconds, got '$ready_timeout'"
+
+# The compose file sits next to this script; relative paths given by the
+# caller are resolved before changing directory.
+if [[ -n $env_file ]]; then
+	env_dir=$(cd "$(dirname "$env_file")" 2>/dev/null && pwd) ||
+		die "the directory of --env-file '$env_file' does not exist; create it first"
+	env_file=$env_dir/$(basename "$env_file")
+fi
+cd "$(dirname "${BASH_SOURCE[0]}")"
+env_file=${env_file:-$PWD/.env}
 
 # run prints the command in dry-run mode and runs it otherwise.
 run() {
@@ -58,6 +95,15 @@ run() {
 	fi
 }
 
+as_root=()
+if [[ $(id -u) -ne 0 ]]; then
+	if command -v sudo >/dev/null 2>&1; then
+		as_root=(sudo)
+	elif [[ $dry_run -eq 0 ]]; then
+		die "run this as root, or install sudo and run it as a user allowed to use it"
+	fi
+fi
+
 is_ipv4() {
 	local ip=$1 part parts
 	[[ $ip =~ ^[0-9]{1,3}(\.[0-9]{1,3}){3}$ ]] || return 1
@@ -67,170 +113,325 @@ is_ipv4() {
 	done
 }
 
+# is_ip accepts IPv4, or anything made of hex digits, colons and dots with at
+# least one colon (IPv6); the server validates the exact form.
+is_ip() { is_ipv4 "$1" || [[ $1 =~ ^[0-9A-Fa-f:.]+$ && $1 == *:* ]]; }
+
 is_private_ipv4() {
 	case "$1" in
-	10.* | 127.* | 169.254.* | 192.168.*) return 0 ;;
+	0.* | 10.* | 127.* | 169.254.* | 192.168.*) return 0 ;;
 	172.1[6-9].* | 172.2[0-9].* | 172.3[01].*) return 0 ;;
 	100.6[4-9].* | 100.[7-9][0-9].* | 100.1[01][0-9].* | 100.12[0-7].*) return 0 ;;
 	esac
 	return 1
 }
 
-apt_updated=0
-apt_install() {
-	[[ $dry_run -eq 1 || $(id -u) -eq 0 ]] || die "missing: $*; run as root, or install it: apt-get install -y $*"
-	if [[ $apt_updated -eq 0 ]]; then
-		run apt-get update
-		apt_updated=1
+# --- public IP ---------------------------------------------------------------
+
+# Every metadata probe prints an address or nothing. Timeouts are short: off
+# that cloud, the link-local address does not answer at all.
+curl_md=(curl -fsS --connect-timeout 1 --max-time 2)
+probe_aws() {
+	local token
+	# IMDSv2 first; EC2-compatible services (Vultr, OpenStack) answer IMDSv1.
+	if token=$("${curl_md[@]}" -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 60' "$metadata_url/latest/api/token" 2>/dev/null); then
+		"${curl_md[@]}" -H "X-aws-ec2-metadata-token: $token" "$metadata_url/latest/meta-data/public-ipv4" 2>/dev/null || true
+	else
+		"${curl_md[@]}" "$metadata_url/latest/meta-data/public-ipv4" 2>/dev/null || true
 	fi
-	run env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@"
+}
+probe_gcp() { "${curl_md[@]}" -H 'Metadata-Flavor: Google' "$metadata_url/computeMetadata/v1/instance/network-interfaces/0/access-configs/0/external-ip" 2>/dev/null || true; }
+probe_azure() { "${curl_md[@]}" -H 'Metadata: true' "$metadata_url/metadata/instance/network/interface/0/ipv4/ipAddress/0/publicIpAddress?api-version=2021-02-01&format=text" 2>/dev/null || true; }
+probe_digitalocean() { "${curl_md[@]}" "$metadata_url/metadata/v1/interfaces/public/0/ipv4/address" 2>/dev/null || true; }
+probe_hetzner() { "${curl_md[@]}" "$metadata_url/hetzner/v1/metadata/public-ipv4" 2>/dev/null || true; }
+
+# from_metadata asks the cloud metadata service; one connection attempt
+# decides whether there is one, so a host outside any cloud waits 1 s, not 5.
+from_metadata() {
+	local probe candidate
+	[[ -n $metadata_url ]] || return 0
+	command -v curl >/dev/null 2>&1 || return 0
+	curl -s -o /dev/null --connect-timeout 1 --max-time 2 "$metadata_url/" || return 0
+	for probe in probe_aws probe_gcp probe_azure probe_digitalocean probe_hetzner; do
+		candidate=$($probe | tr -d '[:space:]')
+		if [[ -n $candidate ]] && is_ipv4 "$candidate"; then
+			log "public IP (metadata: ${probe#probe_}): $candidate"
+			echo "$candidate"
+			return 0
+		fi
+	done
 }
 
-# apt_has tells whether the package index offers a package (needs a prior apt-get update).
+# from_stun asks a STUN server (RFC 8489 binding request) which address
+# this host's UDP traffic comes from: what browsers will see, even behind a
+# NAT without a metadata service. Only bash's /dev/udp, od and timeout.
+from_stun() {
+	local host port b txid req hex i type len val addr
+	[[ -n $stun_server ]] || return 0
+	command -v od >/dev/null 2>&1 && command -v timeout >/dev/null 2>&1 || return 0
+	host=${stun_server%:*}
+	port=${stun_server##*:}
+	txid=
+	req='\x00\x01\x00\x00\x21\x12\xa4\x42'
+	for b in $(od -An -v -N12 -tx1 /dev/urandom); do
+		txid+=$b
+		req+="\\x$b"
+	done
+	hex=$(
+		{
+			exec 3<>"/dev/udp/$host/$port" &&
+				printf '%b' "$req" >&3 &&
+				timeout 2 dd bs=1024 count=1 <&3
+		} 2>/dev/null | od -An -v -tx1 | tr -d ' \n'
+	) || true
+	# A binding success response (0x0101) to our transaction.
+	[[ ${hex:0:4} == 0101 && ${hex:8:32} == "2112a442$txid" ]] || return 0
+	i=40
+	while ((i + 8 <= ${#hex})); do
+		type=${hex:i:4}
+		len=$((16#${hex:i+4:4}))
+		val=${hex:i+8:len*2}
+		# XOR-MAPPED-ADDRESS (0x0020) or the old MAPPED-ADDRESS (0x0001), IPv4.
+		if [[ ${val:2:2} == 01 && ($type == 0020 || $type == 0001) ]]; then
+			addr=$((16#${val:8:8}))
+			[[ $type == 0001 ]] || addr=$((addr ^ 0x2112a442))
+			echo "$((addr >> 24 & 255)).$((addr >> 16 & 255)).$((addr >> 8 & 255)).$((addr & 255))"
+			return 0
+		fi
+		i=$((i + 8 + ((len + 3) & ~3) * 2))
+	done
+}
+
+# from_route prints the source address the kernel would use towards the
+# internet (192.0.2.1 is a documentation address; no packet is sent).
+from_route() {
+	ip -4 -o route get 192.0.2.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p' || true
+}
+
+find_public_ip() {
+	local ip part parts
+	if [[ -n $public_ip ]]; then
+		IFS=, read -r -a parts <<<"$public_ip"
+		for part in "${parts[@]}"; do
+			is_ip "$part" || die "PUBLIC_IP '$public_ip': '$part' is not an IP address (hostnames do not work in ICE candidates)"
+		done
+		log "public IP (given): $public_ip"
+		return
+	fi
+	ip=$(from_metadata)
+	if [[ -z $ip ]]; then
+		ip=$(from_stun)
+		if [[ -n $ip ]] && is_ipv4 "$ip"; then
+			log "public IP (STUN $stun_server): $ip"
+		else
+			ip=
+		fi
+	fi
+	if [[ -z $ip ]]; then
+		ip=$(from_route)
+		if [[ -z $ip ]] || ! is_ipv4 "$ip"; then
+			log "WARNING: no public IP found (no cloud metadata, no STUN answer, no IPv4 route); viewers behind Docker's NAT will not connect."
+			log "set it with: PUBLIC_IP=<address browsers reach> ./deploy.sh"
+			ip=
+		elif is_private_ipv4 "$ip"; then
+			log "WARNING: this host's own address $ip is private; only viewers on that network will connect."
+			log "if the host has a public address (1:1 NAT, cloud VPC), rerun with: PUBLIC_IP=<public address> ./deploy.sh"
+		else
+			log "public IP (this host's route source): $ip"
+		fi
+	fi
+	public_ip=$ip
+}
+
+# write_env sets PUBLIC_IP in the env file and keeps every other line; the
+# file is only replaced when its content changes.
+write_env() {
+	local want tmp
+	want="PUBLIC_IP=$public_ip"
+	tmp=$(mktemp "$env_file.XXXXXX")
+	{
+		if [[ -f $env_file ]]; then grep -v '^PUBLIC_IP=' "$env_file" || true; fi
+		echo "$want"
+	} >"$tmp"
+	if [[ -f $env_file ]] && cmp -s "$tmp" "$env_file"; then
+		rm -f "$tmp"
+		log "$env_file already has $want"
+	else
+		chmod 0644 "$tmp"
+		mv "$tmp" "$env_file"
+		log "wrote $env_file: $want"
+	fi
+}
+
+# --- packages and Docker -----------------------------------------------------
+
+apt_updated=0
+apt_update() {
+	[[ $apt_updated -eq 0 ]] || return 0
+	run "${as_root[@]}" apt-get update
+	apt_updated=1
+}
+apt_install() {
+	apt_update
+	run "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@"
+}
+
+# apt_has tells whether the package index offers a package.
 apt_has() {
 	local candidate
 	candidate=$(apt-cache policy "$1" 2>/dev/null | sed -n 's/^ *Candidate: *//p') || true
 	[[ -n $candidate && $candidate != "(none)" ]]
 }
 
-# --- tools -----------------------------------------------------------------
-
-if ! command -v curl >/dev/null 2>&1; then
-	apt_install curl ca-certificates
-fi
-
-if ! command -v docker >/dev/null 2>&1; then
-	apt_install docker.io
-fi
-
-if [[ $dry_run -eq 0 ]] && ! docker info >/dev/null 2>&1; then
-	if command -v systemctl >/dev/null 2>&1 && [[ $(id -u) -eq 0 ]]; then
-		run systemctl enable --now docker
-	fi
-	docker info >/dev/null 2>&1 || die "the Docker daemon is not reachable; start it (systemctl start docker) or run as a user in the docker group"
-fi
-
+docker_cmd=(docker)
 compose=()
-if docker compose version >/dev/null 2>&1; then
-	compose=(docker compose)
-else
-	# Docker's own repository calls it docker-compose-plugin, Ubuntu calls it
-	# docker-compose-v2; Debian 12 only has the Python docker-compose 1.29,
-	# which also reads this compose file.
-	if [[ $(id -u) -eq 0 && $dry_run -eq 0 ]]; then
-		run apt-get update
-		apt_updated=1
+
+ensure_docker() {
+	command -v docker >/dev/null 2>&1 || apt_install docker.io
+	if [[ $dry_run -eq 1 ]]; then
+		compose=(docker compose)
+		log "[dry-run] would use 'docker compose', or 'docker-compose' (v1) where the plugin is not packaged (Debian 12)"
+		return
 	fi
-	for pkg in docker-compose-plugin docker-compose-v2; do
+	if ! docker info >/dev/null 2>&1; then
+		if ! "${as_root[@]}" docker info >/dev/null 2>&1; then
+			if command -v systemctl >/dev/null 2>&1; then
+				"${as_root[@]}" systemctl enable --now docker || true
+			fi
+		fi
+		"${as_root[@]}" docker info >/dev/null 2>&1 ||
+			die "the Docker daemon does not answer; check 'systemctl status docker'"
+		[[ ${#as_root[@]} -eq 0 ]] || docker_cmd=("${as_root[@]}" docker)
+	fi
+	if "${docker_cmd[@]}" compose version >/dev/null 2>&1; then
+		compose=("${docker_cmd[@]}" compose)
+		return
+	fi
+	# Ubuntu packages the v2 plugin as docker-compose-v2, Docker's own
+	# repository as docker-compose-plugin; Debian 12 has neither, only the
+	# Python docker-compose 1.29, which reads this compose file too.
+	apt_update
+	local pkg
+	for pkg in docker-compose-v2 docker-compose-plugin; do
 		if apt_has "$pkg"; then
 			apt_install "$pkg"
-			compose=(docker compose)
-			break
+			# Compose v2 builds through buildx when it is there.
+			if ! "${docker_cmd[@]}" buildx version >/dev/null 2>&1 && apt_has docker-buildx; then
+				apt_install docker-buildx
+			fi
+			compose=("${docker_cmd[@]}" compose)
+			return
 		fi
 	done
-	if [[ ${#compose[@]} -eq 0 ]]; then
-		command -v docker-compose >/dev/null 2>&1 || apt_install docker-compose
+	command -v docker-compose >/dev/null 2>&1 || apt_install docker-compose
+	if [[ ${#docker_cmd[@]} -gt 1 ]]; then
+		compose=("${as_root[@]}" docker-compose)
+	else
 		compose=(docker-compose)
 	fi
-fi
-
-# --- public IP ---------------------------------------------------------------
-
-# Each probe prints an address or nothing; short timeouts because on a host
-# outside that cloud the link-local address does not answer at all.
-md=169.254.169.254
-curl_md=(curl -fsS --connect-timeout 1 --max-time 2)
-probe_aws() {
-	local token
-	token=$("${curl_md[@]}" -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 60' "http://$md/latest/api/token") || return 0
-	"${curl_md[@]}" -H "X-aws-ec2-metadata-token: $token" "http://$md/latest/meta-data/public-ipv4" || true
 }
-probe_gcp() { "${curl_md[@]}" -H 'Metadata-Flavor: Google' "http://$md/computeMetadata/v1/instance/network-interfaces/0/access-configs/0/external-ip" || true; }
-probe_azure() { "${curl_md[@]}" -H 'Metadata: true' "http://$md/metadata/instance/network/interface/0/ipv4/ipAddress/0/publicIpAddress?api-version=2021-02-01&format=text" || true; }
-probe_digitalocean() { "${curl_md[@]}" "http://$md/metadata/v1/interfaces/public/0/ipv4/address" || true; }
-probe_hetzner() { "${curl_md[@]}" "http://$md/hetzner/v1/metadata/public-ipv4" || true; }
 
-# probe_local looks at the source address the kernel would use for a public
-# destination; no packet is sent.
-probe_local() {
-	local src
-	src=$(ip -4 -o route get 192.0.2.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p') || true
-	if [[ -n $src ]] && ! is_private_ipv4 "$src"; then
-		echo "$src"
+# compose_run runs a compose subcommand against this directory's file.
+compose_run() {
+	local args=()
+	[[ ! -f $env_file && $dry_run -eq 0 ]] || args=(--env-file "$env_file")
+	run "${compose[@]}" -f docker-compose.yml "${args[@]}" "$@"
+}
+
+# ufw_active is false when ufw is absent; only an active ufw needs rules.
+ufw_active() {
+	command -v ufw >/dev/null 2>&1 || return 1
+	"${as_root[@]}" ufw status 2>/dev/null | grep -q '^Status: active'
+}
+
+# Docker's published ports bypass ufw, but the host-network variant and
+# anything run without Docker need these rules.
+firewall() {
+	local action=$1 port
+	if [[ $dry_run -eq 1 ]]; then
+		command -v ufw >/dev/null 2>&1 &&
+			echo "[dry-run] if ufw is active, would run: ufw $action allow PORT for ${fw_ports[*]}"
+		return 0
 	fi
-}
-
-if [[ -n $public_ip ]]; then
-	is_ipv4 "$public_ip" || die "PUBLIC_IP '$public_ip' is not an IPv4 address"
-	log "public IP (given): $public_ip"
-elif [[ $dry_run -eq 1 ]]; then
-	log "[dry-run] would ask the cloud metadata service at $md (AWS, GCP, Azure, DigitalOcean, Hetzner) for the public IP,"
-	local_ip=$(probe_local)
-	log "[dry-run] then fall back to this host's own public address: ${local_ip:-(none: it has only private addresses)}"
-else
-	for probe in probe_aws probe_gcp probe_azure probe_digitalocean probe_hetzner probe_local; do
-		candidate=$($probe | tr -d '[:space:]')
-		if [[ -n $candidate ]] && is_ipv4 "$candidate"; then
-			public_ip=$candidate
-			log "public IP (${probe#probe_}): $public_ip"
-			break
+	ufw_active || return 0
+	for port in "${fw_ports[@]}"; do
+		if [[ $action == add ]]; then
+			"${as_root[@]}" ufw allow "$port" comment srtwhep >/dev/null
+		else
+			"${as_root[@]}" ufw delete allow "$port" >/dev/null || true
 		fi
 	done
-	if [[ -z $public_ip ]]; then
-		log "no public IP found; viewers outside this host's networks will not connect."
-		log "set it with: PUBLIC_IP=<address browsers reach> ./deploy.sh"
+	log "ufw: $action allow ${fw_ports[*]}"
+}
+
+wait_ready() {
+	local url="http://127.0.0.1:$http_port/readyz" deadline
+	if [[ $dry_run -eq 1 ]]; then
+		echo "[dry-run] would wait up to ${ready_timeout}s for $url"
+		return
 	fi
-fi
-
-# --- .env --------------------------------------------------------------------
-
-env_line="PUBLIC_IP=$public_ip"
-if [[ $dry_run -eq 1 ]]; then
-	echo "[dry-run] would write .env with: $env_line"
-else
-	{
-		if [[ -f .env ]]; then grep -v '^PUBLIC_IP=' .env || true; fi
-		echo "$env_line"
-	} >.env.tmp
-	mv .env.tmp .env
-fi
-
-# --- start -------------------------------------------------------------------
-
-run "${compose[@]}" up -d --build
-
-if [[ $dry_run -eq 1 ]]; then
-	echo "[dry-run] would wait up to ${ready_timeout}s for http://127.0.0.1:$http_port/readyz"
-else
-	log "waiting for http://127.0.0.1:$http_port/readyz"
+	log "waiting for $url"
 	deadline=$((SECONDS + ready_timeout))
-	until curl -fsS --max-time 2 -o /dev/null "http://127.0.0.1:$http_port/readyz" 2>/dev/null; do
+	until curl -fsS --max-time 2 -o /dev/null "$url" 2>/dev/null; do
 		if ((SECONDS >= deadline)); then
-			"${compose[@]}" logs --tail 50 srtwhep >&2 || true
-			die "srtwhep was not ready after ${ready_timeout}s (logs above)"
+			compose_run logs --tail 50 srtwhep >&2 || true
+			die "srtwhep was not ready after ${ready_timeout}s (logs above); fix the cause and run ./deploy.sh again"
 		fi
 		sleep 1
 	done
-fi
+}
 
-host=${public_ip:-$(hostname -I 2>/dev/null | awk '{print $1}')}
-host=${host:-HOST}
-if [[ $dry_run -eq 1 ]]; then
-	status="[dry-run] then it would print:"
-else
-	status="srtwhep is running."
-fi
-cat <<MSG
+print_usage_hint() {
+	local host=${public_ip%%,*}
+	host=${host:-$(hostname -I 2>/dev/null | awk '{print $1}')}
+	host=${host:-HOST}
+	[[ $host != *:* ]] || host="[$host]"
+	if [[ $dry_run -eq 1 ]]; then
+		echo "[dry-run] then it would print:"
+	else
+		echo "srtwhep is running."
+	fi
+	cat <<MSG
 
-$status
-
-Publish (ffmpeg):
-  ffmpeg -re -i input.mp4 -c:v libx264 -preset veryfast -tune zerolatency -bf 0 -g 60 -b:v 2500k \\
-    -f mpegts 'srt://$host:8890?streamid=publish:live/cam1'
+Publish:
+  ffmpeg -re -i input.mp4 -c:v libx264 -preset veryfast -tune zerolatency -bf 0 -g 60 -b:v 2500k -f mpegts 'srt://$host:8890?streamid=publish:live/cam1'
 
 Watch:
-  http://$host:$http_port/live/cam1          (player page)
-  http://$host:$http_port/live/cam1/whep     (WHEP endpoint for other players)
+  http://$host:$http_port/live/cam1
 
-Open these ports in the firewall: 8890/udp (SRT), 8889/tcp (HTTP), 8189/udp and 8189/tcp (WebRTC).
+Cloud firewalls (security groups) must allow: ${fw_ports[*]}.
 MSG
+}
+
+# --- main --------------------------------------------------------------------
+
+if [[ $mode == uninstall ]]; then
+	if command -v docker >/dev/null 2>&1; then
+		ensure_docker
+		down=(down --remove-orphans)
+		[[ $purge -eq 0 ]] || down+=(--rmi all)
+		compose_run "${down[@]}"
+	else
+		log "Docker is not installed; no container to stop"
+	fi
+	run rm -f "$env_file"
+	firewall delete
+	if [[ $dry_run -eq 1 ]]; then
+		:
+	elif [[ $purge -eq 1 ]]; then
+		log "removed srtwhep and its image"
+	else
+		log "removed srtwhep; the image is kept (--purge removes it)"
+	fi
+	exit 0
+fi
+
+# curl asks the metadata service now and waits for /readyz later.
+command -v curl >/dev/null 2>&1 || apt_install curl ca-certificates
+find_public_ip
+write_env
+ensure_docker
+firewall add
+compose_run up -d --build
+wait_ready
+print_usage_hint

@@ -3,7 +3,8 @@
 #
 #   build  libsrt-openssl-dev pkg-config           (compile the cgo SRT code)
 #   run    build + ffmpeg                          (publish a test stream)
-#   test   run + chromium iptables nftables iproute2 shellcheck
+#   test   run + chromium iptables nftables iproute2 shellcheck docker-compose
+#          (docker-compose 1.29 only parses the compose file; no engine is used)
 #
 # Idempotent and quick when everything is present: dpkg-query only, no
 # apt-get update. Missing packages are installed as root (or through a
@@ -20,7 +21,7 @@ usage() {
 
 build_pkgs=(libsrt-openssl-dev pkg-config)
 run_pkgs=("${build_pkgs[@]}" ffmpeg)
-test_pkgs=("${run_pkgs[@]}" chromium iptables nftables iproute2 shellcheck)
+test_pkgs=("${run_pkgs[@]}" chromium iptables nftables iproute2 shellcheck docker-compose)
 
 case "$1" in
 build) want=("${build_pkgs[@]}") ;;
