@@ -113,13 +113,11 @@ metrics:
 	t.Log(msg)
 	fmt.Println(msg)
 	// The last-GOP cache is what makes a fast start possible: without it a
-	// viewer waits for the next IDR, up to the whole 2 s GOP. Only the part
-	// after the offer is the server's; before it the page competes for CPU
-	// with everything else `make test` runs on the machine (on two busy
-	// cores the offer left as late as 0.86 s), so the total is printed and
-	// the server's part is asserted.
-	if ttff-offer > time.Second {
-		t.Errorf("first frame %v after the offer (%v after page load), want ≤ 1 s: is the last GOP sent at once?", ttff-offer, ttff)
+	// viewer waits for the next IDR, up to the whole 2 s GOP. The part
+	// before the offer is the page's (Chromium start-up work competes for
+	// the machine's two cores), the part after it the server's.
+	if ttff > time.Second {
+		t.Errorf("first frame %v after page load (%v after the offer), want ≤ 1 s with a 2 s GOP", ttff, ttff-offer)
 	}
 
 	// The screenshot is of steady playback, once the catch-up burst has

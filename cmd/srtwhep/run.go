@@ -215,7 +215,10 @@ func (s *server) routes() http.Handler {
 	})
 	// Before the player page, which would otherwise take every GET.
 	mux.Handle(api.Prefix, s.controlAPI())
-	mux.Handle("/", player.New(player.Config{Logger: s.log.With("component", "player")}))
+	mux.Handle("/", player.New(player.Config{
+		Logger:     s.log.With("component", "player"),
+		ICEServers: playerICEServers(s.cfg.WebRTC.ICEServers),
+	}))
 	return mux
 }
 
@@ -275,4 +278,14 @@ func (hs hubSource) AddReader(path, session string) (whep.Reader, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// playerICEServers hands the configured STUN/TURN servers to the player
+// page in the form RTCPeerConnection takes.
+func playerICEServers(in []config.ICEServer) []player.ICEServer {
+	out := make([]player.ICEServer, 0, len(in))
+	for _, is := range in {
+		out = append(out, player.ICEServer{URLs: is.URLs, Username: is.Username, Credential: is.Credential})
+	}
+	return out
 }

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"html/template"
 	"log/slog"
 	"net/http"
@@ -51,6 +52,16 @@ type Config struct {
 	Title string
 	// Logger receives one debug line per page served; nil discards.
 	Logger *slog.Logger
+	// ICEServers are written into the page, so it need not ask the WHEP
+	// endpoint (an OPTIONS round trip) before it can make its offer.
+	ICEServers []ICEServer
+}
+
+// ICEServer is a STUN/TURN server in the form RTCPeerConnection takes.
+type ICEServer struct {
+	URLs       []string `json:"urls"`
+	Username   string   `json:"username,omitempty"`
+	Credential string   `json:"credential,omitempty"`
 }
 
 // Player is an http.Handler serving the player page for any valid stream
@@ -59,11 +70,17 @@ type Config struct {
 type Player struct {
 	title string
 	log   *slog.Logger
+	ice   string // JSON of Config.ICEServers
 }
 
 // New returns a Player. It is safe for concurrent use.
 func New(cfg Config) *Player {
-	p := &Player{title: cfg.Title, log: cfg.Logger}
+	servers := cfg.ICEServers
+	if servers == nil {
+		servers = []ICEServer{}
+	}
+	ice, _ := json.Marshal(servers) // plain strings: cannot fail
+	p := &Player{title: cfg.Title, log: cfg.Logger, ice: string(ice)}
 	if p.title == "" {
 		p.title = DefaultTitle
 	}
@@ -77,6 +94,7 @@ type pageData struct {
 	Path  string
 	Title string
 	Nonce string
+	ICE   string
 	CSS   template.CSS
 	JS    template.JS
 }
@@ -105,6 +123,7 @@ func (p *Player) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Path:  path,
 		Title: p.title,
 		Nonce: nonce,
+		ICE:   p.ice,
 		// Both are our own embedded files, checked by the tests never to
 		// contain a closing </script> or </style>.
 		CSS: template.CSS(styleSrc),

@@ -91,6 +91,12 @@ function drop(att, reason) {
 }
 
 async function fetchIceServers() {
+  // The server writes its ICE servers into the page; only a copy of the
+  // page hosted elsewhere has to ask the endpoint (one more round trip).
+  const meta = document.querySelector('meta[name="srtwhep-ice-servers"]');
+  if (meta) {
+    try { return JSON.parse(meta.content); } catch (e) { /* fall back to OPTIONS */ }
+  }
   try {
     const resp = await timedFetch(endpoint, { method: "OPTIONS" }, OPTIONS_TIMEOUT_MS);
     return resp.ok ? iceServersFromLinks(resp.headers.get("Link")) : [];

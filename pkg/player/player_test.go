@@ -234,3 +234,16 @@ func FuzzStreamPath(f *testing.F) {
 		}
 	})
 }
+
+// The page carries the server's ICE servers, so the browser can offer at
+// once instead of asking the endpoint first.
+func TestICEServersEmbedded(t *testing.T) {
+	p := New(Config{ICEServers: []ICEServer{{URLs: []string{"stun:stun.example.org:3478"}}, {URLs: []string{"turn:t.example.org"}, Username: "u\"<x", Credential: "c"}}})
+	rec := httptest.NewRecorder()
+	p.ServeHTTP(rec, httptest.NewRequest("GET", "/live/cam1", nil))
+	body := rec.Body.String()
+	want := `<meta name="srtwhep-ice-servers" content="[{&#34;urls&#34;:[&#34;stun:stun.example.org:3478&#34;]},{&#34;urls&#34;:[&#34;turn:t.example.org&#34;],&#34;username&#34;:&#34;u\&#34;\u003cx&#34;,&#34;credential&#34;:&#34;c&#34;}]">`
+	if !strings.Contains(body, want) {
+		t.Fatalf("ICE servers not embedded as escaped JSON; page head:\n%s", body[:min(len(body), 600)])
+	}
+}

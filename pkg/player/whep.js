@@ -3,7 +3,7 @@
 // exports them instead.
 
 const BACKOFF_MAX_MS = 10000;
-const GATHER_CAP_MS = 2000; // send the offer with whatever candidates exist by then
+const GATHER_CAP_MS = 1000; // send the offer with whatever candidates exist by then
 const DISCONNECT_GRACE_MS = 3000; // "disconnected" often heals by itself
 const CONNECT_TIMEOUT_MS = 15000;
 const FETCH_TIMEOUT_MS = 10000;
