@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -58,9 +59,12 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 type common struct {
 	url, token, ramp string
 	decodeEvery      int
+	maxDecode        int
 	fps, maxLoss     float64
 	connectTimeout   time.Duration
+	pace             time.Duration
 	verbose          bool
+	cpuProfile       string
 	rate             float64
 	criteria         loadgen.Criteria
 	poolCfg          loadgen.Config
@@ -72,10 +76,29 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.token, "token", "", "bearer token sent with each offer")
 	fs.StringVar(&c.ramp, "ramp", "20/s", "how fast new sessions are opened, sessions per second")
 	fs.IntVar(&c.decodeEvery, "decode-every", 10, "every k-th session decodes fully through pion (the first always does); the rest check RTP headers only")
+	fs.IntVar(&c.maxDecode, "max-decode", 0, "at most this many decode sessions (0: no cap); keeps the generator's cost per viewer low in big ladders")
 	fs.Float64Var(&c.fps, "fps", 30, "frame rate of the published stream; a viewer is verified at ≥ 90% of it")
 	fs.Float64Var(&c.maxLoss, "max-loss", 0.001, "largest lost/expected packet ratio a verified viewer may have")
 	fs.DurationVar(&c.connectTimeout, "connect-timeout", 15*time.Second, "limit for one session's offer, ICE and DTLS")
+	fs.DurationVar(&c.pace, "pace", loadgen.DefaultPace, "sleep between receive rounds (batches packets per system call); 0 reads as soon as packets arrive")
 	fs.BoolVar(&c.verbose, "v", false, "log session warnings to stderr")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write the generator's own CPU profile to this file (go tool pprof)")
+}
+
+// profile starts the CPU profile when asked; the returned func stops it.
+func (c *common) profile() (func(), error) {
+	if c.cpuProfile == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(c.cpuProfile)
+	if err != nil {
+		return nil, fmt.Errorf("-cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("-cpuprofile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func (c *common) finish() error {
@@ -96,7 +119,9 @@ func (c *common) finish() error {
 		URL:            c.url,
 		BearerToken:    c.token,
 		DecodeEvery:    max(c.decodeEvery, 1),
+		MaxDecode:      c.maxDecode,
 		ConnectTimeout: c.connectTimeout,
+		Pace:           paceOrNone(c.pace),
 		Logger:         slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: level})),
 	}
 	return nil
@@ -116,7 +141,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "whep-loadgen run: %v\n", err)
 		return 2
 	}
+	stopProfile, err := c.profile()
+	if err != nil {
+		fmt.Fprintf(stderr, "whep-loadgen run: %v\n", err)
+		return 2
+	}
 	rep, err := loadgen.Run(ctx, loadgen.RunConfig{Pool: c.poolCfg, Criteria: c.criteria, N: *n, Rate: c.rate, Hold: *hold})
+	stopProfile()
 	if err != nil {
 		fmt.Fprintf(stderr, "whep-loadgen run: %v\n", err)
 		return 1
@@ -158,10 +189,16 @@ func cmdLadder(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "whep-loadgen ladder: -pid is required (the server's process id, e.g. $(pidof srtwhep))")
 		return 2
 	}
+	stopProfile, err := c.profile()
+	if err != nil {
+		fmt.Fprintf(stderr, "whep-loadgen ladder: %v\n", err)
+		return 2
+	}
 	rep, err := loadgen.RunLadder(ctx, loadgen.LadderConfig{
 		Pool: c.poolCfg, Criteria: c.criteria, Steps: steps, Rate: c.rate, Hold: *hold, Settle: *settle,
 		Server: loadgen.Proc{PID: *pid}, Metrics: *metrics, Progress: stderr,
 	})
+	stopProfile()
 	if err != nil {
 		fmt.Fprintf(stderr, "whep-loadgen ladder: %v\n", err)
 		return 1
@@ -192,4 +229,13 @@ func parseSteps(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// paceOrNone maps the flag's 0 ("no pause") to the Config's "none", since
+// a zero Config.Pace selects the default.
+func paceOrNone(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

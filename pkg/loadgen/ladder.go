@@ -24,16 +24,16 @@ type LadderConfig struct {
 // LadderReport is the outcome of RunLadder, written out as markdown,
 // JSON and a PNG.
 type LadderReport struct {
-	URL          string        `json:"url"`
-	Started      time.Time     `json:"started"`
-	Hold         time.Duration `json:"holdNs"`
-	Rate         float64       `json:"rampPerSecond"`
-	PlannedSteps []int         `json:"plannedSteps"`
-	Steps        []Step        `json:"steps"`
-	Summary      Summary       `json:"summary"`
-	StoppedEarly string        `json:"stoppedEarly,omitempty"`
+	URL          string         `json:"url"`
+	Started      time.Time      `json:"started"`
+	Hold         time.Duration  `json:"holdNs"`
+	Rate         float64        `json:"rampPerSecond"`
+	PlannedSteps []int          `json:"plannedSteps"`
+	Steps        []Step         `json:"steps"`
+	Summary      Summary        `json:"summary"`
+	StoppedEarly string         `json:"stoppedEarly,omitempty"`
 	Failures     map[string]int `json:"connectFailures,omitempty"`
-	Lost         int `json:"sessionsEndedByThemselves"`
+	Lost         int            `json:"sessionsEndedByThemselves"`
 }
 
 // RunLadder steps through cfg.Steps, keeping the sessions of earlier steps,

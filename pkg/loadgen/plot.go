@@ -51,7 +51,7 @@ func PlotLadder(w io.Writer, steps []Step) error {
 	drawText(img, W-right-textWidth("80%", 1)-2, pyCPU(SaturationCPU)-10, "80%", 1, colSat)
 	for i := 0; i <= 4; i++ {
 		d := maxDrops * float64(i) / 4
-		lbl := fmt.Sprintf("%.0f", d)
+		lbl := fmt.Sprintf("%.4g", d)
 		drawText(img, W-right+8, pyDrop(d)-3, lbl, 1, colDrop)
 	}
 	for _, s := range steps {
@@ -120,11 +120,12 @@ func line(img *image.RGBA, x0, y0, x1, y1 int, c color.RGBA, thick int) {
 		if x0 == x1 && y0 == y1 {
 			return
 		}
-		if 2*e >= dy {
+		e2 := 2 * e
+		if e2 >= dy {
 			e += dy
 			x0 += sx
 		}
-		if 2*e <= dx {
+		if e2 <= dx {
 			e += dx
 			y0 += sy
 		}

@@ -25,8 +25,17 @@ type Config struct {
 	// in full decode mode; 0 means 10. Use 1 to decode every session.
 	DecodeEvery int
 
+	// MaxDecode caps the decode sessions (0: no cap). A decoding session
+	// costs the generator several times what a server viewer costs the
+	// server, so a ladder into the hundreds keeps a fixed sample.
+	MaxDecode int
+
 	// ConnectTimeout bounds one session's offer, ICE and DTLS; 0 means 15 s.
 	ConnectTimeout time.Duration
+
+	// Pace is the receive loop's sleep between rounds; 0 means
+	// DefaultPace, negative means none (lowest latency, highest cost).
+	Pace time.Duration
 
 	Logger *slog.Logger // nil discards
 }
@@ -54,13 +63,15 @@ func (c *Config) connectTimeout() time.Duration {
 
 // Pool owns the sessions of one load-generator run.
 type Pool struct {
-	cfg   Config
-	local netip.Addr
-	httpc *http.Client
+	cfg     Config
+	local   netip.Addr
+	httpc   *http.Client
+	reactor *reactor
 
 	mu       sync.Mutex
 	sessions []*Session
 	nextID   int
+	decoders int            // decode sessions opened
 	failures map[string]int // error text → count, for the summary
 	lost     int            // sessions that ended on their own
 }
@@ -76,6 +87,14 @@ func NewPool(cfg Config) (*Pool, error) {
 	if err != nil {
 		return nil, err
 	}
+	pace := cfg.Pace
+	if pace == 0 {
+		pace = DefaultPace
+	}
+	r, err := newReactor(max(pace, 0))
+	if err != nil {
+		return nil, err
+	}
 	tr := &http.Transport{
 		MaxIdleConnsPerHost: 64,
 		IdleConnTimeout:     30 * time.Second,
@@ -83,6 +102,7 @@ func NewPool(cfg Config) (*Pool, error) {
 	return &Pool{
 		cfg:      cfg,
 		local:    local,
+		reactor:  r,
 		httpc:    &http.Client{Timeout: 10 * time.Second, Transport: tr},
 		failures: map[string]int{},
 	}, nil
@@ -132,14 +152,17 @@ func (p *Pool) Grow(ctx context.Context, target int, rate float64) (added, faile
 		p.mu.Lock()
 		id := p.nextID
 		p.nextID++
+		decode := id%p.cfg.decodeEvery() == 0 && (p.cfg.MaxDecode <= 0 || p.decoders < p.cfg.MaxDecode)
+		if decode {
+			p.decoders++
+		}
 		p.mu.Unlock()
-		decode := id%p.cfg.decodeEvery() == 0
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			dctx, cancel := context.WithTimeout(ctx, p.cfg.connectTimeout())
 			defer cancel()
-			s, err := dialSession(dctx, id, decode, p.local, &p.cfg, p.httpc)
+			s, err := dialSession(dctx, id, decode, p.local, p.reactor, &p.cfg, p.httpc)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -281,5 +304,6 @@ func (p *Pool) Close() error {
 	}
 	wg.Wait()
 	p.httpc.CloseIdleConnections()
+	errs = append(errs, p.reactor.Close())
 	return errors.Join(errs...)
 }

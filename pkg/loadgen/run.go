@@ -17,6 +17,10 @@ type RunConfig struct {
 	N        int
 	Rate     float64       // new sessions per second; 0 means 20
 	Hold     time.Duration // measured window; 0 means 30 s
+	// Settle is waited after every session receives media and before
+	// measuring, so the catch-up burst of the server's GOP cache does not
+	// inflate the frame rate; 0 means 2 s.
+	Settle time.Duration
 }
 
 // SessionResult is one session's line of the run summary.
@@ -67,6 +71,10 @@ func Run(ctx context.Context, cfg RunConfig) (*RunReport, error) {
 	defer pool.Close()
 	_, failed := pool.Grow(ctx, cfg.N, cfg.Rate)
 	pool.WaitFlowing(ctx, 10*time.Second)
+	if cfg.Settle <= 0 {
+		cfg.Settle = 2 * time.Second
+	}
+	waitCtx(ctx, cfg.Settle)
 	m := measure(ctx, pool, cfg.Hold, nil)
 
 	rep := &RunReport{URL: cfg.Pool.URL, N: cfg.N, Failed: failed, Hold: m.Duration(), GenCPUHold: m.GenCPU}

@@ -2,9 +2,7 @@ package loadgen
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/netip"
 	"sync/atomic"
@@ -16,11 +14,6 @@ import (
 
 	"github.com/srtwhep/srtwhep/pkg/whepclient"
 )
-
-// socketReadBuffer absorbs bursts (a 720p keyframe is ~100 packets) while
-// the generator's core is busy with other sessions. The kernel caps it at
-// net.core.rmem_max.
-const socketReadBuffer = 1 << 20
 
 // Session is one viewer of the load generator.
 type Session struct {
@@ -61,14 +54,13 @@ var pionDiscard = logging.NewDefaultLeveledLoggerForScope("loadgen", logging.Log
 
 // dialSession opens one WHEP session on its own socket bound to local and
 // waits until ICE and DTLS are up.
-func dialSession(ctx context.Context, id int, decode bool, local netip.Addr, cfg *Config, httpc *http.Client) (*Session, error) {
-	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(local, 0)))
-	if err != nil {
-		return nil, fmt.Errorf("loadgen: open a UDP socket on %s: %w", local, err)
-	}
-	_ = conn.SetReadBuffer(socketReadBuffer) // best effort: capped by rmem_max
+func dialSession(ctx context.Context, id int, decode bool, local netip.Addr, r *reactor, cfg *Config, httpc *http.Client) (*Session, error) {
 	s := &Session{ID: id, Decode: decode}
-	mux := webrtc.NewICEUDPMux(pionDiscard, newMediaConn(conn, !decode, &s.cnt))
+	sock, err := r.open(local, &accountant{c: &s.cnt, swallow: !decode})
+	if err != nil {
+		return nil, err
+	}
+	mux := webrtc.NewICEUDPMux(pionDiscard, sock)
 	s.mux = mux
 
 	opt := whepclient.Options{

@@ -1,0 +1,111 @@
+package loadgen
+
+import "testing"
+
+func TestSeqWindow(t *testing.T) {
+	var w seqWindow
+	type step struct {
+		seq     uint16
+		missing int
+		late    bool
+		dup     bool
+	}
+	steps := []step{
+		{65533, 0, false, false}, // first packet
+		{65534, 0, false, false},
+		{1, 2, false, false},     // 65535 and 0 skipped across the wrap
+		{0, -1, true, false},     // 0 arrives late and fills its gap
+		{0, 0, false, true},      // and again: duplicate
+		{1, 0, false, true},      // duplicate of the highest
+		{65500, 0, false, true},  // before the first packet: never expected
+		{200, 198, false, false}, // a long jump
+		{100, 0, true, false},    // older than the window: late, stays missing
+	}
+	for i, s := range steps {
+		m, late, dup := w.push(s.seq)
+		if m != s.missing || late != s.late || dup != s.dup {
+			t.Errorf("step %d seq %d: got missing=%d late=%v dup=%v, want %d %v %v",
+				i, s.seq, m, late, dup, s.missing, s.late, s.dup)
+		}
+	}
+}
+
+func TestAccountantCountsAndSwallows(t *testing.T) {
+	var c counters
+	light := accountant{c: &c, swallow: true}
+	pkts := [][]byte{
+		rtpPacket(false, 102, 10, 1000, 7, 1000),
+		rtpPacket(true, 102, 11, 1000, 7, 500),
+		rtpPacket(true, 102, 14, 4000, 7, 500), // 12 and 13 lost
+	}
+	for _, p := range pkts {
+		if light.inspect(p, 1) {
+			t.Fatal("light mode passed RTP media to pion")
+		}
+	}
+	for _, p := range [][]byte{{0, 1, 0, 0}, {22, 0xfe, 0xfd}, {0x80, 200, 0, 6}} {
+		if !light.inspect(p, 2) {
+			t.Fatalf("light mode swallowed a control datagram %x", p)
+		}
+	}
+	if got := c.packets.Load(); got != 3 {
+		t.Errorf("packets = %d, want 3", got)
+	}
+	if got := c.bytes.Load(); got != 1012+512+512 {
+		t.Errorf("bytes = %d, want %d", got, 1012+512+512)
+	}
+	if got := c.frames.Load(); got != 2 {
+		t.Errorf("frames = %d, want 2", got)
+	}
+	if got := c.gaps.Load(); got != 2 {
+		t.Errorf("gaps = %d, want 2", got)
+	}
+	if c.stun.Load() != 1 || c.dtls.Load() != 1 || c.rtcp.Load() != 1 {
+		t.Errorf("control counts stun=%d dtls=%d rtcp=%d, want 1 each", c.stun.Load(), c.dtls.Load(), c.rtcp.Load())
+	}
+	if c.firstPacket.Load() != 1 || c.lastPacket.Load() != 1 {
+		t.Errorf("first/last packet times %d/%d, want 1/1", c.firstPacket.Load(), c.lastPacket.Load())
+	}
+
+	// A new SSRC restarts sequence tracking instead of counting a jump.
+	light.inspect(rtpPacket(false, 102, 30000, 0, 8, 10), 3)
+	if got := c.gaps.Load(); got != 2 {
+		t.Errorf("gaps after SSRC change = %d, want still 2", got)
+	}
+	if c.ssrcChanges.Load() != 1 {
+		t.Errorf("ssrcChanges = %d, want 1", c.ssrcChanges.Load())
+	}
+
+	var c2 counters
+	full := accountant{c: &c2}
+	if !full.inspect(pkts[0], 1) {
+		t.Error("decode mode did not pass RTP media to pion")
+	}
+}
+
+func TestAccountantDoesNotAllocate(t *testing.T) {
+	var c counters
+	a := accountant{c: &c, swallow: true}
+	p := rtpPacket(true, 102, 0, 0, 1, 1200)
+	seq := uint16(0)
+	allocs := testing.AllocsPerRun(1000, func() {
+		seq++
+		p[2], p[3] = byte(seq>>8), byte(seq)
+		a.inspect(p, int64(seq))
+	})
+	if allocs != 0 {
+		t.Errorf("inspect allocates %.1f times per packet, want 0", allocs)
+	}
+}
+
+func BenchmarkAccountantInspect(b *testing.B) {
+	var c counters
+	a := accountant{c: &c, swallow: true}
+	p := rtpPacket(true, 102, 0, 0, 1, 1200)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(p)))
+	for i := 0; b.Loop(); i++ {
+		p[2], p[3] = byte(i>>8), byte(i)
+		a.inspect(p, int64(i))
+	}
+}

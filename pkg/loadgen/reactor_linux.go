@@ -1,0 +1,308 @@
+package loadgen
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Receive geometry. A 720p frame at 2.5 Mbit/s is ~10 packets, so one
+// recvmmsg usually drains what a socket got since the last round. Buffers
+// exceed anything a WebRTC peer sends (pion's DTLS MTU is 1200); a longer
+// datagram is reported truncated and dropped.
+const (
+	batchLen     = 32
+	datagramSize = 2048
+	maxEvents    = 256
+	passQueueLen = 256 // datagrams waiting for pion per session
+	// socketBuffer holds a keyframe burst (~100 packets of ~2 KiB kernel
+	// truesize each) while the reactor sleeps between rounds.
+	socketBuffer = 2 << 20
+)
+
+// DefaultPace is the reactor's sleep between receive rounds: long enough
+// that each socket has a few packets waiting (one system call for several
+// packets, one wake-up for all sessions), short against a 33 ms frame.
+const DefaultPace = 5 * time.Millisecond
+
+// mmsghdr mirrors struct mmsghdr; Go's alignment rules add the same tail
+// padding C does on every Linux architecture.
+type mmsghdr struct {
+	hdr unix.Msghdr
+	len uint32
+}
+
+// reactor receives for every session of a pool on one goroutine: epoll
+// over all sockets, recvmmsg per ready socket, a short sleep between
+// rounds. Per-session goroutines woken per packet would cost the
+// generator as much as the server spends sending, which would make the
+// measurement worthless. Media is counted here and dropped (light mode);
+// what pion must see is queued to the session's mux.
+type reactor struct {
+	epfd int
+	pace time.Duration
+
+	mu    sync.RWMutex // write-held to add or remove a socket
+	socks map[int32]*rsock
+
+	closed atomic.Bool
+	done   chan struct{}
+
+	// Owned by the run goroutine.
+	events [maxEvents]unix.EpollEvent
+	hdrs   [batchLen]mmsghdr
+	iovs   [batchLen]unix.Iovec
+	names  [batchLen]unix.RawSockaddrInet6
+	buf    []byte
+	pool   sync.Pool // *[]byte of datagramSize for datagrams handed to pion
+}
+
+func newReactor(pace time.Duration) (*reactor, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: epoll_create1: %w", err)
+	}
+	r := &reactor{
+		epfd:  epfd,
+		pace:  pace,
+		socks: map[int32]*rsock{},
+		done:  make(chan struct{}),
+		buf:   make([]byte, batchLen*datagramSize),
+	}
+	r.pool.New = func() any { b := make([]byte, datagramSize); return &b }
+	for i := range r.hdrs {
+		r.iovs[i].Base = &r.buf[i*datagramSize]
+		r.iovs[i].SetLen(datagramSize)
+		h := &r.hdrs[i].hdr
+		h.Name = (*byte)(unsafe.Pointer(&r.names[i]))
+		h.Iov = &r.iovs[i]
+		h.SetIovlen(1)
+	}
+	go r.run()
+	return r, nil
+}
+
+func (r *reactor) run() {
+	defer close(r.done)
+	for !r.closed.Load() {
+		// The timeout bounds how long Close waits for this loop.
+		n, err := unix.EpollWait(r.epfd, r.events[:], 100)
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			return
+		}
+		r.mu.RLock()
+		now := time.Now().UnixNano()
+		for i := 0; i < n; i++ {
+			if s := r.socks[r.events[i].Fd]; s != nil {
+				r.drain(s, now)
+			}
+		}
+		r.mu.RUnlock()
+		if n > 0 && r.pace > 0 {
+			time.Sleep(r.pace)
+		}
+	}
+}
+
+// drain reads what s has queued. Called with mu read-held, so s stays
+// registered and its fd open.
+func (r *reactor) drain(s *rsock, now int64) {
+	for {
+		for i := range r.hdrs {
+			r.hdrs[i].hdr.Namelen = unix.SizeofSockaddrInet6
+			r.hdrs[i].hdr.Flags = 0
+		}
+		n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&r.hdrs[0])),
+			batchLen, unix.MSG_DONTWAIT, 0, 0)
+		if e != 0 || n == 0 {
+			return // EAGAIN: drained; other errors surface as a silent session
+		}
+		for i := 0; i < int(n); i++ {
+			h := &r.hdrs[i]
+			if h.hdr.Flags&unix.MSG_TRUNC != 0 {
+				s.acc.c.others.Add(1)
+				continue
+			}
+			p := r.buf[i*datagramSize : i*datagramSize+int(h.len)]
+			if !s.acc.inspect(p, now) {
+				continue
+			}
+			from, ok := sockaddrToAddrPort(&r.names[i])
+			if !ok {
+				continue
+			}
+			b := r.pool.Get().(*[]byte)
+			select {
+			case s.in <- dgram{buf: b, n: copy(*b, p), from: from}:
+			default:
+				r.pool.Put(b)
+				s.acc.c.passDrops.Add(1)
+			}
+		}
+		if int(n) < batchLen {
+			return
+		}
+	}
+}
+
+// Close stops the loop; sockets must be closed first.
+func (r *reactor) Close() error {
+	if r.closed.Swap(true) {
+		return nil
+	}
+	<-r.done
+	return unix.Close(r.epfd)
+}
+
+func sockaddrToAddrPort(sa *unix.RawSockaddrInet6) (netip.AddrPort, bool) {
+	// sin_port and sin6_port sit at the same offset, in network byte order.
+	p := (*[2]byte)(unsafe.Pointer(&sa.Port))
+	port := uint16(p[0])<<8 | uint16(p[1])
+	switch sa.Family {
+	case unix.AF_INET:
+		sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
+		return netip.AddrPortFrom(netip.AddrFrom4(sa4.Addr), port), true
+	case unix.AF_INET6:
+		return netip.AddrPortFrom(netip.AddrFrom16(sa.Addr).Unmap(), port), true
+	}
+	return netip.AddrPort{}, false
+}
+
+type dgram struct {
+	buf  *[]byte
+	n    int
+	from netip.AddrPort
+}
+
+// rsock is one session's UDP socket as pion's ICE UDP mux sees it: reads
+// come from the reactor's queue, writes go straight to the socket. It is
+// outside Go's network poller on purpose: only the reactor watches it.
+type rsock struct {
+	r     *reactor
+	fd    int
+	local *net.UDPAddr
+	acc   *accountant
+	in    chan dgram
+
+	closeOnce sync.Once
+}
+
+// open creates a non-blocking UDP socket bound to local:0 and registers it.
+func (r *reactor) open(local netip.Addr, acc *accountant) (*rsock, error) {
+	family := unix.AF_INET
+	var sa unix.Sockaddr = &unix.SockaddrInet4{Addr: local.As4()}
+	if local.Is6() {
+		family = unix.AF_INET6
+		sa = &unix.SockaddrInet6{Addr: local.As16()}
+	}
+	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: UDP socket: %w (too many sessions for the open-files limit? raise ulimit -n)", err)
+	}
+	fail := func(what string, err error) (*rsock, error) {
+		unix.Close(fd)
+		return nil, fmt.Errorf("loadgen: %s: %w", what, err)
+	}
+	// FORCE needs CAP_NET_ADMIN; without it the kernel caps at rmem_max.
+	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, socketBuffer) != nil {
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, socketBuffer)
+	}
+	if err := unix.Bind(fd, sa); err != nil {
+		return fail("bind UDP socket to "+local.String(), err)
+	}
+	got, err := unix.Getsockname(fd)
+	if err != nil {
+		return fail("getsockname", err)
+	}
+	var port int
+	switch a := got.(type) {
+	case *unix.SockaddrInet4:
+		port = a.Port
+	case *unix.SockaddrInet6:
+		port = a.Port
+	}
+	s := &rsock{r: r, fd: fd, local: net.UDPAddrFromAddrPort(netip.AddrPortFrom(local, uint16(port))), acc: acc,
+		in: make(chan dgram, passQueueLen)}
+	r.mu.Lock()
+	r.socks[int32(fd)] = s
+	r.mu.Unlock()
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}
+	if err := unix.EpollCtl(r.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		r.mu.Lock()
+		delete(r.socks, int32(fd))
+		r.mu.Unlock()
+		return fail("epoll_ctl", err)
+	}
+	return s, nil
+}
+
+// ReadFromAddrPort is the allocation-free read pion's UDP mux prefers.
+func (s *rsock) ReadFromAddrPort(b []byte) (int, netip.AddrPort, error) {
+	d, ok := <-s.in
+	if !ok {
+		return 0, netip.AddrPort{}, net.ErrClosed
+	}
+	n := copy(b, (*d.buf)[:d.n])
+	s.r.pool.Put(d.buf)
+	return n, d.from, nil
+}
+
+// WriteToAddrPort sends one datagram (STUN and DTLS only: the session
+// sends no media and no RTCP).
+func (s *rsock) WriteToAddrPort(b []byte, to netip.AddrPort) (int, error) {
+	var sa unix.Sockaddr
+	if a := to.Addr().Unmap(); a.Is4() {
+		sa = &unix.SockaddrInet4{Addr: a.As4(), Port: int(to.Port())}
+	} else {
+		sa = &unix.SockaddrInet6{Addr: a.As16(), Port: int(to.Port())}
+	}
+	if err := unix.Sendto(s.fd, b, 0, sa); err != nil {
+		return 0, fmt.Errorf("loadgen: sendto %s: %w", to, err)
+	}
+	return len(b), nil
+}
+
+func (s *rsock) ReadFrom(b []byte) (int, net.Addr, error) {
+	n, from, err := s.ReadFromAddrPort(b)
+	if err != nil {
+		return 0, nil, err
+	}
+	return n, net.UDPAddrFromAddrPort(from), nil
+}
+
+func (s *rsock) WriteTo(b []byte, addr net.Addr) (int, error) {
+	ua, ok := addr.(*net.UDPAddr)
+	if !ok {
+		return 0, fmt.Errorf("loadgen: WriteTo needs a *net.UDPAddr, got %T", addr)
+	}
+	return s.WriteToAddrPort(b, ua.AddrPort())
+}
+
+// Close unregisters the socket under the reactor's write lock, so the
+// reactor is never between reading it and queueing to in.
+func (s *rsock) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.r.mu.Lock()
+		_ = unix.EpollCtl(s.r.epfd, unix.EPOLL_CTL_DEL, s.fd, nil)
+		delete(s.r.socks, int32(s.fd))
+		err = unix.Close(s.fd)
+		close(s.in)
+		s.r.mu.Unlock()
+	})
+	return err
+}
+
+func (s *rsock) LocalAddr() net.Addr { return s.local }
+
+// Deadlines are not used by pion's UDP mux; reads end with Close.
+func (s *rsock) SetDeadline(time.Time) error      { return nil }
+func (s *rsock) SetReadDeadline(time.Time) error  { return nil }
+func (s *rsock) SetWriteDeadline(time.Time) error { return nil }

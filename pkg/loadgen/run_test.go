@@ -1,0 +1,99 @@
+package loadgen
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRunAgainstSrtwhep is the acceptance test of issue 4: five sessions
+// (three decoding) against the real server all verified, at about the
+// clip's bitrate.
+func TestRunAgainstSrtwhep(t *testing.T) {
+	srv := startTestServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	rep, err := Run(ctx, RunConfig{
+		Pool:     Config{URL: srv.WHEP, DecodeEvery: 2},
+		Criteria: Criteria{FPS: 30},
+		N:        5,
+		Rate:     20,
+		Hold:     8 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := rep.WriteText(&out); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("clip %.0f kbit/s\n%s", srv.ClipKbps, out.String())
+
+	if rep.Connected != 5 || rep.Verified != 5 {
+		t.Errorf("%d connected, %d verified; want 5 and 5", rep.Connected, rep.Verified)
+	}
+	decoders := 0
+	for _, s := range rep.Sessions {
+		lo, hi := 0.6*srv.ClipKbps, 1.4*srv.ClipKbps
+		if s.Window.Kbps < lo || s.Window.Kbps > hi {
+			t.Errorf("session %d got %.0f kbit/s; the clip is %.0f (want within ±40%%)", s.ID, s.Window.Kbps, srv.ClipKbps)
+		}
+		if s.FirstPacket <= 0 {
+			t.Errorf("session %d has no first-packet time", s.ID)
+		}
+		if s.Decode {
+			decoders++
+			if s.Width != 1280 || s.Height != 720 || s.FirstIDR <= 0 || s.Keyframes == 0 {
+				t.Errorf("decode session %d: %dx%d, first IDR %v, %d keyframes; want 1280x720 and IDRs",
+					s.ID, s.Width, s.Height, s.FirstIDR, s.Keyframes)
+			}
+		}
+	}
+	if decoders != 3 {
+		t.Errorf("%d decode sessions, want 3 (DecodeEvery 2 of 5)", decoders)
+	}
+	if rep.GenCPUHold <= 0 {
+		t.Error("the generator's own CPU was not measured")
+	}
+}
+
+// TestLadderAgainstSrtwhep runs a two-step ladder and checks the figures
+// that come from the server process and its metrics are really read.
+func TestLadderAgainstSrtwhep(t *testing.T) {
+	srv := startTestServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	rep, err := RunLadder(ctx, LadderConfig{
+		Pool:     Config{URL: srv.WHEP, DecodeEvery: 3},
+		Criteria: Criteria{FPS: 30},
+		Steps:    []int{2, 4},
+		Rate:     20,
+		Hold:     3 * time.Second,
+		Settle:   time.Second,
+		Server:   Proc{PID: srv.PID},
+		Metrics:  srv.Metrics,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md strings.Builder
+	if err := rep.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + md.String())
+	if len(rep.Steps) != 3 {
+		t.Fatalf("%d steps, want 3 (baseline, 2, 4)", len(rep.Steps))
+	}
+	for _, s := range rep.Steps {
+		if s.RSSMiB <= 0 || s.CPUMean <= 0 {
+			t.Errorf("step N=%d: RSS %.1f MiB, CPU %.1f%%; the server's /proc was not read", s.N, s.RSSMiB, s.CPUMean)
+		}
+		if s.Drops == nil {
+			t.Errorf("step N=%d: drops not scraped from %s", s.N, srv.Metrics)
+		}
+		if s.N > 0 && s.Verified != s.N {
+			t.Errorf("step N=%d: %d verified: %v", s.N, s.Verified, s.Why)
+		}
+	}
+}
