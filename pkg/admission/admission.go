@@ -105,10 +105,10 @@ func (c *Controller) Check() error {
 func (c *Controller) Run(ctx context.Context) error {
 	n := int(c.cfg.Window / c.cfg.Interval)
 	ring := make([]float64, 0, n)
+	// A failed read (no /proc in a sandbox, say) is retried at the next
+	// tick; until a first pair of samples exists no one is refused.
 	last, err := cpuSeconds(c.cfg.statPath)
-	if err != nil {
-		return fmt.Errorf("admission: %w", err)
-	}
+	haveLast := err == nil
 	lastAt := time.Now()
 	t := time.NewTicker(c.cfg.Interval)
 	defer t.Stop()
@@ -120,6 +120,10 @@ func (c *Controller) Run(ctx context.Context) error {
 		case now := <-t.C:
 			cur, err := cpuSeconds(c.cfg.statPath)
 			if err != nil {
+				continue
+			}
+			if !haveLast {
+				last, lastAt, haveLast = cur, now, true
 				continue
 			}
 			share := (cur - last) / now.Sub(lastAt).Seconds() / c.cpus

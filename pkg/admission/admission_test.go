@@ -49,7 +49,13 @@ func TestParseCPUMax(t *testing.T) {
 func writeStat(t *testing.T, path string, ticks int) {
 	t.Helper()
 	line := "1 (srtwhep) S 1 1 1 0 -1 0 0 0 0 0 " + strconv.Itoa(ticks) + " 0 0 0 20 0 1 0 1 0 0\n"
-	if err := os.WriteFile(path, []byte(line), 0o644); err != nil {
+	// Replace the file atomically, as the kernel's /proc does: a reader
+	// must never see it empty.
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
 	}
 }
