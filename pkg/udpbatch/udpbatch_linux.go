@@ -95,6 +95,15 @@ func New(conn *net.UDPConn, size int, delay time.Duration) (*Conn, error) {
 	if serr != nil {
 		return nil, serr
 	}
+	// Don't fragment: WebRTC packets fit the path MTU by design, and with
+	// DF set the kernel skips the per-packet IP ID hashing that
+	// fragmentable datagrams need.
+	_ = raw.Control(func(fd uintptr) {
+		if c.inet6 {
+			_ = unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_MTU_DISCOVER, unix.IPV6_PMTUDISC_DO)
+		}
+		_ = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO)
+	})
 	c.cur = newBatch(size)
 	c.timer = time.AfterFunc(time.Hour, c.onTimer)
 	c.timer.Stop()
@@ -202,7 +211,11 @@ func (c *Conn) send(bt *batch) {
 		var sent int
 		var errno syscall.Errno
 		err := c.raw.Write(func(fd uintptr) bool {
-			r, _, e := syscall.Syscall6(unix.SYS_SENDMMSG, fd,
+			// RawSyscall: the socket is non-blocking, so sendmmsg never
+			// sleeps; telling the scheduler about it (Syscall) would only
+			// let sysmon hand the P to another thread mid-call, and on one
+			// core that costs a context switch per batch.
+			r, _, e := syscall.RawSyscall6(unix.SYS_SENDMMSG, fd,
 				uintptr(unsafe.Pointer(&bt.hdrs[off])), uintptr(bt.n-off), 0, 0, 0)
 			if e == syscall.EAGAIN {
 				return false // wait until the socket is writable
