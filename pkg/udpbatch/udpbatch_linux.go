@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -34,6 +35,10 @@ type Conn struct {
 	flushMu sync.Mutex
 
 	stats counters
+
+	// gso is cleared for good the first time the kernel refuses a
+	// segmented send (no UDP GSO on this device or kernel).
+	gso atomic.Bool
 }
 
 // mmsghdr mirrors struct mmsghdr; x/sys/unix has no type for it.
@@ -49,14 +54,26 @@ type batch struct {
 	names []unix.RawSockaddrInet6
 	iovs  []unix.Iovec
 	hdrs  []mmsghdr
+	// With UDP GSO, runs of equal-size datagrams to one peer (the packets
+	// of one video frame to one viewer) leave as one message: groups are
+	// those messages, segs how many datagrams each carries, and cmsgs
+	// their UDP_SEGMENT control messages.
+	groups []mmsghdr
+	segs   []int
+	cmsgs  []byte
 }
+
+var cmsgSpace = unix.CmsgSpace(2)
 
 func newBatch(size int) *batch {
 	b := &batch{
-		data:  make([]byte, size*maxDatagram),
-		names: make([]unix.RawSockaddrInet6, size),
-		iovs:  make([]unix.Iovec, size),
-		hdrs:  make([]mmsghdr, size),
+		data:   make([]byte, size*maxDatagram),
+		names:  make([]unix.RawSockaddrInet6, size),
+		iovs:   make([]unix.Iovec, size),
+		hdrs:   make([]mmsghdr, size),
+		groups: make([]mmsghdr, size),
+		segs:   make([]int, size),
+		cmsgs:  make([]byte, size*cmsgSpace),
 	}
 	for i := range b.hdrs {
 		b.iovs[i].Base = &b.data[i*maxDatagram]
@@ -104,6 +121,7 @@ func New(conn *net.UDPConn, size int, delay time.Duration) (*Conn, error) {
 		}
 		_ = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO)
 	})
+	c.gso.Store(true)
 	c.cur = newBatch(size)
 	c.timer = time.AfterFunc(time.Hour, c.onTimer)
 	c.timer.Stop()
@@ -202,12 +220,61 @@ func (c *Conn) drain() {
 	}
 }
 
-// send hands a batch to the kernel. A datagram the kernel refuses (an ICMP
+// maxGSOSegments and maxGSOBytes keep a segmented message within what
+// the kernel accepts (UDP_MAX_SEGMENTS, one 64 KiB IP datagram).
+const (
+	maxGSOSegments = 64
+	maxGSOBytes    = 65000
+)
+
+// group fills bt.groups: with GSO, consecutive datagrams to the same peer
+// with the same size (the last may be shorter) become one message.
+func (c *Conn) group(bt *batch) int {
+	useGSO := c.gso.Load()
+	g := 0
+	for i := 0; i < bt.n; {
+		j := i + 1
+		seg := int(bt.iovs[i].Len)
+		if useGSO {
+			total := seg
+			for j < bt.n && j-i < maxGSOSegments && bt.names[j] == bt.names[i] &&
+				int(bt.iovs[j].Len) <= seg && total+int(bt.iovs[j].Len) <= maxGSOBytes {
+				total += int(bt.iovs[j].Len)
+				j++
+				if int(bt.iovs[j-1].Len) < seg {
+					break // a shorter datagram can only end a run
+				}
+			}
+		}
+		h := &bt.groups[g]
+		*h = bt.hdrs[i]
+		h.hdr.SetIovlen(j - i)
+		h.hdr.Control = nil
+		h.hdr.SetControllen(0)
+		if j-i > 1 {
+			cm := bt.cmsgs[g*cmsgSpace : (g+1)*cmsgSpace]
+			ch := (*unix.Cmsghdr)(unsafe.Pointer(&cm[0]))
+			ch.Level = unix.SOL_UDP
+			ch.Type = unix.UDP_SEGMENT
+			ch.SetLen(unix.CmsgLen(2))
+			binary.NativeEndian.PutUint16(cm[unix.CmsgLen(0):], uint16(seg))
+			h.hdr.Control = &cm[0]
+			h.hdr.SetControllen(cmsgSpace)
+		}
+		bt.segs[g] = j - i
+		g++
+		i = j
+	}
+	return g
+}
+
+// send hands a batch to the kernel. A message the kernel refuses (an ICMP
 // error queued for a departed peer, say) is counted and skipped so it
 // cannot hold back the others.
 func (c *Conn) send(bt *batch) {
+	groups := c.group(bt)
 	off := 0
-	for off < bt.n {
+	for off < groups {
 		var sent int
 		var errno syscall.Errno
 		err := c.raw.Write(func(fd uintptr) bool {
@@ -216,7 +283,7 @@ func (c *Conn) send(bt *batch) {
 			// let sysmon hand the P to another thread mid-call, and on one
 			// core that costs a context switch per batch.
 			r, _, e := syscall.RawSyscall6(unix.SYS_SENDMMSG, fd,
-				uintptr(unsafe.Pointer(&bt.hdrs[off])), uintptr(bt.n-off), 0, 0, 0)
+				uintptr(unsafe.Pointer(&bt.groups[off])), uintptr(groups-off), 0, 0, 0)
 			if e == syscall.EAGAIN {
 				return false // wait until the socket is writable
 			}
@@ -225,22 +292,45 @@ func (c *Conn) send(bt *batch) {
 		})
 		c.stats.syscalls.Add(1)
 		if err != nil { // socket closed
-			c.stats.errors.Add(uint64(bt.n - off))
+			for _, n := range bt.segs[off:groups] {
+				c.stats.errors.Add(uint64(n))
+			}
 			return
 		}
 		if errno != 0 {
-			c.stats.errors.Add(1)
+			if bt.segs[off] > 1 && (errno == syscall.EIO || errno == syscall.EINVAL || errno == syscall.EOPNOTSUPP) && c.gso.CompareAndSwap(true, false) {
+				// No GSO here: regroup what is left as single datagrams.
+				c.resendPlain(bt, off)
+				return
+			}
+			c.stats.errors.Add(uint64(bt.segs[off]))
 			off++
 			continue
 		}
-		c.stats.datagrams.Add(uint64(sent))
+		for _, n := range bt.segs[off : off+sent] {
+			c.stats.datagrams.Add(uint64(n))
+		}
 		off += sent
 	}
+}
+
+// resendPlain sends the datagrams of groups[from:] again, one message each.
+func (c *Conn) resendPlain(bt *batch, from int) {
+	first := 0
+	for _, n := range bt.segs[:from] {
+		first += n
+	}
+	rest := &batch{
+		n: bt.n - first, data: bt.data, names: bt.names[first:], iovs: bt.iovs[first:], hdrs: bt.hdrs[first:],
+		groups: bt.groups, segs: bt.segs, cmsgs: bt.cmsgs,
+	}
+	c.send(rest)
 }
 
 // putName writes addr as the socket family expects and returns its length.
 func (c *Conn) putName(sa *unix.RawSockaddrInet6, addr *net.UDPAddr) uint32 {
 	if ip4 := addr.IP.To4(); ip4 != nil && !c.inet6 {
+		*sa = unix.RawSockaddrInet6{} // whole struct: names are compared for GSO runs
 		sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
 		*sa4 = unix.RawSockaddrInet4{Family: unix.AF_INET}
 		binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(&sa4.Port))[:], uint16(addr.Port))

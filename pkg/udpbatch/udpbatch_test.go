@@ -200,3 +200,59 @@ func BenchmarkWriteTo(b *testing.B) {
 		})
 	}
 }
+
+// Runs of equal-size datagrams to one peer leave as one UDP GSO message;
+// the receiver still gets them as separate datagrams, in order, intact,
+// and a shorter datagram ends a run without being merged into it.
+func TestGSORunsArriveAsDatagrams(t *testing.T) {
+	rxA := listen(t, "udp4", "127.0.0.1:0")
+	defer rxA.Close()
+	rxB := listen(t, "udp4", "127.0.0.1:0")
+	defer rxB.Close()
+	c, err := New(listen(t, "udp4", "127.0.0.1:0"), 64, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// A video frame to A (10 full packets and a short tail), one to B,
+	// then A again: three runs.
+	var wantA, wantB [][]byte
+	for i := 0; i < 11; i++ {
+		size := 1228
+		if i == 10 {
+			size = 300
+		}
+		d := datagram(i, size)
+		wantA = append(wantA, d)
+		c.WriteTo(d, rxA.LocalAddr())
+	}
+	for i := 0; i < 5; i++ {
+		d := datagram(100+i, 1228)
+		wantB = append(wantB, d)
+		c.WriteTo(d, rxB.LocalAddr())
+	}
+	for i := 11; i < 20; i++ {
+		d := datagram(i, 1228)
+		wantA = append(wantA, d)
+		c.WriteTo(d, rxA.LocalAddr())
+	}
+	c.Flush()
+	for name, tc := range map[string]struct {
+		rx   *net.UDPConn
+		want [][]byte
+	}{"A": {rxA, wantA}, "B": {rxB, wantB}} {
+		got := receive(t, tc.rx, len(tc.want))
+		for i := range got {
+			if !bytes.Equal(got[i], tc.want[i]) {
+				t.Fatalf("peer %s datagram %d: got %d bytes starting %x, want %d bytes", name, i, len(got[i]), got[i][:4], len(tc.want[i]))
+			}
+		}
+	}
+	st := c.Stats()
+	if st.Datagrams != 25 || st.Errors != 0 {
+		t.Errorf("stats %+v, want 25 datagrams and no errors", st)
+	}
+	if !c.gso.Load() {
+		t.Log("this kernel refused UDP GSO; the plain path was used")
+	}
+}
