@@ -9,7 +9,6 @@ import (
 	"github.com/pion/dtls/v3"
 	"github.com/pion/ice/v4"
 	"github.com/pion/interceptor"
-	"github.com/pion/interceptor/pkg/report"
 	"github.com/pion/transport/v5"
 	"github.com/pion/transport/v5/stdnet"
 	"github.com/pion/webrtc/v4"
@@ -193,18 +192,14 @@ func newAPI(cfg Config, m *muxes, log *slog.Logger) (*webrtc.API, error) {
 		}
 	}
 
-	// Only sender reports (for A/V sync and RTT). NACKs are answered by the
-	// session itself from shared payloads (retransmit.go) instead of pion's
-	// responder, which keeps a private copy of every packet per viewer. No
-	// TWCC, receiver reports or stats interceptors: each costs work per
-	// packet per viewer.
+	// No interceptors at all: each one costs work per packet per viewer.
+	// NACKs are answered by the session from shared payloads
+	// (retransmit.go) instead of pion's responder, which keeps a private
+	// copy of every packet per viewer, and sender reports are written by
+	// the session once a second (senderreport.go) instead of an
+	// interceptor that takes a lock and reads the clock for every packet.
 	reg := &interceptor.Registry{}
 	lf := pionLoggerFactory{log: log}
-	sr, err := report.NewSenderInterceptor(report.WithSenderLoggerFactory(lf))
-	if err != nil {
-		return nil, fmt.Errorf("whep: sender reports: %w", err)
-	}
-	reg.Add(sr)
 
 	se := webrtc.SettingEngine{LoggerFactory: lf}
 	se.SetICEUDPMux(m.udp)

@@ -22,11 +22,15 @@ type lossyConn struct {
 	seen    atomic.Int64
 	dropped atomic.Int64
 	lost    sync.Map // sequence numbers dropped once
+	reports atomic.Int64
 }
 
 func (c *lossyConn) ReadFrom(b []byte) (int, net.Addr, error) {
 	for {
 		n, addr, err := c.PacketConn.ReadFrom(b)
+		if err == nil && n >= 2 && b[0]&0xc0 == 0x80 && b[1] == 200 {
+			c.reports.Add(1) // an SRTCP sender report: its header is in clear
+		}
 		if err != nil || n < 2 || b[0]&0xc0 != 0x80 || (b[1] >= 192 && b[1] <= 223) {
 			return n, addr, err
 		}
@@ -97,5 +101,6 @@ func TestNACKAnsweredFromSharedHistory(t *testing.T) {
 	if lossy.dropped.Load() == 0 || resent == 0 {
 		t.Fatalf("dropped %d, resent %d: the test lost nothing or the server answered no NACK", lossy.dropped.Load(), resent)
 	}
+	waitFor(t, "a sender report", 5*time.Second, func() bool { return lossy.reports.Load() > 0 })
 	t.Logf("dropped %d packets on the way in, server resent %d, viewer gaps %d", lossy.dropped.Load(), resent, viewer.Stats().SeqGaps)
 }

@@ -265,6 +265,7 @@ func (s *Server) serve(sess *session) error {
 	// out are all stamped as catch-up, so the browser plays them quickly and
 	// then sits at the live edge instead of a GOP behind it.
 	catchingUp := true
+	var reports senderReporter
 	for {
 		// Checked first because a reader may prefer queued frames over a
 		// done context, and an ended session must not drain its queue.
@@ -300,6 +301,10 @@ func (s *Server) serve(sess *session) error {
 		}
 		sess.packets.Add(sent)
 		sess.bytes.Add(n)
+		if sent > 0 {
+			total := sess.packets.Load()
+			reports.maybeSend(sess, st.LastTimestamp(), total, sess.bytes.Load()-total*rtph264.HeaderLen)
+		}
 		// Behind the live edge (catch-up, or frames queued during a stall),
 		// space frames out instead of bursting a whole queue at line rate:
 		// a burst of hundreds of packets overflows socket and router
