@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -18,8 +19,12 @@ import (
 // exceed anything a WebRTC peer sends (pion's DTLS MTU is 1200); a longer
 // datagram is reported truncated and dropped.
 const (
-	batchLen     = 32
+	batchLen     = 8
 	datagramSize = 2048
+	// messageSize holds one UDP GRO message: the kernel hands a socket with
+	// UDP_GRO a sender's GSO run (a frame's packets) as one buffer, which
+	// costs the generator one message instead of ten.
+	messageSize  = 65536
 	maxEvents    = 256
 	passQueueLen = 256 // datagrams waiting for pion per session
 	// socketBuffer holds a keyframe burst (~100 packets of ~2 KiB kernel
@@ -60,6 +65,7 @@ type reactor struct {
 	hdrs   [batchLen]mmsghdr
 	iovs   [batchLen]unix.Iovec
 	names  [batchLen]unix.RawSockaddrInet6
+	cmsgs  [batchLen][64]byte
 	buf    []byte
 	pool   sync.Pool // *[]byte of datagramSize for datagrams handed to pion
 }
@@ -74,12 +80,12 @@ func newReactor(pace time.Duration) (*reactor, error) {
 		pace:  pace,
 		socks: map[int32]*rsock{},
 		done:  make(chan struct{}),
-		buf:   make([]byte, batchLen*datagramSize),
+		buf:   make([]byte, batchLen*messageSize),
 	}
 	r.pool.New = func() any { b := make([]byte, datagramSize); return &b }
 	for i := range r.hdrs {
-		r.iovs[i].Base = &r.buf[i*datagramSize]
-		r.iovs[i].SetLen(datagramSize)
+		r.iovs[i].Base = &r.buf[i*messageSize]
+		r.iovs[i].SetLen(messageSize)
 		h := &r.hdrs[i].hdr
 		h.Name = (*byte)(unsafe.Pointer(&r.names[i]))
 		h.Iov = &r.iovs[i]
@@ -116,8 +122,11 @@ func (r *reactor) run() {
 func (r *reactor) drain(s *rsock, now int64) {
 	for {
 		for i := range r.hdrs {
-			r.hdrs[i].hdr.Namelen = unix.SizeofSockaddrInet6
-			r.hdrs[i].hdr.Flags = 0
+			h := &r.hdrs[i].hdr
+			h.Namelen = unix.SizeofSockaddrInet6
+			h.Flags = 0
+			h.Control = &r.cmsgs[i][0]
+			h.SetControllen(len(r.cmsgs[i]))
 		}
 		n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&r.hdrs[0])),
 			batchLen, unix.MSG_DONTWAIT, 0, 0)
@@ -130,26 +139,72 @@ func (r *reactor) drain(s *rsock, now int64) {
 				s.acc.c.others.Add(1)
 				continue
 			}
-			p := r.buf[i*datagramSize : i*datagramSize+int(h.len)]
-			if !s.acc.inspect(p, now) {
-				continue
+			msg := r.buf[i*messageSize : i*messageSize+int(h.len)]
+			seg := groSegment(r.cmsgs[i][:h.hdr.Controllen])
+			if seg <= 0 || seg > len(msg) {
+				seg = len(msg)
 			}
-			from, ok := sockaddrToAddrPort(&r.names[i])
-			if !ok {
-				continue
-			}
-			b := r.pool.Get().(*[]byte)
-			select {
-			case s.in <- dgram{buf: b, n: copy(*b, p), from: from}:
-			default:
-				r.pool.Put(b)
-				s.acc.c.passDrops.Add(1)
+			// A GRO message is a run of datagrams of seg bytes (the last
+			// may be shorter), each one as the peer sent it.
+			for off := 0; off < len(msg); off += seg {
+				p := msg[off:min(off+seg, len(msg))]
+				r.deliver(s, i, p, now)
 			}
 		}
 		if int(n) < batchLen {
 			return
 		}
 	}
+}
+
+// deliver counts one datagram and queues what pion must see.
+func (r *reactor) deliver(s *rsock, i int, p []byte, now int64) {
+	if len(p) > datagramSize {
+		s.acc.c.others.Add(1)
+		return
+	}
+	if !s.acc.inspect(p, now) {
+		return
+	}
+	from, ok := sockaddrToAddrPort(&r.names[i])
+	if !ok {
+		return
+	}
+	b := r.pool.Get().(*[]byte)
+	select {
+	case s.in <- dgram{buf: b, n: copy(*b, p), from: from}:
+	default:
+		r.pool.Put(b)
+		s.acc.c.passDrops.Add(1)
+	}
+}
+
+// groSegment returns the segment size of a UDP_GRO control message, or 0.
+// It walks the control buffer in place: this runs for every message.
+func groSegment(oob []byte) int {
+	for len(oob) >= unix.SizeofCmsghdr {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		l := int(h.Len)
+		if l < unix.SizeofCmsghdr || l > len(oob) {
+			return 0
+		}
+		if h.Level == unix.SOL_UDP && h.Type == unix.UDP_GRO {
+			data := oob[unix.CmsgLen(0):l]
+			switch {
+			case len(data) >= 4:
+				return int(binary.NativeEndian.Uint32(data))
+			case len(data) >= 2:
+				return int(binary.NativeEndian.Uint16(data))
+			}
+			return 0
+		}
+		next := unix.CmsgSpace(l - unix.CmsgLen(0))
+		if next > len(oob) {
+			return 0
+		}
+		oob = oob[next:]
+	}
+	return 0
 }
 
 // Close stops the loop; sockets must be closed first.
@@ -214,6 +269,8 @@ func (r *reactor) open(local netip.Addr, acc *accountant) (*rsock, error) {
 	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, socketBuffer) != nil {
 		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, socketBuffer)
 	}
+	// Best effort: without UDP_GRO every datagram is its own message.
+	_ = unix.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_GRO, 1)
 	if err := unix.Bind(fd, sa); err != nil {
 		return fail("bind UDP socket to "+local.String(), err)
 	}
