@@ -80,7 +80,9 @@ var handshakeDetail = map[string]bool{
 // in the blocking mode we use: every SRTO_RCVTIMEO expiry on an idle
 // publisher logs "nothing to read", four times a second.
 func libsrtNoise(msg string) bool {
-	return strings.Contains(msg, "nothing to read")
+	return strings.Contains(msg, "nothing to read") ||
+		// Closing the listener to stop Accept is how shutdown works.
+		strings.Contains(msg, "is already closed")
 }
 
 // boundPort asks libsrt which UDP port a socket is bound to (srtgo has no

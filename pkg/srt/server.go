@@ -270,7 +270,10 @@ func (s *Server) serve(ctx context.Context, c *Conn) {
 
 	reason := c.endReason()
 	lvl := slog.LevelInfo
-	if err != nil && !errors.Is(err, io.EOF) {
+	// On shutdown or kick the closing socket makes Serve return the
+	// context's error or EOF: that is the reason already recorded, not a
+	// stream failure.
+	if err != nil && !errors.Is(err, io.EOF) && !(errors.Is(err, context.Canceled) && ctx.Err() != nil) {
 		reason = err.Error()
 		lvl = slog.LevelWarn
 		if errors.Is(err, hub.ErrPathBusy) {

@@ -15,7 +15,7 @@ import (
 type pionLoggerFactory struct{ log *slog.Logger }
 
 func (f pionLoggerFactory) NewLogger(scope string) logging.LeveledLogger {
-	return pionLogger{log: f.log.With("component", "pion", "scope", scope)}
+	return pionLogger{log: f.log.With("lib", "pion", "scope", scope)}
 }
 
 type pionLogger struct{ log *slog.Logger }
