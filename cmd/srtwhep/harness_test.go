@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -126,38 +124,7 @@ func startServer(t *testing.T, mutate func(*config.Config), whepOpts ...func(*wh
 	if mutate != nil {
 		mutate(cfg)
 	}
-	logs := &logBuffer{}
-	var w io.Writer = logs
-	if testing.Verbose() {
-		w = io.MultiWriter(logs, os.Stderr)
-	}
-	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	s, err := newServer(cfg, log, whepOpts...)
-	if err != nil {
-		t.Fatalf("newServer: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("server Run: %v", err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Errorf("server did not stop within 5 s of cancel")
-		}
-	})
-	select {
-	case <-s.Ready():
-	case err := <-done:
-		t.Fatalf("server stopped before ready: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("server not ready within 10 s")
-	}
-	return &testServer{server: s, logs: logs}
+	return runTestServer(t, cfg, whepOpts...)
 }
 
 func (ts *testServer) srtURL(streamid string) string {

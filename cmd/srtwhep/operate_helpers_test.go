@@ -17,6 +17,7 @@ import (
 
 	"github.com/srtwhep/srtwhep/pkg/auth"
 	"github.com/srtwhep/srtwhep/pkg/config"
+	"github.com/srtwhep/srtwhep/pkg/whep"
 	"github.com/srtwhep/srtwhep/pkg/whepclient"
 )
 
@@ -63,8 +64,9 @@ func startServerFile(t *testing.T, content string) (*testServer, string) {
 	return runTestServer(t, cfg), file
 }
 
-// runTestServer is startServer's second half, for a config built elsewhere.
-func runTestServer(t *testing.T, cfg *config.Config) *testServer {
+// runTestServer runs the server on cfg until the test ends, logging into a
+// buffer the test can search.
+func runTestServer(t *testing.T, cfg *config.Config, whepOpts ...func(*whep.Config)) *testServer {
 	t.Helper()
 	logs := &logBuffer{}
 	var w io.Writer = logs
@@ -72,7 +74,7 @@ func runTestServer(t *testing.T, cfg *config.Config) *testServer {
 		w = io.MultiWriter(logs, os.Stderr)
 	}
 	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	s, err := newServer(cfg, log)
+	s, err := newServer(cfg, log, whepOpts...)
 	if err != nil {
 		t.Fatalf("newServer: %v", err)
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/pion/webrtc/v4"
 
 	"github.com/srtwhep/srtwhep/pkg/udpbatch"
+
+	"github.com/srtwhep/srtwhep/pkg/pionslog"
 )
 
 // h264Profiles are the profile-level-ids we answer with, in preference
@@ -103,7 +105,7 @@ func interfaceFilter(names []string) func(string) bool {
 }
 
 func listenMuxes(cfg Config, log *slog.Logger) (*muxes, error) {
-	lf := pionLoggerFactory{log: log}
+	lf := pionslog.Factory{Log: log}
 	ua, err := net.ResolveUDPAddr("udp", cfg.UDPListen)
 	if err != nil {
 		return nil, fmt.Errorf("whep: UDP listen address %q: %w; use host:port like 0.0.0.0:8189", cfg.UDPListen, err)
@@ -199,7 +201,7 @@ func newAPI(cfg Config, m *muxes, log *slog.Logger) (*webrtc.API, error) {
 	// the session once a second (senderreport.go) instead of an
 	// interceptor that takes a lock and reads the clock for every packet.
 	reg := &interceptor.Registry{}
-	lf := pionLoggerFactory{log: log}
+	lf := pionslog.Factory{Log: log}
 
 	se := webrtc.SettingEngine{LoggerFactory: lf}
 	se.SetICEUDPMux(m.udp)

@@ -24,6 +24,8 @@ import (
 	"github.com/pion/interceptor"
 	"github.com/pion/interceptor/pkg/nack"
 	"github.com/pion/webrtc/v4"
+
+	"github.com/srtwhep/srtwhep/pkg/pionslog"
 )
 
 // ErrClosed is the session error after Close when nothing else ended it.
@@ -195,7 +197,7 @@ func newPeerConnection(opt Options, log *slog.Logger) (*webrtc.PeerConnection, e
 	// mDNS would open a multicast socket per session; WHEP servers send
 	// plain IP candidates, so nothing is lost by turning it off.
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
-	se.LoggerFactory = pionLoggerFactory{log: log}
+	se.LoggerFactory = pionslog.Factory{Log: log}
 	if opt.SettingEngine != nil {
 		opt.SettingEngine(&se)
 	}
