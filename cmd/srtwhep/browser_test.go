@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,25 +102,51 @@ metrics:
 	// The page's own resource timing splits the figure: before the offer
 	// is the browser (page, script, createOffer, gathering); after it is
 	// the server (answer, ICE, DTLS, the cached GOP) and the decoder.
-	postMs, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`Math.max(0, ...performance.getEntriesByType("resource")
+	offerAt := func() time.Duration {
+		t.Helper()
+		postMs, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`Math.max(0, ...performance.getEntriesByType("resource")
   .filter((e) => e.name.endsWith("/whep")).map((e) => e.startTime))`))
-	if err != nil {
-		t.Fatalf("resource timing: %v", err)
+		if err != nil {
+			t.Fatalf("resource timing: %v", err)
+		}
+		return time.Duration(postMs * float64(time.Millisecond)).Round(time.Millisecond)
 	}
-	ttff := time.Duration(*st.FirstFrameMs) * time.Millisecond
-	offer := time.Duration(postMs * float64(time.Millisecond)).Round(time.Millisecond)
-	msg := fmt.Sprintf("browser: time to first frame %v (page load → first decoded frame, 2 s GOP; "+
-		"offer POSTed at %v, so %v after it); +%d frames in %v; codec %s; ICE %s",
-		ttff, offer, ttff-offer, st.FramesDecoded-f0, time.Since(start).Round(time.Millisecond), st.Codec, st.ICE)
+	type pageStart struct{ total, offer time.Duration }
+	starts := []pageStart{{time.Duration(*st.FirstFrameMs) * time.Millisecond, offerAt()}}
+	msg := fmt.Sprintf("browser: +%d frames in %v; codec %s; ICE %s",
+		st.FramesDecoded-f0, time.Since(start).Round(time.Millisecond), st.Codec, st.ICE)
+	// Two reloads give three starts; the machine is shared and noisy, so
+	// the median is the figure, and each start is printed.
+	for i := 0; i < 2; i++ {
+		if err := chromedp.Do(ctx, chromedp.Reload()); err != nil {
+			t.Fatalf("reload the player page: %v", err)
+		}
+		var again playerStats
+		waitFor(t, 15*time.Second, "the reloaded page to play", func() bool {
+			again = poll()
+			return again.VideoWidth == 1280 && again.FirstFrameMs != nil
+		})
+		starts = append(starts, pageStart{time.Duration(*again.FirstFrameMs) * time.Millisecond, offerAt()})
+	}
+	slices.SortFunc(starts, func(a, b pageStart) int { return int(a.total - b.total) })
+	med := starts[1]
+	var each []string
+	for _, s := range starts {
+		each = append(each, fmt.Sprintf("%v (offer at %v)", s.total, s.offer))
+	}
+	msg = fmt.Sprintf("browser: time to first frame %v median of 3 page loads (2 s GOP; offer POSTed at %v, so %v after it); each: %s; %s",
+		med.total, med.offer, med.total-med.offer, strings.Join(each, ", "), strings.TrimPrefix(msg, "browser: "))
 	t.Log(msg)
 	fmt.Println(msg)
 	// The last-GOP cache is what makes a fast start possible: without it a
 	// viewer waits for the next IDR, up to the whole 2 s GOP. The part
-	// before the offer is the page's (Chromium start-up work competes for
-	// the machine's two cores), the part after it the server's.
-	if ttff > time.Second {
-		t.Errorf("first frame %v after page load (%v after the offer), want ≤ 1 s with a 2 s GOP", ttff, ttff-offer)
+	// after the offer is the server's and is checked; the part before it is
+	// Chromium's own start-up, which competes with everything else on the
+	// machine, so the total is printed, not asserted.
+	if d := med.total - med.offer; d > time.Second {
+		t.Errorf("first frame %v after the offer (median of 3), want ≤ 1 s: is the last GOP sent at once?", d)
 	}
+	st = poll()
 
 	// The screenshot is of steady playback, once the catch-up burst has
 	// left the browser's frame rate figure (up to a few seconds).
