@@ -39,19 +39,8 @@ func TestAdmissionPastCPULimit(t *testing.T) {
 	na, nb := a.count(), b.count()
 	a.waitUnits(t, na+60, 20*time.Second)
 	b.waitUnits(t, nb+60, 20*time.Second)
-	for name, v := range map[string]*viewer{"A": a, "B": b} {
-		st := v.Stats()
-		if st.SeqGaps != 0 || st.BrokenAUs != 0 {
-			t.Errorf("viewer %s disturbed: %d gaps, %d broken AUs", name, st.SeqGaps, st.BrokenAUs)
-		}
-		aus := v.units()
-		for i := 1; i < len(aus); i++ {
-			if d := aus[i].RTPTimestamp - aus[i-1].RTPTimestamp; d > frameTicks+frameTicks/2 {
-				t.Errorf("viewer %s lost frames at AU %d", name, i)
-				break
-			}
-		}
-	}
+	checkUndisturbed(t, "viewer A", a)
+	checkUndisturbed(t, "viewer B", b)
 	if ls := ts.logs.lines("reader is too slow"); len(ls) > 0 {
 		t.Errorf("an admitted viewer dropped frames: %s", ls[0])
 	}

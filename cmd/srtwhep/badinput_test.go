@@ -126,17 +126,7 @@ func TestBadInputs(t *testing.T) {
 	// The viewer that watched through all of it never noticed.
 	n := watcher.count()
 	watcher.waitUnits(t, n+30, 15*time.Second)
-	st := watcher.Stats()
-	if st.SeqGaps != 0 || st.BrokenAUs != 0 {
-		t.Errorf("watcher disturbed: %d gaps, %d broken AUs", st.SeqGaps, st.BrokenAUs)
-	}
-	aus := watcher.units()
-	for i := 1; i < len(aus); i++ {
-		if d := aus[i].RTPTimestamp - aus[i-1].RTPTimestamp; d > frameTicks+frameTicks/2 {
-			t.Errorf("watcher lost frames: timestamp step %d at AU %d", d, i)
-			break
-		}
-	}
+	checkUndisturbed(t, "watcher", watcher)
 	if ls := ts.logs.lines("reader is too slow"); len(ls) > 0 {
 		t.Errorf("a viewer dropped frames: %s", ls[0])
 	}

@@ -140,21 +140,8 @@ func TestStalledViewer(t *testing.T) {
 	n := slow.count()
 	slow.waitUnits(t, n+60, 20*time.Second)
 
-	for name, v := range map[string]*viewer{"A": a, "B": b} {
-		aus := v.units()
-		st := v.Stats()
-		if st.SeqGaps != 0 || st.BrokenAUs != 0 {
-			t.Errorf("viewer %s: %d gaps, %d broken AUs", name, st.SeqGaps, st.BrokenAUs)
-		}
-		// Every picture of the live part is there: consecutive timestamps.
-		for i := 1; i < len(aus); i++ {
-			d := aus[i].RTPTimestamp - aus[i-1].RTPTimestamp
-			if d > frameTicks+frameTicks/2 {
-				t.Errorf("viewer %s lost frames: timestamp step %d at AU %d", name, d, i)
-				break
-			}
-		}
-	}
+	checkUndisturbed(t, "viewer A", a)
+	checkUndisturbed(t, "viewer B", b)
 	if ls := ts.logs.lines("reader is too slow"); len(ls) > 0 {
 		for _, l := range ls {
 			if !strings.Contains(l, "session="+sessionID(slow)) {
@@ -188,4 +175,21 @@ func TestStalledViewer(t *testing.T) {
 	}
 	t.Logf("stalled viewer skipped at AUs %v; log: %s", jumps, ts.logs.lines("reader is too slow")[0])
 
+}
+
+// checkUndisturbed asserts a viewer lost nothing: no sequence gap, no
+// broken picture, and consecutive timestamps, i.e. every live frame.
+func checkUndisturbed(t *testing.T, name string, v *viewer) {
+	t.Helper()
+	st := v.Stats()
+	if st.SeqGaps != 0 || st.BrokenAUs != 0 {
+		t.Errorf("%s disturbed: %d sequence gaps, %d broken access units", name, st.SeqGaps, st.BrokenAUs)
+	}
+	aus := v.units()
+	for i := 1; i < len(aus); i++ {
+		if d := aus[i].RTPTimestamp - aus[i-1].RTPTimestamp; d > frameTicks+frameTicks/2 {
+			t.Errorf("%s lost frames: timestamp step %d at access unit %d", name, d, i)
+			return
+		}
+	}
 }

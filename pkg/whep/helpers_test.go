@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/srtwhep/srtwhep/pkg/internal/testlog"
+
 	"github.com/pion/ice/v4"
 	"github.com/pion/webrtc/v4"
 	"go.uber.org/goleak"
@@ -239,32 +241,7 @@ func startServerStop(t *testing.T, src Source, mod func(*Config)) (*Server, *htt
 	return srv, hs, stop
 }
 
-func testLogger(t *testing.T) *slog.Logger {
-	w := &testWriter{t: t}
-	// pion logs from goroutines that may outlive the test by a moment;
-	// t.Log after the test ended is a data race, so stop forwarding then.
-	t.Cleanup(func() {
-		w.mu.Lock()
-		w.done = true
-		w.mu.Unlock()
-	})
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
-type testWriter struct {
-	t    *testing.T
-	mu   sync.Mutex
-	done bool
-}
-
-func (w *testWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimSpace(string(p)))
-	}
-	return len(p), nil
-}
+func testLogger(t *testing.T) *slog.Logger { return testlog.New(t, slog.LevelInfo) }
 
 // loopbackOnly keeps a pion peer's candidates on 127.0.0.1.
 func loopbackOnly(se *webrtc.SettingEngine) {

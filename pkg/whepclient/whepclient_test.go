@@ -7,10 +7,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/srtwhep/srtwhep/pkg/internal/testlog"
 
 	"go.uber.org/goleak"
 )
@@ -19,32 +20,7 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-func testLogger(t *testing.T) *slog.Logger {
-	w := &testWriter{t: t}
-	// pion logs from goroutines that may outlive the test by a moment;
-	// t.Log after the test ended is a data race, so stop forwarding then.
-	t.Cleanup(func() {
-		w.mu.Lock()
-		w.done = true
-		w.mu.Unlock()
-	})
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-type testWriter struct {
-	t    *testing.T
-	mu   sync.Mutex
-	done bool
-}
-
-func (w *testWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimSpace(string(p)))
-	}
-	return len(p), nil
-}
+func testLogger(t *testing.T) *slog.Logger { return testlog.New(t, slog.LevelWarn) }
 
 // waitFor polls cond until it holds or the deadline passes; media arrives
 // asynchronously, so there is no event to wait on for "all frames arrived".
