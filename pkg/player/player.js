@@ -12,12 +12,23 @@ const unmuteBtn = document.getElementById("unmute");
 const token = new URL(location.href).searchParams.get("token");
 const endpoint = whepEndpoint(location.href);
 
-let cur = null; // the attempt in flight: {pc, session, timers, connected}
+let cur = null; // the attempt in flight: {pc, session, timers, connected, stream, answered}
 let state = "connecting";
 let failures = 0;
 let retryTimer = 0;
 let unloading = false;
 let firstFrameMs = null;
+
+// Sound: the page autoplays muted (browsers block unmuted autoplay) unless
+// the viewer chose sound on an earlier visit; then it tries with sound and
+// falls back to muted if the browser refuses.
+const soundStore = (() => {
+  try { return window.localStorage; } catch (e) { return null; } // blocked storage throws on access
+})();
+let soundOn = loadSoundPref(soundStore);
+let hasAudio = false; // decided afresh by every answer: publishers gain and lose audio
+let mutedByUser = false; // pressed Mute here: a later stray click must not undo it
+let playSeq = 0;
 
 function setStatus(next, text) {
   state = next;
@@ -60,10 +71,13 @@ function release(att) {
   }
 }
 
+// teardown also forgets whether there was audio: until the next answer
+// says so there is nothing to unmute.
 function teardown() {
   const att = cur;
   cur = null;
   release(att);
+  setHasAudio(false);
 }
 
 // retryIn connects again after ms; label(secondsLeft), if given, redraws
@@ -147,7 +161,7 @@ async function connect() {
   if (unloading) return;
   clearTimeout(retryTimer);
   teardown();
-  const att = { pc: null, session: null, timers: [], connected: false };
+  const att = { pc: null, session: null, timers: [], connected: false, stream: null, answered: false };
   cur = att;
   // While the publisher is absent keep saying so instead of flickering.
   if (state !== "waiting") setStatus("connecting", "Connecting…");
@@ -162,6 +176,8 @@ async function connect() {
     const pc = newPeerConnection(iceServers);
     att.pc = pc;
     preferH264(pc.addTransceiver("video", { direction: "recvonly" }));
+    // Always ask for audio: only the answer knows whether the stream has it.
+    pc.addTransceiver("audio", { direction: "recvonly" });
     pc.addEventListener("track", (ev) => onTrack(att, ev));
     pc.addEventListener("connectionstatechange", () => onConnectionState(att, pc));
     await pc.setLocalDescription(await pc.createOffer());
@@ -180,8 +196,13 @@ async function connect() {
     if (loc) att.session = new URL(loc, endpoint).href;
     const answer = await resp.text();
     if (stale()) return;
+    // Decided before the tracks arrive, so the first play() already knows
+    // whether to try with sound.
+    setHasAudio(sdpHasAudio(answer));
     await pc.setRemoteDescription({ type: "answer", sdp: answer });
     if (stale()) return;
+    att.answered = true;
+    attach(att);
     att.timers.push(setTimeout(() => {
       if (!att.connected) drop(att, "Connection timed out");
     }, CONNECT_TIMEOUT_MS));
@@ -228,28 +249,76 @@ function onConnectionState(att, pc) {
   }
 }
 
+// onTrack collects the attempt's tracks into one MediaStream, so audio and
+// video play from one element and the browser can keep them in sync.
 function onTrack(att, ev) {
-  if (cur !== att || ev.track.kind !== "video") return;
-  ev.track.addEventListener("ended", () => drop(att, "Stream ended"));
-  video.srcObject = new MediaStream([ev.track]);
-  play();
+  const track = ev.track;
+  if (cur !== att || (track.kind !== "video" && track.kind !== "audio")) return;
+  if (!att.stream) att.stream = new MediaStream();
+  att.stream.addTrack(track);
+  if (track.kind === "audio") {
+    setHasAudio(true);
+    // Video can go on without sound; only a lost video track ends the attempt.
+    track.addEventListener("ended", () => { if (cur === att) setHasAudio(false); });
+  } else {
+    track.addEventListener("ended", () => drop(att, "Stream ended"));
+  }
   const seen = () => {
-    if (firstFrameMs === null) firstFrameMs = performance.now();
+    if (track.kind === "video" && firstFrameMs === null) firstFrameMs = performance.now();
     if (cur !== att) return;
     failures = 0;
     setStatus("playing", "Playing");
   };
-  if (typeof video.requestVideoFrameCallback === "function") video.requestVideoFrameCallback(seen);
+  if (track.kind === "video" && typeof video.requestVideoFrameCallback === "function") video.requestVideoFrameCallback(seen);
   else video.addEventListener("playing", seen, { once: true });
+  if (att.answered) attach(att);
+}
+
+// attach hands the attempt's stream to the element once, after the answer
+// has delivered all its tracks, so playback starts with every track rather
+// than relying on the element noticing a track added while it plays.
+function attach(att) {
+  if (cur !== att || !att.stream || video.srcObject === att.stream) return;
+  video.srcObject = att.stream;
+  play();
 }
 
 function play() {
-  const p = video.play();
-  if (p) {
-    p.catch((e) => {
-      if (e && e.name === "NotAllowedError") setStatus("paused", "Click the video to play");
-    });
+  const seq = ++playSeq;
+  const current = () => seq === playSeq;
+  startPlayback(video, hasAudio && soundOn, current).then((r) => {
+    if (!current()) return;
+    if (r === "blocked") setStatus("paused", "Click the video to play");
+    syncSound();
+  });
+}
+
+function setHasAudio(v) {
+  hasAudio = v;
+  syncSound();
+}
+
+function syncSound() {
+  const label = soundButtonLabel(hasAudio, video.muted);
+  unmuteBtn.hidden = !label;
+  if (label && unmuteBtn.textContent !== label) unmuteBtn.textContent = label;
+}
+
+// setSound records the viewer's choice and applies it at once, inside the
+// click, which is what lets the browser allow sound.
+function setSound(on) {
+  soundOn = on;
+  mutedByUser = !on;
+  saveSoundPref(soundStore, on);
+  if (!on) {
+    playSeq++; // a pending fallback must not report over the viewer's choice
+    video.muted = true;
+    syncSound();
+    return;
   }
+  video.muted = false;
+  syncSound(); // volumechange arrives a task later
+  if (video.srcObject) play();
 }
 
 function leave() {
@@ -270,6 +339,10 @@ async function collect() {
     packetsReceived: 0, packetsLost: 0, bytesReceived: 0,
     rttMs: null, codec: "",
     firstFrameMs: firstFrameMs === null ? null : Math.round(firstFrameMs),
+    hasAudio, muted: video.muted, soundPref: soundOn,
+    audioPacketsReceived: 0, audioPacketsLost: 0, audioBytesReceived: 0,
+    totalSamplesReceived: 0, concealedSamples: 0, silentConcealedSamples: 0,
+    audioLevel: 0, audioCodec: "",
   };
   if (!pc) return out;
   let report;
@@ -286,6 +359,16 @@ async function collect() {
       out.bytesReceived = s.bytesReceived || 0;
       const c = s.codecId && report.get(s.codecId);
       if (c) out.codec = c.mimeType + (c.sdpFmtpLine ? " " + c.sdpFmtpLine : "");
+    } else if (s.type === "inbound-rtp" && s.kind === "audio") {
+      out.audioPacketsReceived = s.packetsReceived || 0;
+      out.audioPacketsLost = s.packetsLost || 0;
+      out.audioBytesReceived = s.bytesReceived || 0;
+      out.totalSamplesReceived = s.totalSamplesReceived || 0;
+      out.concealedSamples = s.concealedSamples || 0;
+      out.silentConcealedSamples = s.silentConcealedSamples || 0;
+      out.audioLevel = s.audioLevel || 0;
+      const c = s.codecId && report.get(s.codecId);
+      if (c) out.audioCodec = c.mimeType + (c.sdpFmtpLine ? " " + c.sdpFmtpLine : "");
     } else if (s.type === "transport" && s.selectedCandidatePairId) {
       pair = report.get(s.selectedCandidatePairId) || pair;
     } else if (!pair && s.type === "candidate-pair" && s.nominated && s.state === "succeeded") {
@@ -301,15 +384,17 @@ let prev = null;
 async function drawStats() {
   const s = await collect();
   const now = performance.now();
+  const bytes = s.bytesReceived + s.audioBytesReceived;
   let kbps = "–";
-  if (prev && s.bytesReceived >= prev.bytes && now > prev.t) {
-    kbps = Math.round((s.bytesReceived - prev.bytes) * 8 / (now - prev.t)) + " kbit/s";
+  if (prev && bytes >= prev.bytes && now > prev.t) {
+    kbps = Math.round((bytes - prev.bytes) * 8 / (now - prev.t)) + " kbit/s";
   }
-  prev = { t: now, bytes: s.bytesReceived };
+  prev = { t: now, bytes };
   const res = s.videoWidth ? s.videoWidth + "×" + s.videoHeight : "–";
   const fps = s.framesPerSecond ? Math.round(s.framesPerSecond) + " fps" : "– fps";
   const rtt = s.rttMs === null ? "–" : s.rttMs + " ms";
-  statsEl.textContent = res + "  " + fps + "  " + kbps + "  RTT " + rtt;
+  const sound = !s.hasAudio ? "no sound" : s.muted ? "sound muted" : "sound on";
+  statsEl.textContent = res + "  " + fps + "  " + kbps + "  RTT " + rtt + "  " + sound;
 }
 
 statsBtn.addEventListener("click", () => {
@@ -324,15 +409,17 @@ statsBtn.addEventListener("click", () => {
   }
 });
 
-const syncUnmute = () => { unmuteBtn.hidden = !video.muted; };
-unmuteBtn.addEventListener("click", () => {
-  video.muted = false;
-  syncUnmute(); // volumechange arrives a task later
-  play();
+unmuteBtn.addEventListener("click", () => setSound(video.muted));
+video.addEventListener("volumechange", syncSound);
+// One click or tap anywhere unmutes; the buttons in the bar act for
+// themselves (Stats must not turn the sound on).
+document.addEventListener("click", (ev) => {
+  const t = ev.target;
+  if (t && typeof t.closest === "function" && t.closest("#bar")) return;
+  if (hasAudio && video.muted && !mutedByUser) setSound(true);
+  else if (video.paused && video.srcObject) play();
 });
-video.addEventListener("volumechange", syncUnmute);
-video.addEventListener("click", () => { if (video.paused && video.srcObject) play(); });
-syncUnmute();
+syncSound();
 
 addEventListener("pagehide", leave);
 addEventListener("beforeunload", leave);

@@ -70,7 +70,8 @@ func TestPageHeadersAndNonce(t *testing.T) {
 	for _, want := range []string{
 		"<title>live/cam1 · srtwhep</title>",
 		`<video id="v" autoplay muted playsinline>`,
-		`id="unmute"`, `id="statsbtn"`, `id="status"`,
+		// Hidden until an answer shows the stream has audio.
+		`<button id="unmute" type="button" hidden>`, `id="statsbtn"`, `id="status"`,
 		"window.srtwhepStats = collect",
 	} {
 		if !strings.Contains(body, want) {

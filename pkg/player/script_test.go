@@ -112,3 +112,138 @@ func TestWHEPHelpers(t *testing.T) {
 		t.Fatalf("whep.js helper checks failed: %v\n%s", err, out)
 	}
 }
+
+// audioChecks exercises the DOM-free sound helpers in whep.js. The answers
+// are shaped like pion's: an accepted section carries a mid listed in the
+// BUNDLE group, a rejected one has port 0 and neither.
+const audioChecks = `
+const assert = require("node:assert/strict");
+const h = require("./whep.js");
+
+const head = "v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\n";
+const video = "m=video 9 UDP/TLS/RTP/SAVPF 102\r\nc=IN IP4 0.0.0.0\r\na=mid:0\r\na=sendonly\r\na=rtpmap:102 H264/90000\r\n";
+const audio = (port, mid, dir) => "m=audio " + port + " UDP/TLS/RTP/SAVPF 111\r\nc=IN IP4 0.0.0.0\r\n" +
+  (mid === null ? "" : "a=mid:" + mid + "\r\n") + (dir ? "a=" + dir + "\r\n" : "") + "a=rtpmap:111 opus/48000/2\r\n";
+const answer = (group, ...sections) => head + (group ? "a=group:" + group + "\r\n" : "") + video + sections.join("");
+
+const cases = [
+  ["audio sendonly", answer("BUNDLE 0 1", audio(9, 1, "sendonly")), true],
+  ["audio sendrecv", answer("BUNDLE 0 1", audio(9, 1, "sendrecv")), true],
+  ["no direction means sendrecv", answer("BUNDLE 0 1", audio(9, 1, "")), true],
+  ["LF line ends", answer("BUNDLE 0 1", audio(9, 1, "sendonly")).replace(/\r\n/g, "\n"), true],
+  ["port 0 but bundled (RFC 8843)", answer("BUNDLE 0 1", audio(0, 1, "sendonly")), true],
+  ["audio second of two, first rejected", answer("BUNDLE 0 2", audio(0, null, ""), audio(9, 2, "sendonly")), true],
+  ["rejected like pion: port 0, no mid", answer("BUNDLE 0", "m=audio 0 UDP/TLS/RTP/SAVPF 0\r\nc=IN IP4 0.0.0.0\r\n"), false],
+  ["port 0 with a mid outside BUNDLE", answer("BUNDLE 0", audio(0, 1, "sendonly")), false],
+  ["port 0 without any BUNDLE group", answer("", audio(0, 1, "sendonly")), false],
+  ["audio inactive", answer("BUNDLE 0 1", audio(9, 1, "inactive")), false],
+  ["audio recvonly (server would listen)", answer("BUNDLE 0 1", audio(9, 1, "recvonly")), false],
+  ["session-level inactive", head + "a=inactive\r\na=group:BUNDLE 0 1\r\n" + video + audio(9, 1, ""), false],
+  ["no audio section", answer("BUNDLE 0"), false],
+  ["video only, sendonly video is not audio", head + video, false],
+  ["empty", "", false],
+  ["not a string", null, false],
+];
+for (const [name, sdp, want] of cases) assert.equal(h.sdpHasAudio(sdp), want, name);
+
+class Store {
+  constructor(init) { this.m = new Map(Object.entries(init || {})); }
+  getItem(k) { return this.m.has(k) ? this.m.get(k) : null; }
+  setItem(k, v) { this.m.set(k, String(v)); }
+}
+const throwing = { getItem() { throw new Error("SecurityError"); }, setItem() { throw new Error("QuotaExceededError"); } };
+assert.equal(h.loadSoundPref(new Store()), false, "nothing stored: muted");
+assert.equal(h.loadSoundPref(new Store({ [h.SOUND_KEY]: "on" })), true);
+assert.equal(h.loadSoundPref(new Store({ [h.SOUND_KEY]: "off" })), false);
+assert.equal(h.loadSoundPref(new Store({ [h.SOUND_KEY]: "garbage" })), false);
+assert.equal(h.loadSoundPref(null), false);
+assert.equal(h.loadSoundPref(throwing), false);
+const st = new Store();
+h.saveSoundPref(st, true);
+assert.equal(st.getItem(h.SOUND_KEY), "on");
+assert.equal(h.loadSoundPref(st), true, "a saved choice reads back");
+h.saveSoundPref(st, false);
+assert.equal(h.loadSoundPref(st), false);
+h.saveSoundPref(throwing, true);
+h.saveSoundPref(null, true);
+
+assert.equal(h.soundButtonLabel(false, true), "");
+assert.equal(h.soundButtonLabel(false, false), "");
+assert.equal(h.soundButtonLabel(true, true), "Unmute");
+assert.equal(h.soundButtonLabel(true, false), "Mute");
+
+// media is a stand-in for the video element; policy says whether the
+// browser lets play() start in the given muted state.
+const err = (name) => Object.assign(new Error(name), { name });
+const media = (policy) => ({
+  muted: true, plays: [],
+  play() {
+    this.plays.push(this.muted);
+    const r = policy(this.muted);
+    return r === true ? Promise.resolve() : Promise.reject(err(r));
+  },
+});
+
+(async () => {
+  const soundAllowed = () => true;
+  const mutedOnly = (muted) => muted || "NotAllowedError";
+  const nothing = () => "NotAllowedError";
+
+  let m = media(soundAllowed);
+  assert.equal(await h.startPlayback(m, true), "sound");
+  assert.deepEqual([m.plays, m.muted], [[false], false]);
+
+  m = media(mutedOnly);
+  m.muted = false;
+  assert.equal(await h.startPlayback(m, false), "muted", "no sound wanted: play muted");
+  assert.deepEqual([m.plays, m.muted], [[true], true]);
+
+  m = media(mutedOnly);
+  assert.equal(await h.startPlayback(m, true), "muted", "refused with sound: fall back to muted");
+  assert.deepEqual([m.plays, m.muted], [[false, true], true]);
+
+  m = media(nothing);
+  assert.equal(await h.startPlayback(m, true), "blocked");
+  m = media(nothing);
+  assert.equal(await h.startPlayback(m, false), "blocked");
+  assert.deepEqual(m.plays, [true]);
+
+  m = media(() => "AbortError");
+  assert.equal(await h.startPlayback(m, true), "interrupted", "a new load is not a refusal");
+  assert.deepEqual([m.plays, m.muted], [[false], false]);
+
+  // The viewer unmuted (a newer call) while the first play() was pending:
+  // its late refusal must leave the sound on.
+  m = media(mutedOnly);
+  let current = true;
+  const p = h.startPlayback(m, true, () => current);
+  current = false;
+  m.muted = false;
+  assert.equal(await p, "interrupted");
+  assert.deepEqual([m.plays, m.muted], [[false], false]);
+
+  console.log("ok");
+})().catch((e) => { console.error(e); process.exit(1); });
+`
+
+func TestAudioHelpers(t *testing.T) {
+	runNode(t, map[string]string{"whep.js": helpersSrc, "check.js": audioChecks}, "check.js")
+}
+
+// runNode writes files into a temporary directory and runs node on main
+// there; the test fails with node's output unless it exits 0.
+func runNode(t *testing.T, files map[string]string, main string) {
+	t.Helper()
+	node := nodeBin(t)
+	dir := t.TempDir()
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(node, main)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("node %s: %v\n%s", main, err, out)
+	}
+}

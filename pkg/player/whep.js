@@ -111,6 +111,102 @@ function orderCodecs(codecs) {
     .map((x) => x.c);
 }
 
+// sdpHasAudio tells from the server's answer whether it will send audio:
+// some m=audio section must be accepted and sending. Rejected means port 0
+// and outside every BUNDLE group; a port-0 section listed in a BUNDLE group
+// is accepted (RFC 8843 §7.3.1 lets an answerer zero the port of all but
+// the tagged section). Sending means a=sendonly or a=sendrecv, where no
+// direction at all is sendrecv (RFC 4566), the session-level one if given.
+function sdpHasAudio(sdp) {
+  if (typeof sdp !== "string") return false;
+  const dirs = ["sendonly", "sendrecv", "recvonly", "inactive"];
+  const session = [];
+  const sections = [];
+  let attrs = session;
+  for (const raw of sdp.split(/\r?\n/)) {
+    const line = raw.trim();
+    if (line.startsWith("m=")) {
+      const f = line.slice(2).split(/\s+/);
+      attrs = [];
+      sections.push({ media: f[0].toLowerCase(), port: parseInt(f[1], 10), attrs });
+    } else if (line.startsWith("a=")) {
+      attrs.push(line.slice(2));
+    }
+  }
+  const bundled = new Set();
+  for (const a of session) {
+    const m = /^group:BUNDLE\b(.*)$/i.exec(a);
+    if (m) m[1].trim().split(/\s+/).filter(Boolean).forEach((mid) => bundled.add(mid));
+  }
+  const direction = (list) => list.find((a) => dirs.includes(a));
+  const sessionDir = direction(session) || "sendrecv";
+  return sections.some((s) => {
+    if (s.media !== "audio") return false;
+    if (!(s.port > 0)) {
+      const mid = s.attrs.find((a) => a.startsWith("mid:"));
+      if (!mid || !bundled.has(mid.slice(4).trim())) return false;
+    }
+    const dir = direction(s.attrs) || sessionDir;
+    return dir === "sendonly" || dir === "sendrecv";
+  });
+}
+
+// The viewer's last sound choice survives reloads so that someone who
+// unmuted once is not asked again; "off" is also stored so that muting
+// sticks too. Storage can be missing or throw (disabled, sandboxed, full),
+// and then the choice lasts as long as the page.
+const SOUND_KEY = "srtwhep.sound";
+
+function loadSoundPref(storage) {
+  try {
+    return !!storage && storage.getItem(SOUND_KEY) === "on";
+  } catch (e) {
+    return false;
+  }
+}
+
+function saveSoundPref(storage, on) {
+  try {
+    if (storage) storage.setItem(SOUND_KEY, on ? "on" : "off");
+  } catch (e) { /* the in-page choice still holds */ }
+}
+
+// startPlayback plays media with sound if wanted. Browsers refuse unmuted
+// playback without a user gesture (NotAllowedError) but allow it muted, so
+// a refusal falls back to muted. isCurrent, if given, says whether this
+// call still owns the element: a click that unmuted while the first
+// play() was pending must not be muted again by its late refusal.
+// Resolves "sound", "muted", "blocked" (not even muted play is allowed) or
+// "interrupted" (another load or pause cut play() short, or superseded).
+async function startPlayback(media, wantSound, isCurrent) {
+  const current = isCurrent || (() => true);
+  media.muted = !wantSound;
+  try {
+    await media.play();
+    return wantSound ? "sound" : "muted";
+  } catch (e) {
+    if (!e || e.name !== "NotAllowedError" || !current()) return "interrupted";
+    if (!wantSound) return "blocked";
+  }
+  media.muted = true;
+  try {
+    await media.play();
+    return "muted";
+  } catch (e) {
+    return e && e.name === "NotAllowedError" && current() ? "blocked" : "interrupted";
+  }
+}
+
+// soundButtonLabel is what the sound button says, or "" to hide it: a
+// stream without audio offers nothing to unmute.
+function soundButtonLabel(hasAudio, muted) {
+  if (!hasAudio) return "";
+  return muted ? "Unmute" : "Mute";
+}
+
 if (typeof module === "object" && module.exports) {
-  module.exports = { whepEndpoint, backoffMs, retryAfterMs, parseLinkHeader, iceServersFromLinks, orderCodecs };
+  module.exports = {
+    whepEndpoint, backoffMs, retryAfterMs, parseLinkHeader, iceServersFromLinks, orderCodecs,
+    sdpHasAudio, SOUND_KEY, loadSoundPref, saveSoundPref, startPlayback, soundButtonLabel,
+  };
 }

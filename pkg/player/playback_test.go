@@ -1,0 +1,358 @@
+package player
+
+import (
+	"net/http"
+	"testing"
+)
+
+// pageHarness runs the page's inline script, as served, against stand-ins
+// for the browser objects it uses, and plays scenarios through it: what the
+// offer asks for, when the sound button shows, what a click does, what is
+// remembered, and what srtwhepStats() reports. The stand-ins model the two
+// browser rules the page works around: muted playback is always allowed,
+// unmuted playback only after a user gesture (unless the scenario's browser
+// allows sound autoplay), and track events fire inside
+// setRemoteDescription.
+const pageHarness = `
+const assert = require("node:assert/strict");
+const fs = require("node:fs");
+const vm = require("node:vm");
+const src = fs.readFileSync("page-inline.js", "utf8");
+const SOUND_KEY = "srtwhep.sound";
+const realSetTimeout = setTimeout;
+
+class Target {
+  constructor() { this.l = {}; }
+  addEventListener(type, fn, opts) { (this.l[type] = this.l[type] || []).push({ fn, once: !!(opts && opts.once) }); }
+  removeEventListener(type, fn) { this.l[type] = (this.l[type] || []).filter((x) => x.fn !== fn); }
+  dispatch(type, ev) {
+    const e = Object.assign({ type, target: this }, ev);
+    for (const x of [...(this.l[type] || [])]) {
+      if (x.once) this.removeEventListener(type, x.fn);
+      x.fn(e);
+    }
+  }
+}
+
+function answerSDP(audio) {
+  let s = "v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\n";
+  s += audio === "sendonly" ? "a=group:BUNDLE 0 1\r\n" : "a=group:BUNDLE 0\r\n";
+  s += "m=video 9 UDP/TLS/RTP/SAVPF 102\r\nc=IN IP4 0.0.0.0\r\na=mid:0\r\na=sendonly\r\na=rtpmap:102 H264/90000\r\n";
+  if (audio === "sendonly") s += "m=audio 9 UDP/TLS/RTP/SAVPF 111\r\nc=IN IP4 0.0.0.0\r\na=mid:1\r\na=sendonly\r\na=rtpmap:111 opus/48000/2\r\n";
+  if (audio === "rejected") s += "m=audio 0 UDP/TLS/RTP/SAVPF 0\r\nc=IN IP4 0.0.0.0\r\n";
+  return s;
+}
+
+class Store {
+  constructor(init) { this.m = new Map(Object.entries(init || {})); }
+  getItem(k) { return this.m.has(k) ? this.m.get(k) : null; }
+  setItem(k, v) { this.m.set(k, String(v)); }
+}
+
+// page loads the script once. joins lists, per WHEP POST, whether the
+// answer has audio ("sendonly", "rejected" or "absent"); the last entry
+// repeats. audioTrack "never" or "always" overrides whether an audio track
+// event follows, to check that either signal alone is enough.
+function page({ joins, storage, soundAutoplay, audioTrack }) {
+  const w = { pcs: [], posts: 0, activated: false };
+  const tick = () => new Promise((r) => realSetTimeout(r, 0));
+
+  class Track extends Target { constructor(kind) { super(); this.kind = kind; } }
+  class Stream { constructor() { this.tracks = []; } addTrack(t) { this.tracks.push(t); } getTracks() { return this.tracks.slice(); } }
+  class Video extends Target {
+    constructor() { super(); this._muted = true; this.paused = true; this.srcObject = null; this.videoWidth = 0; this.videoHeight = 0; this.plays = []; }
+    get muted() { return this._muted; }
+    set muted(v) {
+      v = !!v;
+      if (v === this._muted) return;
+      this._muted = v;
+      realSetTimeout(() => this.dispatch("volumechange", {}), 0);
+    }
+    play() {
+      this.plays.push({ muted: this._muted, activated: w.activated });
+      if (this._muted || w.activated || soundAutoplay) {
+        this.paused = false;
+        realSetTimeout(() => this.dispatch("playing", {}), 0);
+        return Promise.resolve();
+      }
+      return Promise.reject(Object.assign(new Error("play() needs a gesture"), { name: "NotAllowedError" }));
+    }
+    requestVideoFrameCallback(cb) { realSetTimeout(() => cb(0, {}), 0); }
+    closest() { return null; }
+  }
+  const bar = new Target();
+  class Button extends Target {
+    constructor(text) { super(); this.hidden = false; this.textContent = text; this.attrs = {}; }
+    setAttribute(k, v) { this.attrs[k] = v; }
+    closest(sel) { return sel === "#bar" ? bar : null; }
+  }
+  const video = new Video();
+  const unmute = new Button("Unmute");
+  unmute.hidden = true; // as page.html has it
+  const statsBtn = new Button("Stats");
+  const els = {
+    v: video, unmute, statsbtn: statsBtn,
+    status: Object.assign(new Target(), { className: "connecting", textContent: "Connecting…", closest: () => null }),
+    stats: { hidden: true, textContent: "" },
+  };
+  const document = new Target();
+  document.getElementById = (id) => els[id] || null;
+  document.querySelector = (sel) => (sel.includes("srtwhep-ice-servers") ? { content: "[]" } : null);
+
+  class PC extends Target {
+    constructor() {
+      super();
+      this.transceivers = [];
+      this.iceGatheringState = "complete";
+      this.connectionState = "new";
+      this.iceConnectionState = "new";
+      w.pcs.push(this);
+    }
+    addTransceiver(kind, init) {
+      const tr = { kind, direction: init && init.direction, setCodecPreferences() {} };
+      this.transceivers.push(tr);
+      return tr;
+    }
+    async createOffer() {
+      return { type: "offer", sdp: this.transceivers.map((t, i) => "m=" + t.kind + " 9 UDP/TLS/RTP/SAVPF 96\r\na=mid:" + i + "\r\na=" + t.direction + "\r\n").join("") };
+    }
+    async setLocalDescription(d) { this.localDescription = d; }
+    async setRemoteDescription(d) {
+      this.remoteDescription = d;
+      // What a browser does: a track per section the answer sends on.
+      this.dispatch("track", { track: new Track("video"), streams: [] });
+      const audio = audioTrack ? audioTrack === "always" : this.answerAudio === "sendonly";
+      if (audio) this.dispatch("track", { track: new Track("audio"), streams: [] });
+      realSetTimeout(() => this.setState("connected"), 0);
+    }
+    setState(s) { this.connectionState = s; this.iceConnectionState = s; this.dispatch("connectionstatechange", {}); }
+    close() { this.closed = true; }
+    async getStats() {
+      const r = new Map([
+        ["v", { type: "inbound-rtp", kind: "video", framesDecoded: 30, packetsReceived: 400, bytesReceived: 500000 }],
+      ]);
+      if (this.answerAudio === "sendonly") {
+        r.set("a", { type: "inbound-rtp", kind: "audio", codecId: "c111", packetsReceived: 50, packetsLost: 1, bytesReceived: 6000, totalSamplesReceived: 48000, concealedSamples: 480, silentConcealedSamples: 0, audioLevel: 0.25 });
+        r.set("c111", { type: "codec", mimeType: "audio/opus", sdpFmtpLine: "minptime=10;useinbandfec=1" });
+      }
+      return r;
+    }
+  }
+
+  async function fetch(url, init) {
+    if (init.method !== "POST") return { status: 200, statusText: "OK", headers: new Map(), text: async () => "" };
+    assert.equal(url, "http://h/live/cam1/whep");
+    const pc = w.pcs[w.pcs.length - 1];
+    pc.offer = init.body;
+    pc.answerAudio = joins[Math.min(w.posts++, joins.length - 1)];
+    return {
+      status: 201, statusText: "Created",
+      headers: new Map([["Location", "/live/cam1/whep/s" + w.posts]]),
+      text: async () => answerSDP(pc.answerAudio),
+    };
+  }
+
+  const win = new Target();
+  const ctx = {
+    document, fetch, URL, AbortController, performance, console,
+    location: { href: "http://h/live/cam1" },
+    setTimeout, clearTimeout, setInterval, clearInterval,
+    RTCPeerConnection: PC, MediaStream: Stream,
+    RTCRtpReceiver: { getCapabilities: () => ({ codecs: [{ mimeType: "video/H264", sdpFmtpLine: "packetization-mode=1;profile-level-id=42e01f" }] }) },
+    addEventListener: (t, fn, o) => win.addEventListener(t, fn, o),
+    removeEventListener: (t, fn) => win.removeEventListener(t, fn),
+  };
+  if (storage === "throws") Object.defineProperty(ctx, "localStorage", { get() { throw new Error("SecurityError"); } });
+  else ctx.localStorage = storage;
+  ctx.window = ctx;
+  vm.createContext(ctx);
+  vm.runInContext(src, ctx, { filename: "page-inline.js" });
+
+  // click is a user gesture on el that bubbles to the document.
+  const click = async (el) => {
+    w.activated = true;
+    el.dispatch("click", {});
+    document.dispatch("click", { target: el });
+    await tick();
+    await tick();
+  };
+  const until = async (what, cond, ms = 3000) => {
+    const end = Date.now() + ms;
+    while (!cond()) {
+      if (Date.now() > end) throw new Error("timed out waiting for " + what + "; status " + els.status.textContent);
+      await new Promise((r) => realSetTimeout(r, 5));
+    }
+  };
+  const playing = () => until("Playing", () => els.status.textContent === "Playing" && video.srcObject);
+  const stats = () => ctx.srtwhepStats();
+  const button = () => (unmute.hidden ? "hidden" : unmute.textContent);
+  const fail = (name) => w.pcs[w.pcs.length - 1].setState(name);
+  const leave = () => win.dispatch("pagehide", {});
+  return { w, video, unmute, statsBtn, els, click, until, playing, stats, button, fail, leave, tick };
+}
+
+const scenarios = {
+  async "first visit, stream with audio: muted autoplay, one click anywhere unmutes and is remembered"() {
+    const storage = new Store();
+    const p = page({ joins: ["sendonly"], storage });
+    await p.playing();
+    const pc = p.w.pcs[0];
+    assert.deepEqual(pc.transceivers.map((t) => t.kind + " " + t.direction), ["video recvonly", "audio recvonly"]);
+    assert.match(pc.offer, /m=audio [^\r]*\r\na=mid:1\r\na=recvonly/, "the POSTed offer asks for audio");
+    assert.deepEqual(p.video.srcObject.getTracks().map((t) => t.kind), ["video", "audio"], "one stream, both tracks");
+    assert.deepEqual(p.video.plays, [{ muted: true, activated: false }]);
+    assert.equal(p.video.muted, true);
+    assert.equal(p.button(), "Unmute");
+
+    const s = await p.stats();
+    assert.equal(s.hasAudio, true);
+    assert.equal(s.muted, true);
+    assert.equal(s.audioPacketsReceived, 50);
+    assert.equal(s.audioPacketsLost, 1);
+    assert.equal(s.audioBytesReceived, 6000);
+    assert.equal(s.totalSamplesReceived, 48000);
+    assert.equal(s.concealedSamples, 480);
+    assert.equal(s.silentConcealedSamples, 0);
+    assert.equal(s.audioLevel, 0.25);
+    assert.equal(s.audioCodec, "audio/opus minptime=10;useinbandfec=1");
+    assert.equal(s.packetsReceived, 400, "the video figures stay the video's");
+
+    await p.click(p.statsBtn);
+    assert.equal(p.video.muted, true, "Stats is not a request for sound");
+    assert.equal(storage.getItem(SOUND_KEY), null);
+
+    await p.click(p.video);
+    assert.equal(p.video.muted, false, "a click on the video unmutes");
+    assert.equal(storage.getItem(SOUND_KEY), "on");
+    assert.equal(p.button(), "Mute");
+    assert.equal((await p.stats()).muted, false);
+
+    await p.click(p.unmute);
+    assert.equal(p.video.muted, true, "the button mutes again");
+    assert.equal(storage.getItem(SOUND_KEY), "off");
+    assert.equal(p.button(), "Unmute");
+    await p.click(p.video);
+    assert.equal(p.video.muted, true, "after Mute a stray click keeps the sound off");
+    await p.click(p.unmute);
+    assert.equal(p.video.muted, false);
+    assert.equal(storage.getItem(SOUND_KEY), "on");
+    p.leave();
+  },
+
+  async "remembered sound, browser allows it: plays with sound at once"() {
+    const storage = new Store({ [SOUND_KEY]: "on" });
+    const p = page({ joins: ["sendonly"], storage, soundAutoplay: true });
+    await p.playing();
+    assert.deepEqual(p.video.plays, [{ muted: false, activated: false }]);
+    assert.equal(p.video.muted, false);
+    assert.equal(p.button(), "Mute");
+    p.leave();
+  },
+
+  async "remembered sound, browser refuses: falls back to muted and offers Unmute"() {
+    const storage = new Store({ [SOUND_KEY]: "on" });
+    const p = page({ joins: ["sendonly"], storage });
+    await p.playing();
+    await p.until("the fallback", () => p.video.plays.length === 2);
+    assert.deepEqual(p.video.plays.map((x) => x.muted), [false, true]);
+    assert.equal(p.video.muted, true);
+    assert.equal(p.button(), "Unmute");
+    assert.equal(p.els.status.textContent, "Playing", "a refused unmute still plays");
+    assert.equal(storage.getItem(SOUND_KEY), "on", "the browser's refusal is not the viewer's choice");
+    assert.equal((await p.stats()).soundPref, true);
+    await p.click(p.els.status);
+    assert.equal(p.video.muted, false, "a click anywhere on the page unmutes");
+    p.leave();
+  },
+
+  async "remembered mute: stays muted with Unmute offered"() {
+    const storage = new Store({ [SOUND_KEY]: "off" });
+    const p = page({ joins: ["sendonly"], storage, soundAutoplay: true });
+    await p.playing();
+    assert.deepEqual(p.video.plays.map((x) => x.muted), [true]);
+    assert.equal(p.button(), "Unmute");
+    p.leave();
+  },
+
+  async "stream without audio: no sound button, clicks change nothing"() {
+    for (const audio of ["rejected", "absent"]) {
+      const storage = new Store({ [SOUND_KEY]: "on" });
+      const p = page({ joins: [audio], storage, soundAutoplay: true });
+      await p.playing();
+      assert.equal(p.button(), "hidden", audio);
+      assert.equal(p.video.muted, true, audio + ": nothing to hear, nothing to try");
+      const s = await p.stats();
+      assert.equal(s.hasAudio, false, audio);
+      assert.equal(s.audioPacketsReceived, 0, audio);
+      await p.click(p.video);
+      assert.equal(p.button(), "hidden", audio);
+      assert.equal(storage.getItem(SOUND_KEY), "on", audio);
+      p.leave();
+    }
+  },
+
+  async "every join decides again: audio comes, then goes"() {
+    const p = page({ joins: ["rejected", "sendonly", "absent"], storage: new Store() });
+    await p.playing();
+    assert.equal(p.button(), "hidden");
+    p.fail("failed");
+    await p.until("the second join", () => p.w.pcs.length === 2 && p.els.status.textContent === "Playing");
+    assert.equal(p.button(), "Unmute", "the publisher gained audio");
+    assert.equal((await p.stats()).hasAudio, true);
+    await p.click(p.video);
+    assert.equal(p.video.muted, false);
+    p.fail("failed");
+    assert.equal(p.button(), "hidden", "a lost connection has nothing to unmute");
+    await p.until("the third join", () => p.w.pcs.length === 3 && p.els.status.textContent === "Playing");
+    assert.equal(p.button(), "hidden", "the publisher lost audio");
+    assert.equal((await p.stats()).hasAudio, false);
+    p.leave();
+  },
+
+  async "either signal is enough: the answer says audio, or an audio track arrives"() {
+    let p = page({ joins: ["sendonly"], storage: new Store(), audioTrack: "never" });
+    await p.playing();
+    assert.equal(p.button(), "Unmute", "answer with audio, no track event (yet)");
+    p.leave();
+    p = page({ joins: ["absent"], storage: new Store(), audioTrack: "always" });
+    await p.playing();
+    assert.equal(p.button(), "Unmute", "an audio track the answer did not announce");
+    assert.equal((await p.stats()).hasAudio, true);
+    p.leave();
+  },
+
+  async "storage that throws: the page still plays and unmutes"() {
+    const p = page({ joins: ["sendonly"], storage: "throws" });
+    await p.playing();
+    assert.equal(p.button(), "Unmute");
+    await p.click(p.video);
+    assert.equal(p.video.muted, false);
+    assert.equal(p.button(), "Mute");
+    p.leave();
+  },
+};
+
+(async () => {
+  for (const [name, run] of Object.entries(scenarios)) {
+    try {
+      await run();
+    } catch (e) {
+      console.error("scenario: " + name + "\n", e);
+      process.exit(1);
+    }
+  }
+  console.log("ok");
+  process.exit(0);
+})();
+`
+
+// TestPagePlayback runs the page's own script (taken from a served page, so
+// what ships is what is tested) through the sound scenarios above.
+func TestPagePlayback(t *testing.T) {
+	rec := serve(t, New(Config{}), http.MethodGet, "/live/cam1")
+	m := inlineScript.FindStringSubmatch(rec.Body.String())
+	if m == nil {
+		t.Fatal("no <script nonce=...> element in the page")
+	}
+	runNode(t, map[string]string{"page-inline.js": m[1], "harness.js": pageHarness}, "harness.js")
+}
