@@ -1,9 +1,10 @@
 // Command whep-loadgen opens many WHEP sessions against a server and checks
 // that each really receives the stream (run), or steps through
 // concurrencies while measuring the server's CPU and memory to find its
-// capacity (ladder). Most sessions count SRTP packets from their clear RTP
-// headers without decrypting them, so the generator stays far cheaper than
-// the server it measures; a sample decodes fully.
+// capacity (ladder), or redraws a ladder's plot from its JSON (plot). Most
+// sessions count SRTP packets from their clear RTP headers without
+// decrypting them, so the generator stays far cheaper than the server it
+// measures; a sample decodes fully.
 package main
 
 import (
@@ -21,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/srtwhep/srtwhep/pkg/ladder"
 	"github.com/srtwhep/srtwhep/pkg/loadgen"
 )
 
@@ -32,7 +34,8 @@ const usage = `usage:
   whep-loadgen run    -url URL -n N [-ramp 20/s] [-hold 30s] [-decode-every 10]
   whep-loadgen ladder -url URL -pid SERVERPID [-steps 10,20,40,80,160] [-hold 20s]
                       [-metrics http://127.0.0.1:9998/metrics] [-out DIR]
-Run "whep-loadgen run -h" or "whep-loadgen ladder -h" for every flag.
+  whep-loadgen plot   -in DIR/ladder.json -out ladder.png
+Run "whep-loadgen COMMAND -h" for every flag.
 `
 
 func realMain(args []string, stdout, stderr io.Writer) int {
@@ -47,6 +50,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return cmdRun(ctx, args[1:], stdout, stderr)
 	case "ladder":
 		return cmdLadder(ctx, args[1:], stdout, stderr)
+	case "plot":
+		return cmdPlot(args[1:], stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -194,9 +199,9 @@ func cmdLadder(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "whep-loadgen ladder: %v\n", err)
 		return 2
 	}
-	rep, err := loadgen.RunLadder(ctx, loadgen.LadderConfig{
+	rep, err := ladder.Run(ctx, ladder.Config{
 		Pool: c.poolCfg, Criteria: c.criteria, Steps: steps, Rate: c.rate, Hold: *hold, Settle: *settle,
-		Server: loadgen.Proc{PID: *pid}, Metrics: *metrics, Progress: stderr,
+		ServerPID: *pid, Metrics: *metrics, Progress: stderr,
 	})
 	stopProfile()
 	if err != nil {
@@ -212,6 +217,41 @@ func cmdLadder(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			fmt.Fprintf(stderr, "whep-loadgen ladder: %v\n", err)
 			return 1
 		}
+	}
+	return 0
+}
+
+// cmdPlot redraws a ladder's PNG from its JSON, so a plot can be remade
+// without rerunning the bench.
+func cmdPlot(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("whep-loadgen plot", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	in := fs.String("in", "", "a ladder.json written by \"whep-loadgen ladder -out DIR\" (required)")
+	out := fs.String("out", "", "the PNG to write (required)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *in == "" || *out == "" {
+		fmt.Fprintln(stderr, "whep-loadgen plot: -in and -out are required, e.g. -in bench/results/STAMP/ladder.json -out docs/bench-ladder.png")
+		return 2
+	}
+	rep, err := ladder.ReadReport(*in)
+	if err != nil {
+		fmt.Fprintf(stderr, "whep-loadgen plot: %v\n", err)
+		return 1
+	}
+	f, err := os.Create(*out)
+	if err != nil {
+		fmt.Fprintf(stderr, "whep-loadgen plot: %v\n", err)
+		return 1
+	}
+	err = ladder.Plot(f, rep.Steps, rep.Summary)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "whep-loadgen plot: %v\n", err)
+		return 1
 	}
 	return 0
 }

@@ -15,11 +15,14 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -37,8 +40,9 @@ type Config struct {
 	// sessions' DTLS handshakes) does not close the door.
 	Interval, Window time.Duration
 	Logger           *slog.Logger
-	// statPath and cgroupDir are overridden by tests.
-	statPath, cgroupDir string
+	// cgroupRoot is where the cgroup v2 hierarchy is mounted; tests point
+	// it at a directory of their own.
+	cgroupRoot string
 }
 
 // Controller samples CPU use; Check is safe from any goroutine.
@@ -61,13 +65,10 @@ func New(cfg Config) *Controller {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.statPath == "" {
-		cfg.statPath = "/proc/self/stat"
+	if cfg.cgroupRoot == "" {
+		cfg.cgroupRoot = "/sys/fs/cgroup"
 	}
-	if cfg.cgroupDir == "" {
-		cfg.cgroupDir = "/sys/fs/cgroup"
-	}
-	c := &Controller{cfg: cfg, cpus: availableCPUs(cfg.cgroupDir)}
+	c := &Controller{cfg: cfg, cpus: availableCPUs(cfg.cgroupRoot)}
 	c.SetMaxCPU(cfg.MaxCPU)
 	return c
 }
@@ -107,7 +108,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	ring := make([]float64, 0, n)
 	// A failed read (no /proc in a sandbox, say) is retried at the next
 	// tick; until a first pair of samples exists no one is refused.
-	last, err := cpuSeconds(c.cfg.statPath)
+	last, err := cpuSeconds()
 	haveLast := err == nil
 	lastAt := time.Now()
 	t := time.NewTicker(c.cfg.Interval)
@@ -118,7 +119,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case now := <-t.C:
-			cur, err := cpuSeconds(c.cfg.statPath)
+			cur, err := cpuSeconds()
 			if err != nil {
 				continue
 			}
@@ -151,62 +152,66 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 }
 
-// cpuSeconds reads utime+stime of the process from /proc/PID/stat.
-func cpuSeconds(path string) (float64, error) {
-	b, err := os.ReadFile(path)
+// cpuSeconds is the process's user+system CPU time so far.
+func cpuSeconds() (float64, error) {
+	self, err := procfs.Self()
 	if err != nil {
 		return 0, err
 	}
-	return ParseStatCPU(string(b))
-}
-
-// clockTicks is USER_HZ, 100 on every Linux architecture Go supports.
-const clockTicks = 100
-
-// ParseStatCPU returns utime+stime in seconds from a /proc/PID/stat line.
-// The command name (field 2) may hold spaces and parentheses, so fields
-// are counted from the last ')'.
-func ParseStatCPU(line string) (float64, error) {
-	i := strings.LastIndexByte(line, ')')
-	if i < 0 {
-		return 0, errors.New("malformed stat line: no ')'")
+	st, err := self.Stat()
+	if err != nil {
+		return 0, err
 	}
-	f := strings.Fields(line[i+1:])
-	// After the name: state(3) ppid(4) … utime(14) stime(15); f[0] is field 3.
-	if len(f) < 13 {
-		return 0, errors.New("malformed stat line: too few fields")
-	}
-	ut, err1 := strconv.ParseUint(f[11], 10, 64)
-	st, err2 := strconv.ParseUint(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, errors.New("malformed stat line: utime/stime not numbers")
-	}
-	return float64(ut+st) / clockTicks, nil
+	return st.CPUTime(), nil
 }
 
 // availableCPUs is the affinity mask's size, capped by a cgroup v2 quota.
-func availableCPUs(cgroupDir string) float64 {
+func availableCPUs(cgroupRoot string) float64 {
 	cpus := 1.0
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &set); err == nil && set.Count() > 0 {
 		cpus = float64(set.Count())
 	}
-	if q, ok := cgroupQuota(cgroupDir); ok && q < cpus {
+	if q, ok := cgroupQuota(cgroupRoot); ok && q < cpus {
 		cpus = q
 	}
 	return cpus
 }
 
-// cgroupQuota reads cpu.max ("max 100000" or "50000 100000").
-func cgroupQuota(dir string) (float64, bool) {
-	b, err := os.ReadFile(dir + "/cpu.max")
-	if err != nil {
-		return 0, false
+// cgroupQuota is the smallest cpu.max quota on the process's cgroup v2
+// path, from its own cgroup up to the root: a parent's quota caps all its
+// children. systemd's CPUQuota= sits on the service's own cgroup, docker's
+// --cpus on the container's, which its cgroup namespace shows as the root.
+func cgroupQuota(root string) (float64, bool) {
+	dir := "/"
+	if self, err := procfs.Self(); err == nil {
+		if cgs, err := self.Cgroups(); err == nil {
+			for _, cg := range cgs {
+				// The v2 hierarchy is the one with ID 0; with cgroup v1
+				// alone there is none and only the root is tried.
+				if cg.HierarchyID == 0 {
+					dir = path.Clean("/" + cg.Path)
+				}
+			}
+		}
 	}
-	return ParseCPUMax(string(b))
+	best, found := 0.0, false
+	for {
+		b, err := os.ReadFile(filepath.Join(root, dir, "cpu.max"))
+		if err == nil {
+			if q, ok := ParseCPUMax(string(b)); ok && (!found || q < best) {
+				best, found = q, true
+			}
+		}
+		if dir == "/" {
+			return best, found
+		}
+		dir = path.Dir(dir)
+	}
 }
 
-// ParseCPUMax turns a cgroup v2 cpu.max line into a number of CPUs.
+// ParseCPUMax turns a cgroup v2 cpu.max line ("max 100000" or
+// "50000 100000") into a number of CPUs; procfs has no reader for it.
 func ParseCPUMax(s string) (float64, bool) {
 	f := strings.Fields(s)
 	if len(f) != 2 || f[0] == "max" {

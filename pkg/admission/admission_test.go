@@ -5,32 +5,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func TestParseStatCPU(t *testing.T) {
-	line := "1234 (my (odd) name) S 1 1234 1234 0 -1 4194560 500 0 0 0 250 150 0 0 20 0 8 0 100 0 0"
-	got, err := ParseStatCPU(line)
-	if err != nil || got != 4.0 {
-		t.Fatalf("got %v, %v; want 4.0 s (250+150 ticks)", got, err)
-	}
-	for _, bad := range []string{"", "1 (x S 1", "1 (x) S 1 2", "1 (x) S 1 1 1 0 -1 0 0 0 0 0 a b"} {
-		if _, err := ParseStatCPU(bad); err == nil {
-			t.Errorf("accepted %q", bad)
-		}
-	}
-	if b, err := os.ReadFile("/proc/self/stat"); err == nil {
-		if _, err := ParseStatCPU(string(b)); err != nil {
-			t.Errorf("real /proc/self/stat: %v", err)
-		}
-	}
-}
 
 func TestParseCPUMax(t *testing.T) {
 	for in, want := range map[string]float64{"100000 100000\n": 1, "50000 100000": 0.5, "150000 100000": 1.5} {
@@ -45,57 +27,109 @@ func TestParseCPUMax(t *testing.T) {
 	}
 }
 
-// writeStat fakes /proc/self/stat with the given total ticks.
-func writeStat(t *testing.T, path string, ticks int) {
+// ownCgroup is this test process's cgroup v2 path, read from its real
+// /proc/self/cgroup.
+func ownCgroup(t *testing.T) string {
 	t.Helper()
-	line := "1 (srtwhep) S 1 1 1 0 -1 0 0 0 0 0 " + strconv.Itoa(ticks) + " 0 0 0 20 0 1 0 1 0 0\n"
-	// Replace the file atomically, as the kernel's /proc does: a reader
-	// must never see it empty.
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(line), 0o644); err != nil {
+	self, err := procfs.Self()
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	cgs, err := self.Cgroups()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cg := range cgs {
+		if cg.HierarchyID == 0 {
+			return cg.Path
+		}
+	}
+	return "/"
+}
+
+func writeCPUMax(t *testing.T, dir, content string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cpu.max"), []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// The controller refuses while sampled usage is over the limit and admits
-// again when it falls.
-func TestCheckFollowsUsage(t *testing.T) {
-	dir := t.TempDir()
-	stat := filepath.Join(dir, "stat")
-	os.WriteFile(filepath.Join(dir, "cpu.max"), []byte("100000 100000"), 0o644)
-	writeStat(t, stat, 0)
-	c := New(Config{MaxCPU: 0.8, Interval: 50 * time.Millisecond, Window: 50 * time.Millisecond, statPath: stat, cgroupDir: dir})
-	if c.CPUs() != 1 {
-		t.Fatalf("CPUs = %v, want 1 from the cgroup quota", c.CPUs())
+// The quota is looked up where this process's cgroup really is, and an
+// ancestor's smaller quota wins over its own.
+func TestQuotaOfOwnCgroup(t *testing.T) {
+	root := t.TempDir()
+	own := filepath.Join(root, ownCgroup(t))
+	writeCPUMax(t, own, "50000 100000\n")
+	if q, ok := cgroupQuota(root); !ok || q != 0.5 {
+		t.Fatalf("quota %v, %v; want 0.5 CPUs from %s", q, ok, own)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	c := New(Config{cgroupRoot: root})
+	if c.CPUs() > 0.5 {
+		t.Errorf("CPUs = %v, want at most the quota, 0.5", c.CPUs())
+	}
+	if own == root {
+		return // the process sits in the root cgroup: it has no ancestor
+	}
+	writeCPUMax(t, root, "25000 100000\n")
+	if q, ok := cgroupQuota(root); !ok || q != 0.25 {
+		t.Errorf("quota %v, %v; want the root's 0.25 CPUs", q, ok)
+	}
+	if _, ok := cgroupQuota(t.TempDir()); ok {
+		t.Error("a quota was found where no cpu.max exists")
+	}
+}
+
+// The controller refuses while this process's real CPU use, read from
+// /proc, is over the limit, and admits again when it falls.
+func TestCheckFollowsUsage(t *testing.T) {
+	c := New(Config{Interval: 50 * time.Millisecond, Window: 50 * time.Millisecond})
+	// A limit of a third of one core: one spinning goroutine is over it,
+	// an idle test process far under.
+	c.SetMaxCPU(0.33 / c.CPUs())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 
-	// Burn "100 ticks per sample": 1 s of CPU every 50 ms is far over 80%.
-	ticks := 0
-	deadline := time.Now().Add(5 * time.Second)
-	for c.Check() == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("never refused under full load")
+	deadline, stop := context.WithTimeout(t.Context(), 20*time.Second)
+	defer stop()
+	spin, stopSpin := context.WithCancel(deadline)
+	spun := make(chan int)
+	go func() {
+		x := 0
+		for spin.Err() == nil {
+			for i := range 100_000 {
+				x += i
+			}
 		}
-		ticks += 100
-		writeStat(t, stat, ticks)
-		time.Sleep(10 * time.Millisecond)
+		spun <- x
+	}()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	err := c.Check()
+	for ; err == nil; err = c.Check() {
+		select {
+		case <-deadline.Done():
+			stopSpin()
+			<-spun
+			t.Fatalf("never refused while spinning a core (usage %.2f of %.1f CPUs)", c.Usage(), c.CPUs())
+		case <-tick.C:
+		}
 	}
-	if err := c.Check(); !errors.Is(err, ErrOverloaded) {
+	stopSpin()
+	<-spun
+	if !errors.Is(err, ErrOverloaded) {
 		t.Fatalf("Check = %v", err)
 	}
-	// Idle: no more ticks; the window mean falls to 0.
 	for c.Check() != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("never admitted again when idle")
+		select {
+		case <-deadline.Done():
+			t.Fatalf("never admitted again when idle (usage %.2f)", c.Usage())
+		case <-tick.C:
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	if c.Refused() == 0 {
 		t.Error("refusals not counted")

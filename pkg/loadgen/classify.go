@@ -1,9 +1,10 @@
-// Package loadgen opens many WHEP sessions against a server, verifies that
-// media really flows to each of them, and runs the capacity ladder of
-// whep-loadgen. Its cost must stay far below the server it measures: most
-// sessions run in light mode, where SRTP media packets are accounted from
-// their clear RTP header at the socket and never decrypted; a sample of
-// sessions decodes fully through pion to prove the pictures are real.
+// Package loadgen opens many WHEP sessions against a server and verifies
+// that media really flows to each of them; pkg/ladder builds the capacity
+// ladder on top of its Pool. Its cost must stay far below the server it
+// measures: most sessions run in light mode, where SRTP media packets are
+// accounted from their clear RTP header at the socket and never decrypted;
+// a sample of sessions decodes fully through pion to prove the pictures
+// are real.
 package loadgen
 
 import "encoding/binary"

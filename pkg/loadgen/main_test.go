@@ -3,9 +3,9 @@ package loadgen
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/srtwhep/srtwhep/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	testkit.Main(m, nil, nil)
 }

@@ -232,16 +232,6 @@ func (p *Pool) Sessions() []*Session {
 	return append([]*Session(nil), p.sessions...)
 }
 
-// Snapshots snapshots every session, in ID order.
-func (p *Pool) Snapshots() []Snapshot {
-	ss := p.Sessions()
-	out := make([]Snapshot, len(ss))
-	for i, s := range ss {
-		out[i] = s.Snapshot()
-	}
-	return out
-}
-
 // Failures returns connection errors seen so far (text → count) and the
 // number of sessions that ended by themselves.
 func (p *Pool) Failures() (map[string]int, int) {

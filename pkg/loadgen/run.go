@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -58,8 +59,10 @@ func Run(ctx context.Context, cfg RunConfig) (*RunReport, error) {
 	if cfg.Hold <= 0 {
 		cfg.Hold = 30 * time.Second
 	}
-	self := Proc{}
-	cpu0, err := self.CPU()
+	if cfg.Settle <= 0 {
+		cfg.Settle = 2 * time.Second
+	}
+	cpu0, err := SelfCPU()
 	if err != nil {
 		return nil, err
 	}
@@ -69,19 +72,16 @@ func Run(ctx context.Context, cfg RunConfig) (*RunReport, error) {
 		return nil, err
 	}
 	defer pool.Close()
-	_, failed := pool.Grow(ctx, cfg.N, cfg.Rate)
-	pool.WaitFlowing(ctx, 10*time.Second)
-	if cfg.Settle <= 0 {
-		cfg.Settle = 2 * time.Second
-	}
-	waitCtx(ctx, cfg.Settle)
-	m := measure(ctx, pool, cfg.Hold, nil)
+	failed, _ := pool.Fill(ctx, cfg.N, cfg.Rate, cfg.Settle)
+	h := pool.StartHold()
+	waitCtx(ctx, cfg.Hold)
+	h.Finish()
 
-	rep := &RunReport{URL: cfg.Pool.URL, N: cfg.N, Failed: failed, Hold: m.Duration(), GenCPUHold: m.GenCPU}
+	rep := &RunReport{URL: cfg.Pool.URL, N: cfg.N, Failed: failed, Hold: h.Duration(), GenCPUHold: h.GenCPU}
 	var kbps float64
 	var ttfp, ttidr []time.Duration
-	for i, w := range m.Windows(cfg.Criteria) {
-		s, a := m.Sessions[i], m.After[i]
+	for i, w := range h.Windows(cfg.Criteria) {
+		s, a := h.Sessions[i], h.After[i]
 		if a.Alive {
 			rep.Connected++
 		}
@@ -102,13 +102,13 @@ func Run(ctx context.Context, cfg RunConfig) (*RunReport, error) {
 			ttidr = append(ttidr, a.FirstIDR)
 		}
 	}
-	if len(m.Sessions) > 0 {
-		rep.KbpsPerViewer = kbps / float64(len(m.Sessions))
+	if len(h.Sessions) > 0 {
+		rep.KbpsPerViewer = kbps / float64(len(h.Sessions))
 	}
 	rep.FirstPacketP50, rep.FirstPkP95 = Quantile(ttfp, 0.5), Quantile(ttfp, 0.95)
 	rep.FirstIDRP50, rep.FirstIDRP95 = Quantile(ttidr, 0.5), Quantile(ttidr, 0.95)
 	rep.Failures, _ = pool.Failures()
-	if cpu1, err := self.CPU(); err == nil {
+	if cpu1, err := SelfCPU(); err == nil {
 		rep.GenCPUAll = CPUPercent(cpu1-cpu0, time.Since(t0))
 	}
 	return rep, nil
@@ -155,12 +155,7 @@ func (r *RunReport) WriteText(w io.Writer) error {
 		per = r.GenCPUHold / float64(r.Connected)
 	}
 	fmt.Fprintf(&b, "generator CPU: %.1f%% of one core while holding (%.3f%% per session), %.1f%% over the whole run\n", r.GenCPUHold, per, r.GenCPUAll)
-	keys := make([]string, 0, len(r.Failures))
-	for k := range r.Failures {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(r.Failures)) {
 		fmt.Fprintf(&b, "failed to connect (%d×): %s\n", r.Failures[k], k)
 	}
 	_, err := io.WriteString(w, b.String())

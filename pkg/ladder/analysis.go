@@ -1,4 +1,4 @@
-package loadgen
+package ladder
 
 import (
 	"fmt"
@@ -52,12 +52,12 @@ func (s *Step) Judge() {
 // server is at its ceiling or viewers no longer get the stream intact.
 func (s *Step) Saturated() bool { return s.Verdict != VerdictOK }
 
-// Slope is the least-squares slope of y over x; ok is false with fewer than
-// two distinct x.
-func Slope(x, y []float64) (slope float64, ok bool) {
+// Fit is the least-squares line y = intercept + slope·x; ok is false with
+// fewer than two distinct x.
+func Fit(x, y []float64) (slope, intercept float64, ok bool) {
 	n := float64(len(x))
 	if len(x) < 2 || len(x) != len(y) {
-		return 0, false
+		return 0, 0, false
 	}
 	var sx, sy, sxx, sxy float64
 	for i := range x {
@@ -68,9 +68,10 @@ func Slope(x, y []float64) (slope float64, ok bool) {
 	}
 	d := n*sxx - sx*sx
 	if d == 0 {
-		return 0, false
+		return 0, 0, false
 	}
-	return (n*sxy - sx*sy) / d, true
+	slope = (n*sxy - sx*sy) / d
+	return slope, (sy - slope*sx) / n, true
 }
 
 // Crossing is where server CPU reaches SaturationCPU.
@@ -122,6 +123,7 @@ func Cross80(steps []Step, slope float64) Crossing {
 type Summary struct {
 	Cross80          Crossing `json:"cross80"`
 	MarginalCPU      float64  `json:"marginalCpuPctPerViewer"` // server, % of one core per viewer
+	FitIntercept     float64  `json:"fitInterceptPct"`         // the fit's server CPU at N = 0
 	MarginalOK       bool     `json:"marginalKnown"`
 	GenPerViewer     float64  `json:"generatorCpuPctPerViewer"`
 	ServerPerViewer  float64  `json:"serverCpuPctPerViewerAtTop"` // CPU/N at the largest step
@@ -156,12 +158,12 @@ func Summarize(steps []Step) Summary {
 		xs, ys, gs, ns = pick(func(Step) bool { return true })
 	}
 	sum.StepsUsedInSlope = ns
-	sum.MarginalCPU, sum.MarginalOK = Slope(xs, ys)
+	sum.MarginalCPU, sum.FitIntercept, sum.MarginalOK = Fit(xs, ys)
 	sum.Cross80 = Cross80(steps, sum.MarginalCPU)
 
 	// The generator's cost: the larger of its own slope and its total cost
 	// per viewer at the largest step, so fixed overhead cannot hide.
-	genSlope, _ := Slope(xs, gs)
+	genSlope, _, _ := Fit(xs, gs)
 	var top *Step
 	for i := range steps {
 		if steps[i].N > 0 && (top == nil || steps[i].N > top.N) {

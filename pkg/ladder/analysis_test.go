@@ -1,4 +1,4 @@
-package loadgen
+package ladder
 
 import (
 	"math"
@@ -10,16 +10,16 @@ func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
 func ptr(v float64) *float64 { return &v }
 
-func TestSlope(t *testing.T) {
-	s, ok := Slope([]float64{0, 10, 20, 40}, []float64{2, 7, 12, 22})
-	if !ok || !near(s, 0.5) {
-		t.Errorf("Slope = %v, %v; want 0.5", s, ok)
+func TestFit(t *testing.T) {
+	s, c, ok := Fit([]float64{0, 10, 20, 40}, []float64{2, 7, 12, 22})
+	if !ok || !near(s, 0.5) || !near(c, 2) {
+		t.Errorf("Fit = %v, %v, %v; want 0.5, 2", s, c, ok)
 	}
-	if _, ok := Slope([]float64{5}, []float64{1}); ok {
-		t.Error("Slope of one point reported ok")
+	if _, _, ok := Fit([]float64{5}, []float64{1}); ok {
+		t.Error("Fit of one point reported ok")
 	}
-	if _, ok := Slope([]float64{5, 5}, []float64{1, 2}); ok {
-		t.Error("Slope with equal x reported ok")
+	if _, _, ok := Fit([]float64{5, 5}, []float64{1, 2}); ok {
+		t.Error("Fit with equal x reported ok")
 	}
 }
 
@@ -80,8 +80,8 @@ func ladderSteps(genPerViewer float64) []Step {
 
 func TestSummarizeValid(t *testing.T) {
 	sum := Summarize(ladderSteps(0.05))
-	if !sum.MarginalOK || !near(sum.MarginalCPU, 0.3) {
-		t.Errorf("marginal = %v (%v), want 0.3", sum.MarginalCPU, sum.MarginalOK)
+	if !sum.MarginalOK || !near(sum.MarginalCPU, 0.3) || !near(sum.FitIntercept, 2) {
+		t.Errorf("fit = %v + %v·N (%v), want 2 + 0.3·N", sum.FitIntercept, sum.MarginalCPU, sum.MarginalOK)
 	}
 	if !near(sum.GenPerViewer, 0.05) {
 		t.Errorf("generator per viewer = %v, want 0.05", sum.GenPerViewer)

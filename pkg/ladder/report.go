@@ -1,12 +1,13 @@
-package loadgen
+package ladder
 
 import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -18,7 +19,7 @@ func optFloat(v *float64, format string) string {
 }
 
 // WriteMarkdown writes the ladder table and its conclusions.
-func (r *LadderReport) WriteMarkdown(w io.Writer) error {
+func (r *Report) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## whep-loadgen ladder — %s\n\n", r.Started.Format("2006-01-02 15:04:05 MST"))
 	if r.Summary.Invalid {
@@ -59,12 +60,7 @@ func (r *LadderReport) WriteMarkdown(w io.Writer) error {
 		}
 	}
 	if len(r.Failures) > 0 {
-		keys := make([]string, 0, len(r.Failures))
-		for k := range r.Failures {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(r.Failures)) {
 			fmt.Fprintf(&b, "- Failed to connect (%d×): %s\n", r.Failures[k], k)
 		}
 	}
@@ -76,34 +72,56 @@ func (r *LadderReport) WriteMarkdown(w io.Writer) error {
 }
 
 // WriteFiles writes dir/ladder.md, dir/ladder.json and dir/ladder.png.
-func (r *LadderReport) WriteFiles(dir string) error {
+func (r *Report) WriteFiles(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("loadgen: create output directory: %w", err)
+		return fmt.Errorf("ladder: create output directory: %w", err)
 	}
 	var md strings.Builder
 	if err := r.WriteMarkdown(&md); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "ladder.md"), []byte(md.String()), 0o644); err != nil {
-		return fmt.Errorf("loadgen: write ladder.md: %w", err)
+		return fmt.Errorf("ladder: write ladder.md: %w", err)
 	}
 	js, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
-		return fmt.Errorf("loadgen: encode ladder.json: %w", err)
+		return fmt.Errorf("ladder: encode ladder.json: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "ladder.json"), append(js, '\n'), 0o644); err != nil {
-		return fmt.Errorf("loadgen: write ladder.json: %w", err)
+		return fmt.Errorf("ladder: write ladder.json: %w", err)
 	}
 	f, err := os.Create(filepath.Join(dir, "ladder.png"))
 	if err != nil {
-		return fmt.Errorf("loadgen: create ladder.png: %w", err)
+		return fmt.Errorf("ladder: create ladder.png: %w", err)
 	}
-	if err := PlotLadder(f, r.Steps); err != nil {
+	if err := Plot(f, r.Steps, r.Summary); err != nil {
 		f.Close()
 		return err
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("loadgen: write ladder.png: %w", err)
+		return fmt.Errorf("ladder: write ladder.png: %w", err)
 	}
 	return nil
+}
+
+// ReadReport reads a ladder.json. Its summary is computed again from the
+// steps, which are the measurement; a file written by hand (figures copied
+// from a table) then carries none of its own.
+func ReadReport(name string) (*Report, error) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("ladder: %w", err)
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("ladder: %s: %w", name, err)
+	}
+	if len(r.Steps) == 0 {
+		return nil, fmt.Errorf("ladder: %s has no steps", name)
+	}
+	for i := range r.Steps {
+		r.Steps[i].Judge()
+	}
+	r.Summary = Summarize(r.Steps)
+	return &r, nil
 }

@@ -1,0 +1,82 @@
+package ladder
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Metric names the ladder reads from srtwhep; other servers lack them and
+// the ladder shows "n/a".
+const (
+	MetricFramesDropped = "srtwhep_path_frames_dropped_total"
+	MetricSRTRTT        = "srtwhep_srt_rtt_seconds"
+)
+
+// Sample aggregates the series of one metric: their sum and maximum.
+type Sample struct {
+	Sum, Max float64
+	Found    bool
+}
+
+// Scrape fetches url and aggregates the named counters and gauges.
+func Scrape(ctx context.Context, c *http.Client, url string, names ...string) (map[string]Sample, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("ladder: metrics URL %q: %w", url, err)
+	}
+	// Asked for plainly, a server may answer in OpenMetrics or protobuf;
+	// the text format is the one every exporter speaks.
+	req.Header.Set("Accept", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("ladder: scrape %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("ladder: scrape %s: %s", url, resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, fmt.Errorf("ladder: scrape %s: %w", url, err)
+	}
+	out := make(map[string]Sample, len(names))
+	for _, n := range names {
+		if mf, ok := fams[n]; ok {
+			out[n] = aggregate(mf)
+		}
+	}
+	return out, nil
+}
+
+func aggregate(mf *dto.MetricFamily) Sample {
+	var s Sample
+	for _, m := range mf.GetMetric() {
+		var v float64
+		switch {
+		case m.Counter != nil:
+			v = m.GetCounter().GetValue()
+		case m.Gauge != nil:
+			v = m.GetGauge().GetValue()
+		case m.Untyped != nil:
+			v = m.GetUntyped().GetValue()
+		default:
+			continue // summaries and histograms have no single value to add
+		}
+		if !s.Found || v > s.Max {
+			s.Max = v
+		}
+		if !math.IsNaN(v) {
+			s.Sum += v
+		}
+		s.Found = true
+	}
+	return s
+}
