@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/pkg/whepclient"
 )
 
@@ -20,13 +21,13 @@ func TestAdmissionPastCPULimit(t *testing.T) {
 	a := dialViewer(t, ts, "live/cam1")
 	b := dialViewer(t, ts, "live/cam1")
 	a.waitUnits(t, 30, 15*time.Second)
-	rttBefore := ts.srt.Conns()[0].Stats.RTTMs
+	rttBefore := ts.ingest.Stats()[0].Publisher.SRT.RTTMs
 
 	// Any work at all is now "over the limit".
 	ts.load.SetMaxCPU(0.001)
-	waitFor(t, 10*time.Second, "a CPU sample above the limit", func() bool { return ts.load.Check() != nil })
+	testkit.WaitFor(t, 10*time.Second, "a CPU sample above the limit", func() bool { return ts.load.Check() != nil })
 
-	_, err := whepclient.Dial(t.Context(), ts.httpURL("/live/cam1/whep"), whepclient.Options{SettingEngine: loopbackOnly})
+	_, err := whepclient.Dial(t.Context(), ts.httpURL("/live/cam1/whep"), whepclient.Options{SettingEngine: testkit.LoopbackOnly})
 	var he *whepclient.HTTPError
 	if !errors.As(err, &he) || he.StatusCode != http.StatusServiceUnavailable || he.RetryAfter == "" {
 		t.Fatalf("viewer past the CPU limit: %v, want 503 with Retry-After", err)
@@ -41,10 +42,10 @@ func TestAdmissionPastCPULimit(t *testing.T) {
 	b.waitUnits(t, nb+60, 20*time.Second)
 	checkUndisturbed(t, "viewer A", a)
 	checkUndisturbed(t, "viewer B", b)
-	if ls := ts.logs.lines("reader is too slow"); len(ls) > 0 {
+	if ls := ts.logs.Lines("reader is too slow"); len(ls) > 0 {
 		t.Errorf("an admitted viewer dropped frames: %s", ls[0])
 	}
-	rttAfter := ts.srt.Conns()[0].Stats.RTTMs
+	rttAfter := ts.ingest.Stats()[0].Publisher.SRT.RTTMs
 	t.Logf("SRT RTT %.2f ms before, %.2f ms after", rttBefore, rttAfter)
 	if rttAfter > rttBefore+50 {
 		t.Errorf("SRT RTT grew from %.2f to %.2f ms", rttBefore, rttAfter)

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/haivision/srtgo"
 
+	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/pkg/config"
 )
 
@@ -30,35 +30,35 @@ func TestBadInputs(t *testing.T) {
 
 	t.Run("streamid unparsable", func(t *testing.T) {
 		p := startFFmpeg(t, x264Args("320x240", "-t", "5"), ts.srtURL("cam1"))
-		if err := p.wait(t, 20*time.Second); err == nil {
+		if err := p.Wait(t, 20*time.Second); err == nil {
 			t.Errorf("ffmpeg with a bad streamid was accepted")
 		}
-		line := ts.logs.waitLog(t, 5*time.Second, "rejected", `streamid=cam1`)
+		line := ts.logs.WaitLog(t, 5*time.Second, "rejected", `streamid=cam1`)
 		if !strings.Contains(line, "publish:") {
 			t.Errorf("rejection does not show the expected syntax: %s", line)
 		}
 	})
 	t.Run("streamid read mode", func(t *testing.T) {
 		p := startFFmpeg(t, x264Args("320x240", "-t", "5"), ts.srtURL("read:live/cam1"))
-		if err := p.wait(t, 20*time.Second); err == nil {
+		if err := p.Wait(t, 20*time.Second); err == nil {
 			t.Errorf("ffmpeg with mode read was accepted")
 		}
-		line := ts.logs.waitLog(t, 5*time.Second, "rejected", "streamid=read:live/cam1")
+		line := ts.logs.WaitLog(t, 5*time.Second, "rejected", "streamid=read:live/cam1")
 		if !strings.Contains(line, "whep") {
 			t.Errorf("read-mode rejection does not point to WHEP: %s", line)
 		}
 	})
 	t.Run("busy path", func(t *testing.T) {
 		p := startFFmpeg(t, x264Args("320x240", "-t", "5"), ts.srtURL("publish:live/cam1"))
-		if err := p.wait(t, 20*time.Second); err == nil {
+		if err := p.Wait(t, 20*time.Second); err == nil {
 			t.Errorf("second publisher on a busy path was accepted")
 		}
-		ts.logs.waitLog(t, 5*time.Second, "rejected", "path=live/cam1", "busy")
+		ts.logs.WaitLog(t, 5*time.Second, "rejected", "path=live/cam1", "busy")
 	})
 	t.Run("no H.264", func(t *testing.T) {
 		startFFmpeg(t, []string{"-re", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30", "-t", "3",
 			"-c:v", "mpeg2video"}, ts.srtURL("publish:live/mpeg2"))
-		line := ts.logs.waitLog(t, 20*time.Second, "publisher closed", "path=live/mpeg2")
+		line := ts.logs.WaitLog(t, 20*time.Second, "publisher closed", "path=live/mpeg2")
 		if !strings.Contains(line, "H.264") || !strings.Contains(line, "libx264") {
 			t.Errorf("no-H.264 close reason does not name the fix: %s", line)
 		}
@@ -67,12 +67,12 @@ func TestBadInputs(t *testing.T) {
 		args := []string{"-re", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30", "-t", "4",
 			"-c:v", "libx264", "-preset", "ultrafast", "-bf", "2", "-g", "30"}
 		startFFmpeg(t, args, ts.srtURL("publish:live/bframes"))
-		line := ts.logs.waitLog(t, 20*time.Second, "path=live/bframes", "-bf 0")
+		line := ts.logs.WaitLog(t, 20*time.Second, "path=live/bframes", "-bf 0")
 		t.Logf("B-frame report: %s", line)
 	})
 	t.Run("garbage TS", func(t *testing.T) {
 		sendCorruptedTS(t, ts)
-		line := ts.logs.waitLog(t, 20*time.Second, "path=live/garbage", "decode error")
+		line := ts.logs.WaitLog(t, 20*time.Second, "path=live/garbage", "decode error")
 		t.Logf("decode error summary: %s", line)
 	})
 
@@ -105,7 +105,7 @@ func TestBadInputs(t *testing.T) {
 		}
 	})
 	t.Run("404 no publisher", func(t *testing.T) {
-		resp, err := http.Post(ts.httpURL("/live/nobody/whep"), "application/sdp", strings.NewReader(minimalOffer(t)))
+		resp, err := http.Post(ts.httpURL("/live/nobody/whep"), "application/sdp", strings.NewReader(offerSDP(t)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +117,7 @@ func TestBadInputs(t *testing.T) {
 	t.Run("503 at the reader cap", func(t *testing.T) {
 		second := dialViewer(t, ts, "live/cam1") // cap is 2: watcher + this one
 		_ = second
-		r := post("application/sdp", strings.NewReader(minimalOffer(t)))
+		r := post("application/sdp", strings.NewReader(offerSDP(t)))
 		if r.StatusCode != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
 			t.Errorf("status %d Retry-After %q, want 503 with Retry-After", r.StatusCode, r.Header.Get("Retry-After"))
 		}
@@ -127,7 +127,7 @@ func TestBadInputs(t *testing.T) {
 	n := watcher.count()
 	watcher.waitUnits(t, n+30, 15*time.Second)
 	checkUndisturbed(t, "watcher", watcher)
-	if ls := ts.logs.lines("reader is too slow"); len(ls) > 0 {
+	if ls := ts.logs.Lines("reader is too slow"); len(ls) > 0 {
 		t.Errorf("a viewer dropped frames: %s", ls[0])
 	}
 }
@@ -137,12 +137,8 @@ func TestBadInputs(t *testing.T) {
 func sendCorruptedTS(t *testing.T, ts *testServer) {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "clip.ts")
-	gen := exec.Command("ffmpeg", "-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i",
-		"testsrc2=size=320x240:rate=30", "-t", "3", "-c:v", "libx264", "-preset", "ultrafast",
-		"-bf", "0", "-g", "30", "-f", "mpegts", file)
-	if out, err := gen.CombinedOutput(); err != nil {
-		t.Fatalf("ffmpeg: %v: %s", err, out)
-	}
+	testkit.FFmpeg(t, "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30", "-t", "3",
+		"-c:v", "libx264", "-preset", "ultrafast", "-bf", "0", "-g", "30", "-f", "mpegts", file)
 	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
@@ -169,10 +165,4 @@ func sendCorruptedTS(t *testing.T, ts *testServer) {
 		}
 		time.Sleep(5 * time.Millisecond) // pace like a live sender so the receive buffer never overflows
 	}
-}
-
-// minimalOffer builds a real H.264 recvonly offer with pion.
-func minimalOffer(t *testing.T) string {
-	t.Helper()
-	return offerSDP(t)
 }

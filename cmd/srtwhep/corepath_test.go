@@ -2,10 +2,12 @@ package main
 
 import (
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/pkg/config"
 	"github.com/srtwhep/srtwhep/pkg/whep"
 	"github.com/srtwhep/srtwhep/pkg/whepclient"
@@ -97,7 +99,7 @@ func TestJoinMidGOP(t *testing.T) {
 	startFFmpeg(t, x264Args("1280x720"), ts.srtURL("publish:live/cam1"))
 	ts.waitPublisher(t, "live/cam1")
 	// Join in the middle of the second GOP (frames 60..119).
-	waitFor(t, 20*time.Second, "frame 90", func() bool { return ts.framesIn("live/cam1") >= 90 })
+	testkit.WaitFor(t, 20*time.Second, "frame 90", func() bool { return ts.framesIn("live/cam1") >= 90 })
 
 	v := dialViewer(t, ts, "live/cam1")
 	v.waitUnits(t, 30, 15*time.Second)
@@ -113,20 +115,12 @@ func TestJoinMidGOP(t *testing.T) {
 	}
 }
 
-// TestStalledViewer: one viewer's writer stalls for 3 s. The publisher and
-// the other viewers lose nothing; the stalled one logs the exact message,
-// skips to the next IDR and resumes with no sequence gap.
+// TestStalledViewer: one viewer's writer stalls until its queue overflows.
+// The publisher and the other viewers lose nothing; the stalled one logs
+// the exact message, skips to the next IDR and resumes with no sequence gap.
 func TestStalledViewer(t *testing.T) {
-	var stallID atomic.Value
-	stallID.Store("")
-	var stalled atomic.Bool
-	ts := startServer(t, func(c *config.Config) { c.Readers.QueueSize = 20 }, func(wc *whep.Config) {
-		wc.BeforeWrite = func(session string) {
-			if session == stallID.Load().(string) && stalled.CompareAndSwap(false, true) {
-				time.Sleep(3 * time.Second) // the stall under test
-			}
-		}
-	})
+	held, release := stallOnce(t, func(c *config.Config) { c.Readers.QueueSize = 20 })
+	ts := held.ts
 	startFFmpeg(t, x264Args("1280x720"), ts.srtURL("publish:live/cam1"))
 	ts.waitPublisher(t, "live/cam1")
 
@@ -134,15 +128,16 @@ func TestStalledViewer(t *testing.T) {
 	b := dialViewer(t, ts, "live/cam1")
 	slow := dialViewer(t, ts, "live/cam1")
 	slow.waitUnits(t, 10, 15*time.Second)
-	stallID.Store(sessionID(slow))
-	ts.logs.waitLog(t, 15*time.Second, "reader is too slow, discarding", "session="+sessionID(slow))
+	held.stall(sessionID(slow))
+	ts.logs.WaitLog(t, 15*time.Second, "reader is too slow, discarding", "session="+sessionID(slow))
+	release()
 	// After the stall, wait for the slow viewer to play a while again.
 	n := slow.count()
 	slow.waitUnits(t, n+60, 20*time.Second)
 
 	checkUndisturbed(t, "viewer A", a)
 	checkUndisturbed(t, "viewer B", b)
-	if ls := ts.logs.lines("reader is too slow"); len(ls) > 0 {
+	if ls := ts.logs.Lines("reader is too slow"); len(ls) > 0 {
 		for _, l := range ls {
 			if !strings.Contains(l, "session="+sessionID(slow)) {
 				t.Errorf("a healthy viewer dropped frames: %s", l)
@@ -173,7 +168,7 @@ func TestStalledViewer(t *testing.T) {
 	if ts.hub.Paths()[0].FramesDropped == 0 {
 		t.Errorf("path drop counter is 0")
 	}
-	t.Logf("stalled viewer skipped at AUs %v; log: %s", jumps, ts.logs.lines("reader is too slow")[0])
+	t.Logf("stalled viewer skipped at AUs %v; log: %s", jumps, ts.logs.Lines("reader is too slow")[0])
 
 }
 
@@ -193,3 +188,35 @@ func checkUndisturbed(t *testing.T, name string, v *viewer) {
 		}
 	}
 }
+
+// staller holds one chosen viewer's writer, through whep's BeforeWrite
+// hook, from its next write until released: its queue fills while the
+// publisher keeps writing, which is the slow-reader event.
+type staller struct {
+	ts      *testServer
+	session atomic.Pointer[string]
+	held    atomic.Bool
+	release chan struct{}
+	once    sync.Once
+}
+
+// stallOnce starts a server (configured by mutate) whose viewer named by
+// stall is held once; the returned func releases it, and so does the end
+// of the test, before the server stops.
+func stallOnce(t *testing.T, mutate func(*config.Config)) (*staller, func()) {
+	t.Helper()
+	s := &staller{release: make(chan struct{})}
+	s.ts = startServer(t, mutate, func(wc *whep.Config) {
+		wc.BeforeWrite = func(session string) {
+			if id := s.session.Load(); id != nil && session == *id && s.held.CompareAndSwap(false, true) {
+				<-s.release // the stall under test
+			}
+		}
+	})
+	release := func() { s.once.Do(func() { close(s.release) }) }
+	t.Cleanup(release) // runs before startServer's cleanup stops the server
+	return s, release
+}
+
+// stall holds session's writer from its next write on.
+func (s *staller) stall(session string) { s.session.Store(&session) }

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/srtwhep/srtwhep/pkg/config"
 	"github.com/srtwhep/srtwhep/pkg/srt"
+	"github.com/srtwhep/srtwhep/pkg/version"
 )
 
 func main() {
@@ -28,13 +28,18 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	configFile := fs.String("config", "", "YAML config file (default: the embedded defaults, see configs/srtwhep.yml)")
 	check := fs.Bool("check", false, "validate the config, print the effective config and exit")
 	probe := fs.String("probe", "", "GET this URL and exit 0 on a 2xx answer (container health checks without curl)")
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	readyFile := fs.String("ready-file", "", "once every listener is bound, write their addresses to this file as JSON (for supervisors and tests using port 0)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *probe != "" {
+	switch {
+	case *showVersion:
+		fmt.Fprintf(stdout, "srtwhep %s\n", version.String())
+		return 0
+	case *probe != "":
 		return probeURL(*probe, stderr)
 	}
-
 	cfg, err := config.Load(*configFile)
 	if err != nil {
 		fmt.Fprintf(stderr, "srtwhep: %v\n", err)
@@ -54,41 +59,27 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 
-	log := newLogger(cfg, stderr)
+	log := cfg.NewLogger(stderr)
 	srt.Init()
 	defer srt.Cleanup()
-
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-
 	s, err := newServer(cfg, log)
 	if err != nil {
 		log.Error("start-up refused", "err", err)
 		return 1
 	}
+	s.readyFile = *readyFile
 	if err := s.Run(ctx); err != nil {
 		log.Error("server stopped", "err", err)
 		return 1
 	}
-	log.Info("shut down cleanly")
+	log.Info("shut down cleanly", "version", version.String())
 	return 0
 }
 
-func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
-		level = slog.LevelInfo
-	}
-	opts := &slog.HandlerOptions{Level: level}
-	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
-}
-
 func probeURL(url string, stderr io.Writer) int {
-	client := &http.Client{Timeout: 3 * time.Second}
-	resp, err := client.Get(url)
+	resp, err := (&http.Client{Timeout: 3 * time.Second}).Get(url)
 	if err != nil {
 		fmt.Fprintf(stderr, "probe: %v\n", err)
 		return 1

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pion/webrtc/v4"
 
+	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/pkg/whepclient"
 )
 
@@ -51,7 +52,7 @@ type natViewerResult struct {
 // the Docker image does; each case gets a fresh topology and server.
 func TestNAT(t *testing.T) {
 	requireNetns(t, "iptables")
-	bin := buildBinary(t)
+	bin := testkit.BuildBinary(t, "./cmd/srtwhep")
 	for _, c := range []struct {
 		name      string
 		publicIPs string
@@ -79,7 +80,7 @@ webrtc:
 metrics:
   listen: ""
 `, natHTTPPort, natMediaPort, natMediaPort, c.publicIPs))
-			publishInNetns(t, srv, server, 8890, "live/cam1")
+			publishInNetns(t, srv, server, "live/cam1")
 
 			res := runNATViewer(t, cli, "http://"+natPublicIP+":"+natHTTPPort+"/live/cam1/whep")
 			if c.wantProto == "" {
@@ -87,7 +88,7 @@ metrics:
 					t.Fatalf("viewer connected without publicIPs: %+v; the private container address must be unreachable here", res)
 				}
 				// The server gives up on its own, after its handshake timeout.
-				server.waitOutput(t, 10*time.Second, "viewer closed", "handshake timeout")
+				server.WaitLog(t, 10*time.Second, "viewer closed", "handshake timeout")
 				return
 			}
 			if !res.Connected || res.Packets == 0 || res.Frames == 0 || res.Width != 1280 || res.Height != 720 {
@@ -178,15 +179,15 @@ func runNATViewer(t *testing.T, cli *netns, url string) natViewerResult {
 	}
 	cmd := cli.command(self, "-test.run=^TestNATViewerHelper$", "-test.count=1", "-test.v")
 	cmd.Env = append(os.Environ(), natViewerEnv+"="+url)
-	p := startProc(t, "viewer", cmd)
-	waitFor(t, 30*time.Second, "the viewer to exit", func() bool { done, _ := p.exited(); return done })
-	for _, line := range p.out.lines("NATVIEWER ") {
+	p := testkit.StartProcess(t, "viewer", cmd)
+	_ = p.Wait(t, 30*time.Second) // the result line says what went wrong
+	for _, line := range p.Log.Lines("NATVIEWER ") {
 		var res natViewerResult
 		if err := json.Unmarshal([]byte(line[strings.Index(line, "NATVIEWER ")+len("NATVIEWER "):]), &res); err == nil {
 			return res
 		}
 	}
-	t.Fatalf("viewer printed no result:\n%s", p.out.String())
+	t.Fatalf("viewer printed no result:\n%s", p.Log.String())
 	return natViewerResult{}
 }
 

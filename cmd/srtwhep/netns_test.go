@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/srtwhep/srtwhep/internal/testkit"
 )
 
 // The browser and NAT tests need real network separation: Chromium ignores
@@ -102,88 +103,20 @@ func mustRun(t *testing.T, name string, args ...string) string {
 	return string(out)
 }
 
-// proc is a child process that lives until the test ends.
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	out  *logBuffer
-	done chan error
-}
-
-func startProc(t *testing.T, name string, cmd *exec.Cmd) *proc {
+// serverInNetns runs the real binary inside ns with cfg, returning once it
+// has written its ready file, that is once every listener is bound.
+func serverInNetns(t *testing.T, bin string, ns *netns, cfg string) *testkit.Server {
 	t.Helper()
-	p := &proc{name: name, cmd: cmd, out: &logBuffer{}, done: make(chan error, 1)}
-	cmd.Stdout, cmd.Stderr = p.out, p.out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go func() { p.done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.done
-		if t.Failed() {
-			t.Logf("%s output:\n%s", name, p.out.String())
-		}
-	})
-	return p
-}
-
-// exited reports whether the process has ended, and how (the result
-// stays available to later calls and to the cleanup).
-func (p *proc) exited() (bool, error) {
-	select {
-	case err := <-p.done:
-		p.done <- err
-		return true, err
-	default:
-		return false, nil
-	}
-}
-
-// waitOutput waits for a line with all subs, failing early if the process
-// exits first.
-func (p *proc) waitOutput(t *testing.T, timeout time.Duration, subs ...string) {
-	t.Helper()
-	waitFor(t, timeout, fmt.Sprintf("%s to print %q", p.name, subs), func() bool {
-		if len(p.out.lines(subs...)) > 0 {
-			return true
-		}
-		if done, err := p.exited(); done {
-			t.Fatalf("%s exited (%v) before printing %q:\n%s", p.name, err, subs, p.out.String())
-		}
-		return false
-	})
-}
-
-// serverInNetns writes cfg to a file and runs the real binary inside ns,
-// returning once it logs that every listener is bound.
-func serverInNetns(t *testing.T, bin string, ns *netns, cfg string) *proc {
-	t.Helper()
-	file := filepath.Join(t.TempDir(), "srtwhep.yml")
-	if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := ns.command(bin, "-config", file)
-	// The server refuses unknown SRTWHEP_* variables, and test knobs such
-	// as SRTWHEP_SCREENSHOT_OUT share the prefix: give it none of them.
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SRTWHEP_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	p := startProc(t, "srtwhep", cmd)
-	p.waitOutput(t, 15*time.Second, "srtwhep ready")
-	return p
+	return testkit.StartServer(t, bin, cfg, "ip", "netns", "exec", ns.name)
 }
 
 // publishInNetns runs ffmpeg inside ns with the reference 720p30 stream
-// (2 s GOP, no B-frames) to the server's SRT port on the namespace's
-// loopback, and waits until the server has parsed it.
-func publishInNetns(t *testing.T, ns *netns, srv *proc, srtPort int, path string) {
+// (2 s GOP, no B-frames) to the server's SRT address, which must be
+// reachable from ns, and waits until the server has parsed it.
+func publishInNetns(t *testing.T, ns *netns, srv *testkit.Server, path string) {
 	t.Helper()
 	args := append([]string{"-hide_banner", "-loglevel", "warning", "-nostdin"}, x264Args("1280x720")...)
-	args = append(args, "-f", "mpegts",
-		fmt.Sprintf("srt://127.0.0.1:%d?streamid=publish:%s&pkt_size=1316", srtPort, path))
-	startProc(t, "ffmpeg", ns.command("ffmpeg", args...))
-	srv.waitOutput(t, 15*time.Second, "stream parameters", "path="+path)
+	args = append(args, "-f", "mpegts", srv.SRTURL("publish:"+path))
+	testkit.StartProcess(t, "ffmpeg", ns.command("ffmpeg", args...))
+	srv.WaitLog(t, 15*time.Second, "stream parameters", "path="+path)
 }

@@ -1,42 +1,26 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/srtwhep/srtwhep/pkg/auth"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/pkg/config"
 	"github.com/srtwhep/srtwhep/pkg/whep"
 	"github.com/srtwhep/srtwhep/pkg/whepclient"
 )
-
-// fileConfig is a config file for a server on loopback; extra is appended
-// verbatim (more top-level sections). udpPort must be a real port: a file,
-// unlike startServer's Go config, goes through validation.
-func fileConfig(udpPort int, extra string) string {
-	return fmt.Sprintf(`srt:
-  listen: "127.0.0.1:0"
-http:
-  listen: "127.0.0.1:0"
-webrtc:
-  listenIP: 127.0.0.1
-  udpPort: %d
-  tcpPort: 0
-metrics:
-  listen: ""
-%s`, udpPort, extra)
-}
 
 // writeFile replaces file atomically, as editors and config management do,
 // so the watcher never reads half a file.
@@ -68,7 +52,7 @@ func startServerFile(t *testing.T, content string) (*testServer, string) {
 // buffer the test can search.
 func runTestServer(t *testing.T, cfg *config.Config, whepOpts ...func(*whep.Config)) *testServer {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &testkit.LogBuffer{}
 	var w io.Writer = logs
 	if testing.Verbose() {
 		w = io.MultiWriter(logs, os.Stderr)
@@ -152,7 +136,7 @@ func dialViewerToken(t *testing.T, ts *testServer, path, token string) *whepclie
 	defer cancel()
 	sess, err := whepclient.Dial(ctx, ts.httpURL("/"+path+"/whep"), whepclient.Options{
 		BearerToken:   token,
-		SettingEngine: loopbackOnly,
+		SettingEngine: testkit.LoopbackOnly,
 	})
 	if err != nil {
 		t.Fatalf("WHEP dial %s with token: %v", path, err)
@@ -169,54 +153,57 @@ func dialViewerToken(t *testing.T, ts *testServer, path, token string) *whepclie
 // credentials alone.
 func (ts *testServer) waitUnthrottled(t *testing.T) {
 	t.Helper()
-	key := auth.Key(auth.AddrOf("127.0.0.1"))
-	waitFor(t, 3*time.Second, "failure penalty to expire", func() bool {
-		return ts.publishThrottle.Remaining(key) == 0 && ts.httpThrottle.Remaining(key) == 0
+	testkit.WaitFor(t, 3*time.Second, "failure penalty to expire", func() bool {
+		return ts.policy.Penalty("127.0.0.1:1") == 0
 	})
 }
 
-// scrape reads the Prometheus text format into series → value, where a
-// series is written as in the exposition: name{label="v",...}.
-func scrape(t *testing.T, addr string) map[string]float64 {
+// scrapeMetrics reads the server's /metrics with Prometheus' own parser.
+func scrapeMetrics(t *testing.T, addr string) map[string]*dto.MetricFamily {
 	t.Helper()
 	code, _, body := request(t, http.MethodGet, "http://"+addr+"/metrics", "", "", "")
 	if code != http.StatusOK {
 		t.Fatalf("scrape: %d %s", code, body)
 	}
-	out := map[string]float64{}
-	sc := bufio.NewScanner(strings.NewReader(body))
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			t.Fatalf("scrape: bad sample line %q", line)
-		}
-		out[line[:i]] = v
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("scrape: %v in\n%s", err, body)
 	}
-	return out
+	return families
 }
 
-// series looks a sample up by name and labels in any order.
-func series(m map[string]float64, name string, labels ...string) (float64, bool) {
-	for k, v := range m {
-		n, rest, _ := strings.Cut(k, "{")
-		if n != name {
-			continue
+// series returns the value of the first sample of family name whose labels
+// include every pair of labels (name, value, name, value, ...).
+func series(families map[string]*dto.MetricFamily, name string, labels ...string) (float64, bool) {
+	for _, m := range families[name].GetMetric() {
+		match := true
+		for i := 0; i+1 < len(labels); i += 2 {
+			match = match && labelOf(m, labels[i]) == labels[i+1]
 		}
-		ok := true
-		for _, l := range labels {
-			if !strings.Contains(rest, l) {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			return v, true
+		if match {
+			return sampleValue(m), true
 		}
 	}
 	return 0, false
+}
+
+func labelOf(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// sampleValue is the value of a counter, gauge or untyped sample.
+func sampleValue(m *dto.Metric) float64 {
+	switch {
+	case m.Counter != nil:
+		return m.GetCounter().GetValue()
+	case m.Gauge != nil:
+		return m.GetGauge().GetValue()
+	}
+	return m.GetUntyped().GetValue()
 }

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/pkg/api"
 	"github.com/srtwhep/srtwhep/pkg/config"
 )
@@ -25,30 +28,30 @@ func TestOperateMetricsAndAPI(t *testing.T) {
 	stays.waitUnits(t, 30, 15*time.Second)
 
 	t.Run("metrics", func(t *testing.T) {
-		addr := ts.metricsAddr.Load()
-		if addr == nil {
+		addr := ts.addrs.Load().Metrics
+		if addr == "" {
 			t.Fatal("metrics listener not bound")
 		}
-		var m map[string]float64
-		waitFor(t, 10*time.Second, "a scrape with sent bytes and an RTT sample", func() bool {
-			m = scrape(t, addr.String())
-			sent, _ := series(m, "srtwhep_path_sent_bytes_total", `path="live/ops"`)
-			_, ok := series(m, "srtwhep_srt_rtt_seconds", `path="live/ops"`)
+		var m map[string]*dto.MetricFamily
+		testkit.WaitFor(t, 10*time.Second, "a scrape with sent bytes and an RTT sample", func() bool {
+			m = scrapeMetrics(t, addr)
+			sent, _ := series(m, "srtwhep_path_sent_bytes_total", "path", path)
+			_, ok := series(m, "srtwhep_srt_rtt_seconds", "path", path)
 			return sent > 0 && ok
 		})
-		if v, _ := series(m, "srtwhep_path_readers", `path="live/ops"`); v != 2 {
+		if v, _ := series(m, "srtwhep_path_readers", "path", path); v != 2 {
 			t.Errorf("srtwhep_path_readers = %v, want 2 (two viewers)", v)
 		}
-		if v, _ := series(m, "srtwhep_path_ingest_bytes_total", `path="live/ops"`); v <= 0 {
+		if v, _ := series(m, "srtwhep_path_ingest_bytes_total", "path", path); v <= 0 {
 			t.Errorf("srtwhep_path_ingest_bytes_total = %v, want > 0", v)
 		}
-		if v, ok := series(m, "srtwhep_path_frames_dropped_total", `path="live/ops"`, `reason="slow_reader"`); !ok || v != 0 {
+		if v, ok := series(m, "srtwhep_path_frames_dropped_total", "path", path, "reason", "slow_reader"); !ok || v != 0 {
 			t.Errorf("slow_reader drops = %v (present %v), want 0 for two healthy viewers", v, ok)
 		}
-		if rtt, _ := series(m, "srtwhep_srt_rtt_seconds", `path="live/ops"`); rtt < 0 || rtt >= 1 {
+		if rtt, _ := series(m, "srtwhep_srt_rtt_seconds", "path", path); rtt < 0 || rtt >= 1 {
 			t.Errorf("srtwhep_srt_rtt_seconds = %v, want within [0, 1) on loopback", rtt)
 		}
-		if v, ok := series(m, "srtwhep_webrtc_rejected_total", `reason="auth"`); !ok || v != 0 {
+		if v, ok := series(m, "srtwhep_webrtc_rejected_total", "reason", "auth"); !ok || v != 0 {
 			t.Errorf("srtwhep_webrtc_rejected_total{reason=auth} = %v (present %v), want 0", v, ok)
 		}
 	})
@@ -109,7 +112,7 @@ func TestOperateMetricsAndAPI(t *testing.T) {
 	t.Run("token", func(t *testing.T) {
 		c := *ts.config()
 		c.API.Token = "api-secret"
-		ts.conf.Store(&c)
+		ts.apply(&c)
 		code, h, _ := request(t, "GET", ts.httpURL("/v1/sessions"), "", "", "")
 		if code != http.StatusUnauthorized || h.Get("WWW-Authenticate") != `Bearer realm="srtwhep"` {
 			t.Errorf("no token: %d %q, want 401 with a Bearer challenge", code, h.Get("WWW-Authenticate"))
@@ -123,11 +126,11 @@ func TestOperateMetricsAndAPI(t *testing.T) {
 		if code := ts.apiJSON(t, "DELETE", "/v1/publishers/"+path, "api-secret", nil); code != http.StatusOK {
 			t.Fatalf("DELETE publisher: %d", code)
 		}
-		if err := ff.wait(t, 10*time.Second); err == nil {
+		if err := ff.Wait(t, 10*time.Second); err == nil {
 			t.Error("ffmpeg exited cleanly after its connection was kicked")
 		}
-		ts.logs.waitLog(t, 5*time.Second, "publisher closed", "path="+path, "kicked")
-		waitFor(t, 5*time.Second, "path to end", func() bool { return !ts.hub.HasPublisher(path) })
+		ts.logs.WaitLog(t, 5*time.Second, "publisher closed", "path="+path, "kicked")
+		testkit.WaitFor(t, 5*time.Second, "path to end", func() bool { return !ts.hub.HasPublisher(path) })
 	})
 }
 
@@ -142,20 +145,20 @@ func TestPublishAuth(t *testing.T) {
 		}
 	})
 	p := startFFmpeg(t, x264Args("320x240", "-t", "5"), ts.srtURL("publish:live/locked:cam:bad-guess-7"))
-	if err := p.wait(t, 15*time.Second); err == nil {
+	if err := p.Wait(t, 15*time.Second); err == nil {
 		t.Error("ffmpeg with a wrong password was accepted")
 	}
-	line := ts.logs.waitLog(t, 5*time.Second, "srt publisher rejected", "path=live/locked")
+	line := ts.logs.WaitLog(t, 5*time.Second, "srt publisher rejected", "path=live/locked")
 	if !strings.Contains(line, "unauthorized") || strings.Contains(line, "bad-guess-7") {
 		t.Errorf("rejection should say unauthorized and hide the password: %s", line)
 	}
 
 	ts.waitUnthrottled(t)
 	p = startFFmpeg(t, x264Args("320x240", "-t", "5"), ts.srtURL("publish:live/lan"))
-	if err := p.wait(t, 15*time.Second); err == nil {
+	if err := p.Wait(t, 15*time.Second); err == nil {
 		t.Error("ffmpeg from an address outside publishIPs was accepted")
 	}
-	line = ts.logs.waitLog(t, 5*time.Second, "srt publisher rejected", "path=live/lan")
+	line = ts.logs.WaitLog(t, 5*time.Second, "srt publisher rejected", "path=live/lan")
 	if !strings.Contains(line, "forbidden") || !strings.Contains(line, "publishIPs") {
 		t.Errorf("address rejection should say forbidden and name publishIPs: %s", line)
 	}
@@ -193,9 +196,9 @@ func TestReadAuth(t *testing.T) {
 	}
 	ts.waitUnthrottled(t)
 	v := dialViewerToken(t, ts, "live/priv", "viewer-2")
-	waitFor(t, 10*time.Second, "media with the token", func() bool { return v.Stats().Frames > 10 })
-	ts.logs.waitLog(t, time.Second, "viewer refused: unauthorized", "path=live/priv")
-	if n := ts.rejects.auth.Load(); n != 3 {
+	testkit.WaitFor(t, 10*time.Second, "media with the token", func() bool { return v.Stats().Frames > 10 })
+	ts.logs.WaitLog(t, time.Second, "viewer refused", "path=live/priv", "reason=unauthorized")
+	if n := ts.whep.Stats().Rejected["auth"]; n != 3 {
 		t.Errorf("auth rejections counted %d, want 3", n)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/srtwhep/srtwhep/internal/testkit"
 )
 
 // TestConfigReload runs the server from a file and edits it while a viewer
@@ -17,8 +19,7 @@ import (
 // listener change is reported as needing a restart, and a broken edit is
 // refused with FILE:LINE while the server keeps serving.
 func TestConfigReload(t *testing.T) {
-	udp := freeUDPPort(t)
-	ts, file := startServerFile(t, fileConfig(udp, ""))
+	ts, file := startServerFile(t, testkit.LoopbackConfig(""))
 	startFFmpeg(t, x264Args("320x240"), ts.srtURL("publish:live/r"))
 	ts.waitPublisher(t, "live/r")
 	watcher := dialViewer(t, ts, "live/r")
@@ -28,23 +29,23 @@ func TestConfigReload(t *testing.T) {
 		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
-		ts.logs.waitLog(t, 5*time.Second, "config reloaded", "trigger=SIGHUP", "changed=nothing")
+		ts.logs.WaitLog(t, 5*time.Second, "config reloaded", "trigger=SIGHUP", "changed=nothing")
 	})
 
-	// One document: fileConfig already holds the srt section.
-	writeFile(t, file, strings.Replace(fileConfig(udp, `pathDefaults:
+	// One document: LoopbackConfig already holds the srt section.
+	writeFile(t, file, strings.Replace(testkit.LoopbackConfig(`pathDefaults:
   maxReaders: 1
   readTokens: [tok-2]
   publishUser: cam
   publishPass: new-pass
 `), "srt:\n", "srt:\n  latency: 300ms\n", 1))
-	line := ts.logs.waitLog(t, 5*time.Second, "config reloaded", "trigger=\"file changed\"", "pathDefaults.maxReaders")
+	line := ts.logs.WaitLog(t, 5*time.Second, "config reloaded", "trigger=\"file changed\"", "pathDefaults.maxReaders")
 	for _, k := range []string{"pathDefaults.readTokens", "pathDefaults.publishUser", "pathDefaults.publishPass"} {
 		if !strings.Contains(line, k) {
 			t.Errorf("reload log does not list %s: %s", k, line)
 		}
 	}
-	ts.logs.waitLog(t, time.Second, "restart needed for: srt.latency")
+	ts.logs.WaitLog(t, time.Second, "restart needed for: srt.latency")
 	if got := ts.config().SRT.Latency.String(); got != "200ms" {
 		t.Errorf("srt.latency now reads %s; a restart-only key must keep its running value", got)
 	}
@@ -64,10 +65,10 @@ func TestConfigReload(t *testing.T) {
 
 	t.Run("new publish credentials", func(t *testing.T) {
 		p := startFFmpeg(t, x264Args("320x240", "-t", "5"), ts.srtURL("publish:live/r2"))
-		if err := p.wait(t, 15*time.Second); err == nil {
+		if err := p.Wait(t, 15*time.Second); err == nil {
 			t.Error("publisher without the new credentials was accepted")
 		}
-		ts.logs.waitLog(t, 5*time.Second, "srt publisher rejected", "path=live/r2", "unauthorized")
+		ts.logs.WaitLog(t, 5*time.Second, "srt publisher rejected", "path=live/r2", "unauthorized")
 		ts.waitUnthrottled(t)
 		startFFmpeg(t, x264Args("320x240"), ts.srtURL("publish:live/r2:cam:new-pass"))
 		ts.waitPublisher(t, "live/r2")
@@ -79,7 +80,7 @@ func TestConfigReload(t *testing.T) {
 			t.Fatal(err)
 		}
 		writeFile(t, file, string(good)+"readers:\n  queueSize: lots\n")
-		line := ts.logs.waitLog(t, 5*time.Second, "config reload refused")
+		line := ts.logs.WaitLog(t, 5*time.Second, "config reload refused")
 		at := regexp.QuoteMeta(filepath.Base(file)) + `:\d+: readers\.queueSize`
 		if !regexp.MustCompile(at).MatchString(line) || !strings.Contains(line, "level=ERROR") {
 			t.Errorf("refusal should be an ERROR with FILE:LINE: key: %s", line)

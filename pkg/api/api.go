@@ -1,8 +1,8 @@
 // Package api serves srtwhep's control API under /v1 on the HTTP listener:
 // JSON views of the live paths and viewer sessions, and kicking a session or
-// a publisher. It reads everything through Source, which the composition
-// root adapts from the hub, the SRT server and the WHEP server, so this
-// package imports none of them.
+// a publisher. The ingest and WHEP servers describe themselves in this
+// package's types (PathSource, SessionSource), so it imports neither;
+// access is decided by the auth policy.
 package api
 
 import (
@@ -57,25 +57,32 @@ type Session struct {
 	Dropped uint64    `json:"dropped"`
 }
 
-// Source is what the API reads and steers.
-type Source interface {
-	Paths() []Path
-	Sessions() []Session
-	// KickSession ends a viewer; false when there is no such session.
-	KickSession(id string) bool
+// PathSource is what the API reads and steers of the publishers.
+type PathSource interface {
+	APIPaths() []Path
 	// KickPublisher disconnects the publisher of path; false when none.
 	KickPublisher(path string) bool
 }
 
-// Config configures the handler.
+// SessionSource is what the API reads and steers of the viewers.
+type SessionSource interface {
+	APISessions() []Session
+	// KickSession ends a viewer; false when there is no such session.
+	KickSession(id string) bool
+}
+
+// Authorizer is the access policy as the API uses it: nil or an
+// *auth.Denied for a client's address and Bearer token.
+type Authorizer interface {
+	CheckAPI(remote, token string) error
+}
+
+// Config configures the handler. Paths and Sessions are required.
 type Config struct {
-	Source Source
-	// Token returns the Bearer token the API requires now (it follows
-	// config reloads); "" opens the API to loopback clients only.
-	Token func() string
-	// Throttle slows clients that send wrong tokens; nil disables that.
-	Throttle *auth.Throttle
-	Logger   *slog.Logger
+	Paths      PathSource
+	Sessions   SessionSource
+	Authorizer Authorizer
+	Logger     *slog.Logger
 }
 
 // Prefix is where the API lives; the composition root routes it before
@@ -87,8 +94,10 @@ func Handler(cfg Config) http.Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Token == nil {
-		cfg.Token = func() string { return "" }
+	if cfg.Authorizer == nil {
+		// Without a policy the API answers only this host, which is what
+		// an empty api.token means.
+		cfg.Authorizer = auth.NewPolicy(auth.Rules{}, auth.ThrottleConfig{})
 	}
 	a := &handler{cfg: cfg, log: cfg.Logger}
 	mux := http.NewServeMux()
@@ -108,36 +117,32 @@ type handler struct {
 	log *slog.Logger
 }
 
-// guard admits a request with the configured token, or from loopback when
-// there is none. A wrong token is answered only after the throttle's
-// penalty, which holds this request alone.
+// guard lets a request through only when the policy allows it. A wrong
+// token is answered only after the throttle's penalty, which holds this
+// request alone.
 func (a *handler) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ip := auth.AddrOf(r.RemoteAddr)
-		want := a.cfg.Token()
-		if want == "" {
-			if !ip.IsLoopback() {
-				writeError(w, http.StatusForbidden, "the control API only answers this host while api.token is empty; set api.token and send Authorization: Bearer TOKEN")
-				return
-			}
+		token := auth.BearerToken(r.Header)
+		err := a.cfg.Authorizer.CheckAPI(r.RemoteAddr, token)
+		if err == nil {
 			next.ServeHTTP(w, r)
 			return
 		}
-		got := auth.BearerToken(r.Header)
-		key := auth.Key(ip)
-		if !auth.Equal(got, want) {
-			if a.cfg.Throttle != nil {
-				penalize(r.Context(), a.cfg.Throttle.Fail(key))
-			}
-			a.log.Warn("control API request refused: wrong or missing token", "remote", r.RemoteAddr, "method", r.Method, "url", r.URL.Path)
-			w.Header().Set("WWW-Authenticate", auth.Challenge(got != ""))
-			writeError(w, http.StatusUnauthorized, "missing or wrong API token; send Authorization: Bearer TOKEN with api.token")
+		d := auth.AsDenied(err)
+		if d == nil {
+			writeError(w, http.StatusInternalServerError, "cannot check access: "+err.Error())
 			return
 		}
-		if a.cfg.Throttle != nil {
-			a.cfg.Throttle.Succeed(key)
+		penalize(r.Context(), d.Delay)
+		a.log.Warn("control API request refused", "remote", r.RemoteAddr, "method", r.Method,
+			"url", r.URL.Path, "reason", d.Reason.String())
+		// The one table from a policy decision to an HTTP answer.
+		if d.Reason == auth.ReasonForbidden {
+			writeError(w, http.StatusForbidden, d.Msg)
+			return
 		}
-		next.ServeHTTP(w, r)
+		w.Header().Set("WWW-Authenticate", auth.Challenge(d.TokenPresented))
+		writeError(w, http.StatusUnauthorized, d.Msg)
 	})
 }
 
@@ -152,14 +157,14 @@ func penalize(ctx context.Context, d time.Duration) {
 }
 
 func (a *handler) listPaths(w http.ResponseWriter, _ *http.Request) {
-	paths := a.cfg.Source.Paths()
+	paths := a.cfg.Paths.APIPaths()
 	slices.SortFunc(paths, func(x, y Path) int { return strings.Compare(x.Name, y.Name) })
 	writeJSON(w, http.StatusOK, map[string]any{"paths": nonNil(paths)})
 }
 
 func (a *handler) getPath(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("path")
-	for _, p := range a.cfg.Source.Paths() {
+	for _, p := range a.cfg.Paths.APIPaths() {
 		if p.Name == name {
 			writeJSON(w, http.StatusOK, p)
 			return
@@ -169,7 +174,7 @@ func (a *handler) getPath(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *handler) listSessions(w http.ResponseWriter, _ *http.Request) {
-	sessions := a.cfg.Source.Sessions()
+	sessions := a.cfg.Sessions.APISessions()
 	slices.SortFunc(sessions, func(x, y Session) int {
 		if c := x.Since.Compare(y.Since); c != 0 {
 			return c
@@ -181,7 +186,7 @@ func (a *handler) listSessions(w http.ResponseWriter, _ *http.Request) {
 
 func (a *handler) kickSession(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if !a.cfg.Source.KickSession(id) {
+	if !a.cfg.Sessions.KickSession(id) {
 		writeError(w, http.StatusNotFound, "no such session (closed, or never existed); list them with GET /v1/sessions")
 		return
 	}
@@ -191,7 +196,7 @@ func (a *handler) kickSession(w http.ResponseWriter, r *http.Request) {
 
 func (a *handler) kickPublisher(w http.ResponseWriter, r *http.Request) {
 	path := r.PathValue("path")
-	if !a.cfg.Source.KickPublisher(path) {
+	if !a.cfg.Paths.KickPublisher(path) {
 		writeError(w, http.StatusNotFound, "no publisher on path "+quote(path)+"; list paths with GET /v1/paths")
 		return
 	}

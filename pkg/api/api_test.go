@@ -19,8 +19,8 @@ type table struct {
 	kicked   []string
 }
 
-func (s *table) Paths() []Path       { return s.paths }
-func (s *table) Sessions() []Session { return s.sessions }
+func (s *table) APIPaths() []Path       { return s.paths }
+func (s *table) APISessions() []Session { return s.sessions }
 func (s *table) KickPublisher(p string) bool {
 	s.kicked = append(s.kicked, "pub:"+p)
 	return p == "live/cam1"
@@ -47,8 +47,8 @@ func TestAPI(t *testing.T) {
 		paths:    []Path{{Name: "live/cam1", Publisher: &Publisher{Remote: "10.0.0.1:5000"}, Codec: "H264", Width: 1280, Readers: 2}},
 		sessions: []Session{{ID: "abc", Path: "live/cam1", State: "connected", Since: time.Unix(5, 0)}},
 	}
-	token := ""
-	h := Handler(Config{Source: src, Token: func() string { return token }, Throttle: auth.NewThrottle(auth.ThrottleConfig{Base: time.Millisecond, Max: time.Millisecond})})
+	policy := auth.NewPolicy(auth.Rules{}, auth.ThrottleConfig{Base: time.Millisecond, Max: time.Millisecond})
+	h := Handler(Config{Paths: src, Sessions: src, Authorizer: policy})
 	const local, remote = "127.0.0.1:4000", "203.0.113.9:4000"
 
 	w := do(t, h, "GET", "/v1/paths/live/cam1", local, "")
@@ -72,7 +72,7 @@ func TestAPI(t *testing.T) {
 		t.Errorf("kick publisher: %d", w.Code)
 	}
 
-	token = "s3cret"
+	policy.SetRules(auth.Rules{APIToken: "s3cret"})
 	w = do(t, h, "GET", "/v1/sessions", local, "")
 	if w.Code != 401 || w.Header().Get("WWW-Authenticate") != `Bearer realm="srtwhep"` {
 		t.Errorf("no token: %d %q", w.Code, w.Header().Get("WWW-Authenticate"))

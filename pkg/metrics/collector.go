@@ -51,6 +51,8 @@ const (
 	webrtcHandshakesFailed
 	webrtcSessionsTotal
 	webrtcRejected
+	webrtcUDPDatagrams
+	webrtcUDPRefused
 	buildInfo
 	numDefs
 )
@@ -101,7 +103,11 @@ var defs = [numDefs]def{
 	webrtcSessionsTotal: {"srtwhep_webrtc_sessions_total",
 		"WHEP sessions created since the process started.", counter, nil},
 	webrtcRejected: {"srtwhep_webrtc_rejected_total",
-		"WHEP offers refused, by reason: reader_cap = path at its viewer cap, server_full = server at its session cap, no_publisher = nothing published on the path, bad_offer = unusable SDP, auth = bad credentials.", counter, []string{"reason"}},
+		"WHEP offers refused, by reason: reader_cap = path at its viewer cap, server_full = server at its session cap, no_publisher = nothing published on the path, bad_offer = unusable SDP, auth = refused by the access policy, handshake_limit = too many handshakes in flight.", counter, []string{"reason"}},
+	webrtcUDPDatagrams: {"srtwhep_webrtc_udp_datagrams_sent_total",
+		"Datagrams the shared WebRTC media socket handed to the kernel.", counter, nil},
+	webrtcUDPRefused: {"srtwhep_webrtc_udp_datagrams_refused_total",
+		"Datagrams the kernel refused on the shared WebRTC media socket (send buffer full); viewers lose them. Raise net.core.wmem_max if this grows.", counter, nil},
 	buildInfo: {"srtwhep_build_info",
 		"Always 1; the labels tell the srtwhep version and the Go version it was built with.", gauge, []string{"version", "goversion"}},
 }
@@ -211,6 +217,8 @@ func (c *collector) collectWebRTC(ch chan<- prometheus.Metric, s WebRTCSample) {
 	for reason, n := range withZeros(s.RejectedTotal, RejectReasons) {
 		c.emit(ch, webrtcRejected, float64(n), reason)
 	}
+	c.emit(ch, webrtcUDPDatagrams, float64(s.UDPDatagrams))
+	c.emit(ch, webrtcUDPRefused, float64(s.UDPRefused))
 }
 
 func (c *collector) emit(ch chan<- prometheus.Metric, i int, v float64, labels ...string) {

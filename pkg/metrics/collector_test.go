@@ -35,7 +35,7 @@ func fixedSources() Sources {
 			return WebRTCSample{
 				SessionsByState:    map[string]int{"connecting": 1, "connected": 2},
 				HandshakesInFlight: 1, HandshakesFailed: 4, SessionsTotal: 7,
-				RejectedTotal: map[string]uint64{"reader_cap": 2, "auth": 1},
+				RejectedTotal: map[string]uint64{"reader_cap": 2, "auth": 1}, UDPDatagrams: 900, UDPRefused: 3,
 			}
 		},
 		Build: BuildInfo{Version: "v0.1.0", GoVersion: "go1.26.8"},
@@ -97,9 +97,12 @@ srtwhep_webrtc_sessions{state="connecting"} 1
 ` + helpOf("srtwhep_webrtc_sessions_total") + `srtwhep_webrtc_sessions_total 7
 ` + helpOf("srtwhep_webrtc_rejected_total") + `srtwhep_webrtc_rejected_total{reason="auth"} 1
 srtwhep_webrtc_rejected_total{reason="bad_offer"} 0
+srtwhep_webrtc_rejected_total{reason="handshake_limit"} 0
 srtwhep_webrtc_rejected_total{reason="no_publisher"} 0
 srtwhep_webrtc_rejected_total{reason="reader_cap"} 2
 srtwhep_webrtc_rejected_total{reason="server_full"} 0
+` + helpOf("srtwhep_webrtc_udp_datagrams_refused_total") + `srtwhep_webrtc_udp_datagrams_refused_total 3
+` + helpOf("srtwhep_webrtc_udp_datagrams_sent_total") + `srtwhep_webrtc_udp_datagrams_sent_total 900
 ` + helpOf("srtwhep_build_info") + `srtwhep_build_info{goversion="go1.26.8",version="v0.1.0"} 1
 `
 	if err := testutil.CollectAndCompare(m.col, strings.NewReader(want)); err != nil {

@@ -63,6 +63,9 @@ type WebRTCSample struct {
 	// RejectedTotal maps a reason (see RejectReasons) to the number of WHEP
 	// offers refused for it.
 	RejectedTotal map[string]uint64
+	// UDPDatagrams and UDPRefused count the shared media socket's sends
+	// and the kernel's refusals.
+	UDPDatagrams, UDPRefused uint64
 }
 
 // BuildInfo labels the srtwhep_build_info series.
@@ -95,7 +98,7 @@ type Sources struct {
 var (
 	DropReasons   = []string{"slow_reader", "decode_error", "bframes"}
 	SessionStates = []string{"connecting", "connected"}
-	RejectReasons = []string{"reader_cap", "server_full", "no_publisher", "bad_offer", "auth"}
+	RejectReasons = []string{"reader_cap", "server_full", "no_publisher", "bad_offer", "auth", "handshake_limit"}
 )
 
 // Metrics is the registry with the srtwhep collector and the standard

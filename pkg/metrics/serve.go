@@ -20,19 +20,23 @@ const indexPage = `<!doctype html>
 <body><p>srtwhep metrics: <a href="/metrics">/metrics</a> (Prometheus text format)</p></body></html>
 `
 
-// Serve listens on listen (host:port, e.g. ":9998" or "127.0.0.1:0") and
-// serves GET /metrics and a small index page at / until ctx is done. The
-// bound address is sent on ready (if not nil) once the listener is open, so
-// callers that bind port 0 learn the port. It returns nil after a clean
-// shutdown and an error if it cannot listen or the server fails.
-func (m *Metrics) Serve(ctx context.Context, listen string, log *slog.Logger, ready chan<- net.Addr) error {
+// Listen binds the metrics listener (host:port, e.g. "127.0.0.1:9998" or
+// "127.0.0.1:0"). Binding before serving lets the caller learn the port
+// and report every listener ready at once.
+func Listen(listen string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: listen on %q: %w; free the port or change metrics.listen", listen, err)
+	}
+	return ln, nil
+}
+
+// Serve serves GET /metrics and a small index page at / on ln until ctx is
+// done, then closes ln. It returns nil after a clean shutdown and an error
+// if the server fails.
+func (m *Metrics) Serve(ctx context.Context, ln net.Listener, log *slog.Logger) error {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", listen)
-	if err != nil {
-		return fmt.Errorf("metrics: listen on %q: %w; free the port or change metrics.listen", listen, err)
 	}
 
 	mux := http.NewServeMux()
@@ -58,15 +62,6 @@ func (m *Metrics) Serve(ctx context.Context, listen string, log *slog.Logger, re
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("metrics listening", "addr", ln.Addr().String())
-
-	if ready != nil {
-		select {
-		case ready <- ln.Addr():
-		case <-ctx.Done():
-		case err := <-served:
-			return fmt.Errorf("metrics: serve on %s: %w", ln.Addr(), err)
-		}
-	}
 
 	select {
 	case err := <-served:

@@ -21,20 +21,15 @@ import (
 func startServe(t *testing.T, m *Metrics) (string, func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan net.Addr, 1)
+	ln, err := Listen("127.0.0.1:0")
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	addr := ln.Addr()
 	done := make(chan error, 1)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	go func() { done <- m.Serve(ctx, "127.0.0.1:0", log, ready) }()
-	var addr net.Addr
-	select {
-	case addr = <-ready:
-	case err := <-done:
-		cancel()
-		t.Fatalf("Serve returned before it was ready: %v", err)
-	case <-time.After(10 * time.Second):
-		cancel()
-		t.Fatal("Serve did not report its address within 10s")
-	}
+	go func() { done <- m.Serve(ctx, ln, log) }()
 	stop := func() error {
 		cancel()
 		select {
@@ -123,10 +118,8 @@ func TestServeAddressInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	m := New(Sources{})
-	err = m.Serve(context.Background(), ln.Addr().String(), nil, nil)
-	if err == nil || !strings.Contains(err.Error(), "metrics.listen") {
-		t.Fatalf("Serve on a busy port: %v, want an error that names metrics.listen", err)
+	if _, err := Listen(ln.Addr().String()); err == nil || !strings.Contains(err.Error(), "metrics.listen") {
+		t.Fatalf("Listen on a busy port: %v, want an error that names metrics.listen", err)
 	}
 }
 

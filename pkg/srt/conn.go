@@ -26,6 +26,7 @@ type Stats struct {
 	RTTMs                float64 // smoothed round-trip time
 	RecvMbps             float64 // current receive rate
 	Bytes                int64   // payload bytes delivered to the reader
+	PacketsReceived      int64   // data packets libsrt received, retransmissions included
 	PacketsLost          int64   // detected as lost by the receiver
 	PacketsRetransmitted int64   // retransmitted packets received
 	PacketsDropped       int64   // arrived too late to play and were skipped
@@ -44,7 +45,7 @@ type ConnInfo struct {
 // io.EOF once the peer leaves or Close is called.
 type Conn struct {
 	sock   *srtgo.SrtSocket // only read after construction: Read and Stats copy it
-	closer srtgo.SrtSocket  // srtgo's Close writes the struct, so it closes a copy
+	closer func()           // closeSocket(sock)
 	id     StreamID
 	remote string
 	since  time.Time
@@ -70,7 +71,7 @@ func newConn(ctx context.Context, sock *srtgo.SrtSocket, id StreamID, remote str
 	now := time.Now()
 	return &Conn{
 		sock:        sock,
-		closer:      *sock,
+		closer:      closeSocket(sock),
 		id:          id,
 		remote:      remote,
 		since:       now,
@@ -141,6 +142,19 @@ func (c *Conn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// closeSocket returns a function that closes sock. srtgo's Close writes
+// the struct it is called on while value-receiver methods copy it, so a
+// concurrent Read would race: closing a copy avoids that. The finalizer is
+// dropped because srtgo's would srt_close the id again later, when libsrt
+// may have handed it to a new connection.
+func closeSocket(sock *srtgo.SrtSocket) func() {
+	closer := *sock
+	return func() {
+		closer.Close()
+		runtime.SetFinalizer(sock, nil)
+	}
+}
+
 // isTimeout reports an SRTO_RCVTIMEO expiry; srtgo wraps some errnos, so
 // the Timeout method is checked rather than the bare value.
 func isTimeout(err error) bool {
@@ -155,15 +169,16 @@ func (c *Conn) Close() error {
 	return nil
 }
 
+// CloseWith closes the socket like Close, recording reason for the
+// "publisher closed" log line unless an earlier cause was recorded.
+func (c *Conn) CloseWith(reason string) { c.closeWith(reason) }
+
 func (c *Conn) closeWith(reason string) {
 	c.reason.CompareAndSwap(nil, &reason)
 	c.closeOnce.Do(func() {
 		c.snapshotStats() // the socket's counters are gone after close
 		c.closed.Store(true)
-		c.closer.Close()
-		// srtgo's finalizer would srt_close the id again later, when libsrt
-		// may have handed it to a new connection.
-		runtime.SetFinalizer(c.sock, nil)
+		c.closer()
 	})
 }
 
@@ -196,6 +211,7 @@ func (c *Conn) snapshotStats() Stats {
 			c.stats = Stats{
 				RTTMs:                s.MsRTT,
 				RecvMbps:             s.MbpsRecvRate,
+				PacketsReceived:      s.PktRecvTotal,
 				PacketsLost:          int64(s.PktRcvLossTotal),
 				PacketsRetransmitted: c.retransCt,
 				PacketsDropped:       int64(s.PktRcvDropTotal),

@@ -20,22 +20,21 @@ func (s *Server) onHandshake(sock *srtgo.SrtSocket, _ int, peer *net.UDPAddr, st
 	if peer != nil {
 		remote = peer.String()
 	}
-	reject := func(reason int, path, why string) bool {
+	reject := func(reason int, path, why string, attrs ...any) bool {
 		// The reason travels back to the caller in the handshake response.
 		_ = sock.SetRejectReason(reason)
-		s.log.Warn("srt publisher rejected", "path", path, "remote", remote,
-			"streamid", redactStreamID(streamid), "reason", reasonName(reason),
-			"err", why, "expected", streamIDSyntax)
+		s.log.Warn("srt publisher rejected", append([]any{"path", path, "remote", remote,
+			"streamid", redactStreamID(streamid), "reason", reasonName(reason), "err", why}, attrs...)...)
 		return false
 	}
 
 	id, err := ParseStreamID(streamid)
 	if err != nil {
-		return reject(srtgo.RejectionReasonBadRequest, "", err.Error())
+		return reject(srtgo.RejectionReasonBadRequest, "", err.Error(), "expected", streamIDSyntax)
 	}
 	if id.Mode != ModePublish {
 		return reject(srtgo.RejectionReasonBadMode, id.Path,
-			fmt.Sprintf("mode %q: %s", id.Mode, whepHint))
+			fmt.Sprintf("mode %q: %s", id.Mode, whepHint), "expected", streamIDSyntax)
 	}
 	if s.cfg.Admit != nil {
 		if err := s.cfg.Admit(Request{StreamID: id, Remote: remote}); err != nil {

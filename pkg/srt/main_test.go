@@ -4,27 +4,17 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/srtwhep/srtwhep/internal/testkit"
 )
 
+// libsrt's own threads are C threads; only goroutines are checked for leaks.
 func TestMain(m *testing.M) {
-	Init()
-	code := m.Run()
-	Cleanup()
-	if code == 0 {
-		// libsrt's own threads are C threads; only goroutines are checked.
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	testkit.Main(m, Init, Cleanup)
 }
 
 // logRecorder is a slog.Handler that keeps every record so tests can wait

@@ -7,6 +7,7 @@ import (
 
 	"github.com/haivision/srtgo"
 
+	"github.com/srtwhep/srtwhep/pkg/auth"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 )
 
@@ -21,13 +22,6 @@ var (
 	RejectionReasonInternal = srtgo.RejectionReasonPredefined + 500
 )
 
-// ErrUnauthorized refuses a publisher whose streamid credentials do not
-// match the path's publishUser/publishPass.
-var ErrUnauthorized = RejectError{
-	Reason: srtgo.RejectionReasonUnauthorized,
-	Msg:    "wrong or missing publish credentials; use streamid publish:PATH:USER:PASS or #!::r=PATH,m=publish,u=USER,s=PASS",
-}
-
 // RejectError is returned by Config.Admit to refuse a caller with a precise
 // SRT reject reason (a srtgo.RejectionReason* value or 1000+ app code).
 type RejectError struct {
@@ -40,7 +34,7 @@ func (e RejectError) Error() string {
 }
 
 // rejectReason maps an Admit error to the SRT reject reason the caller sees.
-// This is the only place hub errors become SRT reasons.
+// This is the only place policy decisions and hub errors become SRT reasons.
 func rejectReason(err error) int {
 	var rv RejectError
 	if errors.As(err, &rv) {
@@ -49,6 +43,14 @@ func rejectReason(err error) int {
 	var rp *RejectError
 	if errors.As(err, &rp) && rp != nil {
 		return rp.Reason
+	}
+	if d := auth.AsDenied(err); d != nil {
+		switch d.Reason {
+		case auth.ReasonForbidden:
+			return srtgo.RejectionReasonForbidden
+		default: // unauthorized, throttled, hook denied
+			return srtgo.RejectionReasonUnauthorized
+		}
 	}
 	switch {
 	case errors.Is(err, hub.ErrPathBusy):

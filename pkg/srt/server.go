@@ -23,8 +23,6 @@ import (
 	"time"
 
 	"github.com/haivision/srtgo"
-
-	"github.com/srtwhep/srtwhep/pkg/hub"
 )
 
 // Config configures a Server. Listen and Serve are required.
@@ -43,7 +41,10 @@ type Config struct {
 	ReadTimeout time.Duration
 
 	// Admit decides during the handshake; a non-nil error rejects it (see
-	// RejectError). It runs on a libsrt thread, so it must be cheap.
+	// rejectReason for how errors become reject reasons). It runs on
+	// libsrt's receive thread, which serves every connection on the port:
+	// it must be O(1) and local, never a network call or a contended lock.
+	// Anything slower belongs in Serve, on the publisher's own goroutine.
 	Admit func(Request) error
 
 	// Serve runs on one goroutine per accepted publisher, owned by Run, and
@@ -109,13 +110,13 @@ func New(cfg Config) (*Server, error) {
 	}
 	switch {
 	case cfg.Serve == nil:
-		return nil, errors.New("srt config: Serve is required")
+		return nil, errors.New("Serve is required")
 	case cfg.Latency < 0:
-		return nil, fmt.Errorf("srt config: latency %s must not be negative", cfg.Latency)
+		return nil, fmt.Errorf("latency %s must not be negative", cfg.Latency)
 	case cfg.ReadTimeout < 0:
-		return nil, fmt.Errorf("srt config: read timeout %s must not be negative", cfg.ReadTimeout)
+		return nil, fmt.Errorf("read timeout %s must not be negative", cfg.ReadTimeout)
 	case !slices.Contains([]int{0, 16, 24, 32}, cfg.PBKeyLen):
-		return nil, fmt.Errorf("srt config: pbkeylen %d must be 0, 16, 24 or 32", cfg.PBKeyLen)
+		return nil, fmt.Errorf("pbkeylen %d must be 0, 16, 24 or 32", cfg.PBKeyLen)
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -144,7 +145,7 @@ func (s *Server) Addr() *net.UDPAddr { return s.addr.Load() }
 // shutdown. Init must have been called.
 func (s *Server) Run(ctx context.Context) error {
 	if !s.ran.CompareAndSwap(false, true) {
-		return errors.New("srt: Run called twice on the same Server")
+		return errors.New("Run called twice on the same Server")
 	}
 	opts := map[string]string{
 		"blocking":  "1",
@@ -156,18 +157,14 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	ln := srtgo.NewSrtSocket(s.host, s.port, opts)
 	if ln == nil {
-		return errors.New("srt: cannot create the listening socket (was srt.Init called?)")
+		return errors.New("cannot create the listening socket (was srt.Init called?)")
 	}
 	ln.SetListenCallback(s.onHandshake)
 	if err := ln.Listen(16); err != nil {
 		runtime.SetFinalizer(ln, nil) // Listen already closed it
-		return fmt.Errorf("srt listen on udp %s: %w (is the port in use?)", s.cfg.Listen, err)
+		return fmt.Errorf("listen on udp %s: %w (is the port in use?)", s.cfg.Listen, err)
 	}
-	lnCloser := *ln
-	closeListener := sync.OnceFunc(func() {
-		lnCloser.Close()
-		runtime.SetFinalizer(ln, nil)
-	})
+	closeListener := sync.OnceFunc(closeSocket(ln))
 	defer closeListener()
 
 	addr := &net.UDPAddr{IP: net.ParseIP(s.host), Port: boundPort(int(ln.GetSocket()))}
@@ -198,7 +195,7 @@ func (s *Server) Run(ctx context.Context) error {
 				break
 			}
 			if errors.Is(err, srtgo.EInvSock) || errors.Is(err, srtgo.ENoListen) || errors.Is(err, &srtgo.SrtSocketClosed{}) {
-				runErr = fmt.Errorf("srt listener on %s failed: %w", addr, err)
+				runErr = fmt.Errorf("listener on %s failed: %w", addr, err)
 				break
 			}
 			s.log.Warn("srt accept failed", "err", err)
@@ -240,16 +237,12 @@ func (s *Server) adopt(ctx context.Context, sock *srtgo.SrtSocket, peer *net.UDP
 		// Cannot happen unless libsrt skipped the callback; without a
 		// streamid the stream has nowhere to go.
 		s.log.Warn("srt connection without handshake record, closing", "remote", peer.String())
-		closer := *sock
-		closer.Close()
-		runtime.SetFinalizer(sock, nil)
+		closeSocket(sock)()
 		return nil
 	}
 	if err := sock.SetSockOptInt(srtoRcvTimeo, int(rcvTimeout.Milliseconds())); err != nil {
-		s.log.Warn("srt: cannot set the receive timeout, closing", "path", p.id.Path, "remote", p.remote, "err", err)
-		closer := *sock
-		closer.Close()
-		runtime.SetFinalizer(sock, nil)
+		s.log.Warn("cannot set the receive timeout, closing", "path", p.id.Path, "remote", p.remote, "err", err)
+		closeSocket(sock)()
 		return nil
 	}
 	c := newConn(ctx, sock, p.id, p.remote, s.cfg.ReadTimeout)
@@ -276,10 +269,6 @@ func (s *Server) serve(ctx context.Context, c *Conn) {
 	if err != nil && !errors.Is(err, io.EOF) && !(errors.Is(err, context.Canceled) && ctx.Err() != nil) {
 		reason = err.Error()
 		lvl = slog.LevelWarn
-		if errors.Is(err, hub.ErrPathBusy) {
-			// Admit's check raced with another publisher on the same path.
-			reason += " (another publisher took the path during the handshake)"
-		}
 	}
 	st := c.Stats()
 	log.Log(context.Background(), lvl, "publisher closed", "reason", reason,
@@ -301,18 +290,4 @@ func (s *Server) Conns() []ConnInfo {
 	}
 	slices.SortFunc(out, func(a, b ConnInfo) int { return a.Since.Compare(b.Since) })
 	return out
-}
-
-// Kick closes the publisher on path; it reports whether there was one.
-func (s *Server) Kick(path string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	found := false
-	for c := range s.conns {
-		if c.Path() == path {
-			c.closeWith("kicked")
-			found = true
-		}
-	}
-	return found
 }

@@ -3,9 +3,9 @@ package srt
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/haivision/srtgo"
 
+	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/pkg/srt/internal/srtcall"
 )
 
@@ -73,17 +74,7 @@ func waitSession(t *testing.T, ch <-chan session, d time.Duration) session {
 	}
 }
 
-func needFFmpeg(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("ffmpeg")
-	if err != nil {
-		t.Fatal("ffmpeg not found: apt-get install -y ffmpeg (Debian's build has srt and libx264)")
-	}
-	return p
-}
-
 func TestFFmpegPublish(t *testing.T) {
-	ffmpeg := needFFmpeg(t)
 	var srvp atomic.Pointer[Server]
 	serve, sessions := recordingServe(&srvp, 4096, nil)
 	var admitted atomic.Pointer[Request]
@@ -99,13 +90,11 @@ func TestFFmpegPublish(t *testing.T) {
 	srvp.Store(srv)
 
 	url := "srt://127.0.0.1:" + strconv.Itoa(srv.Addr().Port) + "?streamid=publish:live/t&pkt_size=1316"
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, ffmpeg, "-hide_banner", "-loglevel", "error", "-re",
+	ffmpeg := testkit.StartFFmpeg(t, "-re",
 		"-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30", "-t", "3",
 		"-c:v", "libx264", "-preset", "ultrafast", "-bf", "0", "-g", "30", "-f", "mpegts", url)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("ffmpeg: %v\n%s", err, out)
+	if err := ffmpeg.Wait(t, 30*time.Second); err != nil {
+		t.Fatalf("ffmpeg: %v\n%s", err, ffmpeg.Log.String())
 	}
 
 	s := waitSession(t, sessions, 15*time.Second)
@@ -224,7 +213,9 @@ func TestShutdownWhileStreaming(t *testing.T) {
 	}
 }
 
-func TestKick(t *testing.T) {
+// TestCloseWith: closing a publisher's conn from another goroutine (the
+// control API's kick) ends its Read with io.EOF and logs the given reason.
+func TestCloseWith(t *testing.T) {
 	var srvp atomic.Pointer[Server]
 	started := make(chan *Conn, 1)
 	serve, sessions := recordingServe(&srvp, 4096, started)
@@ -237,15 +228,10 @@ func TestKick(t *testing.T) {
 	}
 	defer closeCaller(sock)
 	select {
-	case <-started:
+	case c := <-started:
+		c.CloseWith("kicked")
 	case <-time.After(5 * time.Second):
 		t.Fatal("publisher never reached Serve")
-	}
-	if r.srv.Kick("live/other") {
-		t.Fatal("Kick of a path without publisher reported true")
-	}
-	if !r.srv.Kick("live/k") {
-		t.Fatal("Kick(live/k) = false with a publisher on it")
 	}
 	s := waitSession(t, sessions, 5*time.Second)
 	if s.err != io.EOF {
@@ -323,14 +309,8 @@ func TestListenPortInUse(t *testing.T) {
 // waitBytes waits until the only publisher has delivered at least n bytes.
 func waitBytes(t *testing.T, srv *Server, n int64) {
 	t.Helper()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(10 * time.Second)
-	for cs := srv.Conns(); len(cs) != 1 || cs[0].Stats.Bytes < n; cs = srv.Conns() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("server did not receive %d bytes: %+v", n, cs)
-		}
-	}
+	testkit.WaitFor(t, 10*time.Second, fmt.Sprintf("the server to receive %d bytes", n), func() bool {
+		cs := srv.Conns()
+		return len(cs) == 1 && cs[0].Stats.Bytes >= n
+	})
 }

@@ -1,0 +1,320 @@
+// Package ingest owns each publisher from its first byte to its last: the
+// SRT connection, the access decisions too slow for libsrt's handshake
+// thread, the MPEG-TS demuxer, the RTP payloads cut once per access unit and
+// the hub path the viewers read. It is the one place that knows all of a
+// publisher's counters, so the API and the metrics read one Stats() instead
+// of joining the SRT, demuxer and hub views by path name.
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/srtwhep/srtwhep/pkg/auth"
+	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/hub"
+	"github.com/srtwhep/srtwhep/pkg/rtph264"
+	"github.com/srtwhep/srtwhep/pkg/srt"
+	"github.com/srtwhep/srtwhep/pkg/tsdemux"
+)
+
+// Config configures a Manager. Hub and Policy are required.
+type Config struct {
+	Hub *hub.Hub
+	// Policy decides who may publish: its local checks in Admit, during
+	// the SRT handshake, and its hook on the publisher's own goroutine
+	// before any media is used, because a hook waiting on the network in
+	// the listen callback would stall every SRT connection of the port.
+	Policy *auth.Policy
+	// Keep returns the configured path names: their statistics are
+	// reported even while nobody publishes, so an alert on a missing
+	// publisher has a series to fire on.
+	Keep   func() []string
+	Logger *slog.Logger
+}
+
+// recentFor is how long a path that had a publisher keeps its statistics
+// after the publisher left; maxRemembered bounds how many such paths are
+// kept, so probing path names cannot grow memory.
+const (
+	recentFor     = time.Hour
+	maxRemembered = 1000
+)
+
+// Manager runs the publishers. Serve is srt.Config.Serve.
+type Manager struct {
+	cfg Config
+	log *slog.Logger
+
+	mu   sync.Mutex
+	live map[string]*publisher // by path; at most one publisher per path
+	past map[string]*history   // by path: totals of ended publishers
+}
+
+// history is what remains of a path's ended publishers.
+type history struct {
+	totals   Totals
+	info     av.StreamInfo
+	lastSeen time.Time
+}
+
+// publisher is one SRT connection's pipeline.
+type publisher struct {
+	conn  *srt.Conn
+	since time.Time
+
+	// Set on the publisher's goroutine once the stream has started; read
+	// by Stats from any goroutine.
+	hubPub atomic.Pointer[hub.Publisher]
+	demux  atomic.Pointer[tsdemux.Demuxer]
+	info   atomic.Pointer[av.StreamInfo]
+}
+
+// New returns a Manager; it starts nothing.
+func New(cfg Config) *Manager {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Keep == nil {
+		cfg.Keep = func() []string { return nil }
+	}
+	return &Manager{
+		cfg:  cfg,
+		log:  log.With("component", "ingest"),
+		live: map[string]*publisher{},
+		past: map[string]*history{},
+	}
+}
+
+// Admit is srt.Config.Admit: it runs in the SRT listen callback on
+// libsrt's receive thread, which serves every SRT connection of the port,
+// so it only applies the policy's local checks and this manager's busy
+// flag (its own short lock, never the hub's). The hook is asked later, in
+// Serve.
+func (m *Manager) Admit(req srt.Request) error {
+	id := req.StreamID
+	if err := m.cfg.Policy.CheckPublisher(auth.Publisher{Path: id.Path, Remote: req.Remote, User: id.User, Pass: id.Pass}); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	_, busy := m.live[id.Path]
+	m.mu.Unlock()
+	if busy {
+		return hub.ErrPathBusy
+	}
+	return nil
+}
+
+// Serve is srt.Config.Serve. It runs one publisher: ask the hook, claim the hub path, then socket →
+// TS demux → RTP payloads cut once → hub, until the stream ends. Nothing
+// here waits on viewers.
+func (m *Manager) Serve(ctx context.Context, c *srt.Conn) error {
+	p := &publisher{conn: c, since: time.Now()}
+	path := c.Path()
+	m.mu.Lock()
+	if _, busy := m.live[path]; busy {
+		m.mu.Unlock()
+		// The listen callback's check raced with another publisher.
+		return fmt.Errorf("%w (another publisher took the path during the handshake)", hub.ErrPathBusy)
+	}
+	m.live[path] = p
+	m.mu.Unlock()
+	defer m.retire(path, p)
+
+	id := c.StreamID()
+	if err := m.cfg.Policy.AskHookPublisher(ctx, auth.Publisher{Path: path, Remote: c.Remote(), User: id.User, Pass: id.Pass}); err != nil {
+		return err
+	}
+	pub, err := m.cfg.Hub.Publish(path, c.Remote())
+	if err != nil {
+		return err
+	}
+	defer pub.Close()
+	p.hubPub.Store(pub)
+
+	log := m.log.With("path", path, "remote", c.Remote())
+	d := tsdemux.New(c, tsdemux.Config{Logger: log, OnInfo: func(info av.StreamInfo) {
+		pub.SetInfo(info)
+		p.info.Store(&info)
+		log.Info("stream parameters", "codec", info.Codec, "profile", info.Profile,
+			"width", info.Width, "height", info.Height, "fps", info.FPS)
+	}})
+	p.demux.Store(d)
+	return d.Run(ctx, func(au *av.AccessUnit) error {
+		au.Payloads = rtph264.Fragment(au.NALUs, rtph264.DefaultMaxPayload)
+		pub.Write(au)
+		return nil
+	})
+}
+
+// retire folds an ended publisher's counters into its path's history.
+func (m *Manager) retire(path string, p *publisher) {
+	totals := p.totals()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.live[path] == p {
+		delete(m.live, path)
+	}
+	if p.hubPub.Load() == nil {
+		return // refused before it published: nothing to remember
+	}
+	h := m.past[path]
+	if h == nil {
+		h = &history{}
+		m.past[path] = h
+	}
+	h.totals.add(totals)
+	if info := p.info.Load(); info != nil {
+		h.info = *info
+	}
+	h.lastSeen = time.Now()
+	m.pruneLocked(h.lastSeen)
+}
+
+// pruneLocked forgets paths whose publisher left more than recentFor ago
+// and, past maxRemembered, the longest-gone ones.
+func (m *Manager) pruneLocked(now time.Time) {
+	for name, h := range m.past {
+		if now.Sub(h.lastSeen) > recentFor {
+			delete(m.past, name)
+		}
+	}
+	for len(m.past) > maxRemembered {
+		var oldest string
+		for name, h := range m.past {
+			if oldest == "" || h.lastSeen.Before(m.past[oldest].lastSeen) {
+				oldest = name
+			}
+		}
+		delete(m.past, oldest)
+	}
+}
+
+// Kick closes the publisher of path with reason "kicked"; false when
+// there is none.
+func (m *Manager) Kick(path string) bool {
+	m.mu.Lock()
+	p := m.live[path]
+	m.mu.Unlock()
+	if p == nil {
+		return false
+	}
+	p.conn.CloseWith("kicked")
+	return true
+}
+
+// Totals are counters that only grow for the life of the process: a path's
+// ended publishers are included, so Prometheus counters never go back.
+type Totals struct {
+	IngestBytes  uint64 // H.264 bytes handed to the hub
+	IngestFrames uint64 // access units handed to the hub
+	// Frames dropped, by why: for viewers that were too slow, while
+	// waiting for a decodable IDR after damage, and B-frames refused.
+	DroppedSlowReader, DroppedDecodeError, DroppedBFrames uint64
+	DecodeErrors                                          uint64 // TS/H.264 problems skipped
+	PacketsOut, BytesOut                                  uint64 // sent to the path's viewers
+}
+
+func (t *Totals) add(o Totals) {
+	t.IngestBytes += o.IngestBytes
+	t.IngestFrames += o.IngestFrames
+	t.DroppedSlowReader += o.DroppedSlowReader
+	t.DroppedDecodeError += o.DroppedDecodeError
+	t.DroppedBFrames += o.DroppedBFrames
+	t.DecodeErrors += o.DecodeErrors
+	t.PacketsOut += o.PacketsOut
+	t.BytesOut += o.BytesOut
+}
+
+func (p *publisher) totals() Totals {
+	var t Totals
+	if pub := p.hubPub.Load(); pub != nil {
+		hs := pub.Stats()
+		t.IngestBytes, t.IngestFrames = hs.BytesIn, hs.FramesIn
+		t.DroppedSlowReader = hs.FramesDropped
+		t.PacketsOut, t.BytesOut = hs.PacketsOut, hs.BytesOut
+	}
+	if d := p.demux.Load(); d != nil {
+		ds := d.Stats()
+		t.DroppedDecodeError, t.DroppedBFrames = ds.DroppedAUs, ds.BFramesDropped
+		t.DecodeErrors = ds.DecodeErrors
+	}
+	return t
+}
+
+// PathStats is one path as the API and the metrics see it.
+type PathStats struct {
+	Path string
+	// Publisher is nil while nobody publishes (a configured path, or one
+	// whose publisher left within the last hour).
+	Publisher *PublisherStats
+	Readers   int
+	Info      av.StreamInfo // the last known stream parameters
+	Totals    Totals
+}
+
+// PublisherStats describes the connected publisher of a path.
+type PublisherStats struct {
+	Remote string
+	Since  time.Time
+	// Streaming is false while the publisher is still being authorized.
+	Streaming bool
+	SRT       srt.Stats
+}
+
+// Stats returns every live, recently live and configured path, sorted by
+// name.
+func (m *Manager) Stats() []PathStats {
+	m.mu.Lock()
+	m.pruneLocked(time.Now())
+	byName := make(map[string]*PathStats, len(m.live)+len(m.past))
+	entry := func(name string) *PathStats {
+		ps := byName[name]
+		if ps == nil {
+			ps = &PathStats{Path: name}
+			byName[name] = ps
+		}
+		return ps
+	}
+	for name, h := range m.past {
+		ps := entry(name)
+		ps.Totals = h.totals
+		ps.Info = h.info
+	}
+	live := make(map[string]*publisher, len(m.live))
+	for name, p := range m.live {
+		live[name] = p
+	}
+	m.mu.Unlock()
+
+	for _, name := range m.cfg.Keep() {
+		entry(name)
+	}
+	// Socket and hub reads happen outside the manager's lock: the listen
+	// callback must never wait behind a scrape.
+	for name, p := range live {
+		ps := entry(name)
+		pub := p.hubPub.Load()
+		ps.Publisher = &PublisherStats{Remote: p.conn.Remote(), Since: p.since, Streaming: pub != nil, SRT: p.conn.Stats()}
+		if pub != nil {
+			ps.Readers = pub.Stats().Readers
+		}
+		if info := p.info.Load(); info != nil {
+			ps.Info = *info
+		}
+		ps.Totals.add(p.totals())
+	}
+	out := make([]PathStats, 0, len(byName))
+	for _, ps := range byName {
+		out = append(out, *ps)
+	}
+	slices.SortFunc(out, func(a, b PathStats) int { return strings.Compare(a.Path, b.Path) })
+	return out
+}

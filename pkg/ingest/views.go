@@ -1,0 +1,77 @@
+package ingest
+
+import (
+	"github.com/srtwhep/srtwhep/pkg/api"
+	"github.com/srtwhep/srtwhep/pkg/metrics"
+)
+
+// APIPaths describes the paths for the control API.
+func (m *Manager) APIPaths() []api.Path {
+	stats := m.Stats()
+	out := make([]api.Path, 0, len(stats))
+	for _, p := range stats {
+		t := p.Totals
+		ap := api.Path{
+			Name: p.Path, Codec: p.Info.Codec, Profile: p.Info.Profile,
+			Width: p.Info.Width, Height: p.Info.Height, FPS: p.Info.FPS,
+			IngestBytes: t.IngestBytes, IngestFrames: t.IngestFrames, Readers: p.Readers,
+			Dropped: t.DroppedSlowReader + t.DroppedDecodeError,
+		}
+		if pub := p.Publisher; pub != nil {
+			ap.Publisher = &api.Publisher{Remote: pub.Remote, Since: pub.Since, RTTMs: pub.SRT.RTTMs, PacketsLost: pub.SRT.PacketsLost}
+			ap.IngestBitrate = pub.SRT.RecvMbps * 1e6
+		}
+		out = append(out, ap)
+	}
+	return out
+}
+
+// KickPublisher closes the publisher of path; false when there is none.
+func (m *Manager) KickPublisher(path string) bool { return m.Kick(path) }
+
+// PathSamples describes every reported path for a Prometheus scrape.
+func (m *Manager) PathSamples() []metrics.PathSample {
+	stats := m.Stats()
+	out := make([]metrics.PathSample, 0, len(stats))
+	for _, p := range stats {
+		t := p.Totals
+		out = append(out, metrics.PathSample{
+			Path:         p.Path,
+			PublisherUp:  p.Publisher != nil && p.Publisher.Streaming,
+			Readers:      p.Readers,
+			IngestBytes:  t.IngestBytes,
+			IngestFrames: t.IngestFrames,
+			FramesDropped: map[string]uint64{"slow_reader": t.DroppedSlowReader,
+				"decode_error": t.DroppedDecodeError, "bframes": t.DroppedBFrames},
+			BytesOut:   t.BytesOut,
+			PacketsOut: t.PacketsOut,
+			Width:      p.Info.Width,
+			Height:     p.Info.Height,
+			FPS:        p.Info.FPS,
+		})
+	}
+	return out
+}
+
+// SRTSamples describes the connected publishers' SRT links for a scrape.
+func (m *Manager) SRTSamples() []metrics.SRTSample {
+	var out []metrics.SRTSample
+	for _, p := range m.Stats() {
+		if p.Publisher == nil {
+			continue
+		}
+		st := p.Publisher.SRT
+		out = append(out, metrics.SRTSample{
+			Path:                     p.Path,
+			RTTSeconds:               st.RTTMs / 1000,
+			ReceiveRateBitsPerSecond: st.RecvMbps * 1e6,
+			PacketsReceived:          uint64(max(st.PacketsReceived, 0)),
+			PacketsLost:              uint64(max(st.PacketsLost, 0)),
+			PacketsRetransmitted:     uint64(max(st.PacketsRetransmitted, 0)),
+			PacketsDropped:           uint64(max(st.PacketsDropped, 0)),
+			BytesReceived:            uint64(max(st.Bytes, 0)),
+			DecodeErrors:             p.Totals.DecodeErrors,
+		})
+	}
+	return out
+}
