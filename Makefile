@@ -15,6 +15,11 @@ CONFIG   ?=
 FUZZTIME ?= 10s
 MODE     ?= test
 
+# The version comes from git itself rather than from Go's VCS stamping
+# (off above), so a tree without .git still builds, as "dev".
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X github.com/srtwhep/srtwhep/pkg/version.Version=$(VERSION)
+
 SHELL_SCRIPTS := $(wildcard *.sh scripts/*.sh deploy/*.sh) .ci/run
 
 .PHONY: help deps build run test bench fuzz clean
@@ -22,22 +27,26 @@ SHELL_SCRIPTS := $(wildcard *.sh scripts/*.sh deploy/*.sh) .ci/run
 help: ## list the targets
 	@echo "srtwhep make targets:"
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-7s %s\n", $$1, $$2}'
-	@echo "variables: CONFIG=FILE (run), MODE=build|run|test (deps), FUZZTIME=10s (fuzz)"
+	@echo "variables: CONFIG=FILE (run), MODE=build|run|test (deps), FUZZTIME=10s (fuzz), VERSION=v1.2.3 (build; default: git describe)"
 
 deps: ## install missing Debian packages (MODE=build|run|test, default test)
 	scripts/deps.sh $(MODE)
 
 build: ## build every binary under cmd/ into bin/
 	scripts/deps.sh build
-	$(GO) build -o bin/ ./cmd/...
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
 
 run: ## build and start the server (embedded defaults, or CONFIG=FILE)
 	scripts/deps.sh run
 	$(MAKE) --no-print-directory build
 	./bin/srtwhep $(if $(CONFIG),-config $(CONFIG))
 
-test: ## deps, go vet, gofmt, go test -race, shellcheck, offline deploy checks (tools/)
+test: ## deps, tidy go.mod, go vet, gofmt, go test -race, shellcheck, offline deploy checks (tools/)
 	scripts/deps.sh test
+	@# An untidy go.mod (a missing, stale or mislabelled requirement) fails
+	@# here with the diff that `go mod tidy` would apply.
+	$(GO) mod tidy -diff
+	cd tools && $(GO) mod tidy -diff
 	$(GO) vet ./...
 	unformatted=$$(gofmt -l .); \
 	if [[ -n "$$unformatted" ]]; then \

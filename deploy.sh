@@ -331,11 +331,22 @@ ensure_docker() {
 	fi
 }
 
+# The image reports this version (srtwhep -version, srtwhep_build_info);
+# docker-compose.yml hands it to the build. A copy without .git, or one git
+# refuses to read, builds as "dev".
+version=$(git -c safe.directory="$PWD" describe --tags --always --dirty 2>/dev/null || echo dev)
+
 # compose_run runs a compose subcommand against this directory's file.
 compose_run() {
-	local args=()
+	local args=() cmd=("${compose[@]}")
 	[[ ! -f $env_file && $dry_run -eq 0 ]] || args=(--env-file "$env_file")
-	run "${compose[@]}" -f docker-compose.yml "${args[@]}" "$@"
+	# sudo starts from a clean environment, so the version goes in after it.
+	if [[ ${cmd[0]} == sudo ]]; then
+		cmd=(sudo env "SRTWHEP_VERSION=$version" "${cmd[@]:1}")
+	else
+		cmd=(env "SRTWHEP_VERSION=$version" "${cmd[@]}")
+	fi
+	run "${cmd[@]}" -f docker-compose.yml "${args[@]}" "$@"
 }
 
 # ufw_active is false when ufw is absent; only an active ufw needs rules.

@@ -13,18 +13,17 @@ package config
 import (
 	"bytes"
 	"fmt"
-	"log/slog"
 	"net/netip"
 	"time"
 
 	"gopkg.in/yaml.v3"
 )
 
-// Config is the whole server configuration. Build it with Default, Load or
-// Parse; a Config assembled in Go should be checked with Validate.
+// Config is the whole server configuration. Build it with Default or Load;
+// a Config assembled in Go should be checked with Validate.
 type Config struct {
-	LogLevel     string          `yaml:"logLevel"`
-	LogFormat    string          `yaml:"logFormat"`
+	LogLevel     string          `yaml:"logLevel" reload:"restart"`
+	LogFormat    string          `yaml:"logFormat" reload:"restart"`
 	SRT          SRT             `yaml:"srt"`
 	HTTP         HTTP            `yaml:"http"`
 	WebRTC       WebRTC          `yaml:"webrtc"`
@@ -43,33 +42,37 @@ type Config struct {
 
 // SRT configures the SRT ingest listener.
 type SRT struct {
-	Listen      string   `yaml:"listen"`
-	Latency     Duration `yaml:"latency"`
-	Passphrase  string   `yaml:"passphrase"`
-	PBKeyLen    int      `yaml:"pbKeyLen"`
-	ReadTimeout Duration `yaml:"readTimeout"`
+	Listen      string   `yaml:"listen" reload:"restart"`
+	Latency     Duration `yaml:"latency" reload:"restart"`
+	Passphrase  string   `yaml:"passphrase" reload:"live"`
+	PBKeyLen    int      `yaml:"pbKeyLen" reload:"restart"`
+	ReadTimeout Duration `yaml:"readTimeout" reload:"restart"`
 }
 
 // HTTP configures the WHEP/player/API listener.
 type HTTP struct {
-	Listen        string `yaml:"listen"`
-	AllowOrigin   string `yaml:"allowOrigin"`
-	MaxBodyBytes  int64  `yaml:"maxBodyBytes"`
-	MaxHandshakes int    `yaml:"maxHandshakes"`
+	Listen        string `yaml:"listen" reload:"restart"`
+	AllowOrigin   string `yaml:"allowOrigin" reload:"restart"`
+	MaxBodyBytes  int64  `yaml:"maxBodyBytes" reload:"restart"`
+	MaxHandshakes int    `yaml:"maxHandshakes" reload:"restart"`
 }
 
 // WebRTC configures ICE and the media transport shared by all sessions.
 type WebRTC struct {
 	// ListenIP binds the media sockets to one local address; "" binds all.
-	ListenIP          string      `yaml:"listenIP"`
-	UDPPort           int         `yaml:"udpPort"`
-	TCPPort           int         `yaml:"tcpPort"`
-	PublicIPs         []IP        `yaml:"publicIPs"`
-	Interfaces        []string    `yaml:"interfaces"`
-	ICEServers        []ICEServer `yaml:"iceServers"`
-	HandshakeTimeout  Duration    `yaml:"handshakeTimeout"`
-	DisconnectTimeout Duration    `yaml:"disconnectTimeout"`
-	Keepalive         Duration    `yaml:"keepalive"`
+	ListenIP string `yaml:"listenIP" reload:"restart"`
+	// UDPPort is the one ICE UDP port of every viewer. 0 lets the kernel
+	// pick a free one, for tests and local runs: viewers behind NAT need a
+	// fixed port published 1:1.
+	UDPPort int `yaml:"udpPort" reload:"restart"`
+	// TCPPort is the ICE-TCP fallback; 0 turns ICE-TCP off.
+	TCPPort           int         `yaml:"tcpPort" reload:"restart"`
+	PublicIPs         []IP        `yaml:"publicIPs" reload:"restart"`
+	Interfaces        []string    `yaml:"interfaces" reload:"restart"`
+	ICEServers        []ICEServer `yaml:"iceServers" reload:"restart"`
+	HandshakeTimeout  Duration    `yaml:"handshakeTimeout" reload:"restart"`
+	DisconnectTimeout Duration    `yaml:"disconnectTimeout" reload:"restart"`
+	Keepalive         Duration    `yaml:"keepalive" reload:"restart"`
 }
 
 // PublicIPStrings returns PublicIPs in the string form pion's
@@ -92,33 +95,33 @@ type ICEServer struct {
 // Metrics configures the Prometheus listener.
 type Metrics struct {
 	// Listen is the address of GET /metrics; "" disables it.
-	Listen string `yaml:"listen"`
+	Listen string `yaml:"listen" reload:"restart"`
 	// Pprof serves Go profiles under /debug/pprof/ on the same listener.
-	Pprof bool `yaml:"pprof"`
+	Pprof bool `yaml:"pprof" reload:"restart"`
 }
 
 // Readers bounds what viewers may cost.
 type Readers struct {
-	QueueSize int `yaml:"queueSize"`
-	MaxTotal  int `yaml:"maxTotal"`
+	QueueSize int `yaml:"queueSize" reload:"restart"`
+	MaxTotal  int `yaml:"maxTotal" reload:"live"`
 	// MaxCPUPercent refuses new viewers while the server uses more than
 	// this share of the CPU it may use (affinity, cgroup quota); 0 disables.
-	MaxCPUPercent int `yaml:"maxCPUPercent"`
+	MaxCPUPercent int `yaml:"maxCPUPercent" reload:"restart"`
 }
 
 // API protects the control API under /v1 on the HTTP listener.
 type API struct {
 	// Token is the Bearer token the API requires; "" leaves the API open to
 	// loopback clients only.
-	Token string `yaml:"token"`
+	Token string `yaml:"token" reload:"live"`
 }
 
 // AuthHook asks an external HTTP service whether a publisher or a viewer
 // may proceed; URL "" disables it.
 type AuthHook struct {
-	URL      string   `yaml:"url"`
-	Timeout  Duration `yaml:"timeout"`
-	CacheTTL Duration `yaml:"cacheTTL"`
+	URL      string   `yaml:"url" reload:"live"`
+	Timeout  Duration `yaml:"timeout" reload:"live"`
+	CacheTTL Duration `yaml:"cacheTTL" reload:"live"`
 }
 
 // Path holds the per-path settings. Zero MaxReaders means unlimited; an
@@ -126,13 +129,13 @@ type AuthHook struct {
 // anyone may publish; empty ReadTokens mean anyone may watch; empty IP
 // lists allow every address.
 type Path struct {
-	MaxReaders  int      `yaml:"maxReaders"`
-	Passphrase  string   `yaml:"passphrase"`
-	PublishUser string   `yaml:"publishUser"`
-	PublishPass string   `yaml:"publishPass"`
-	ReadTokens  []string `yaml:"readTokens"`
-	PublishIPs  []string `yaml:"publishIPs"`
-	ReadIPs     []string `yaml:"readIPs"`
+	MaxReaders  int      `yaml:"maxReaders" reload:"live"`
+	Passphrase  string   `yaml:"passphrase" reload:"live"`
+	PublishUser string   `yaml:"publishUser" reload:"live"`
+	PublishPass string   `yaml:"publishPass" reload:"live"`
+	ReadTokens  []string `yaml:"readTokens" reload:"live"`
+	PublishIPs  []string `yaml:"publishIPs" reload:"live"`
+	ReadIPs     []string `yaml:"readIPs" reload:"live"`
 }
 
 // Default returns the built-in configuration; configs/srtwhep.yml documents
@@ -189,21 +192,7 @@ func (c *Config) File() string {
 	return c.src.file
 }
 
-// SlogLevel maps LogLevel to a slog level; an unknown level (only possible
-// in a Config that skipped Validate) means info.
-func (c *Config) SlogLevel() slog.Level {
-	switch c.LogLevel {
-	case "debug":
-		return slog.LevelDebug
-	case "warn":
-		return slog.LevelWarn
-	case "error":
-		return slog.LevelError
-	}
-	return slog.LevelInfo
-}
-
-// Dump returns the effective configuration as YAML that Parse accepts and
+// Dump returns the effective configuration as YAML that Load accepts and
 // that decodes to the same values. It includes secrets (passphrases,
 // credentials) verbatim.
 func (c *Config) Dump() ([]byte, error) {
@@ -221,10 +210,6 @@ func (c *Config) Dump() ([]byte, error) {
 
 // IP is an IP address (never a hostname) in YAML.
 type IP struct{ netip.Addr }
-
-// MustIP parses s and panics when it is not an IP address; for tests and
-// literals.
-func MustIP(s string) IP { return IP{netip.MustParseAddr(s)} }
 
 // Duration is a time.Duration written as "200ms" or "10s" in YAML.
 type Duration time.Duration

@@ -57,19 +57,14 @@ func Load(file string) (*Config, error) {
 			return nil, fmt.Errorf("read config: %w; check the -config path", err)
 		}
 	}
-	return ParseEnv(file, data, Environ())
+	return parseEnv(file, data, environ())
 }
 
-// Parse decodes data (the contents of file, which is only used in error
-// messages) over Default() and validates the result. The environment is not
-// consulted; see ParseEnv.
-func Parse(file string, data []byte) (*Config, error) {
-	return ParseEnv(file, data, nil)
-}
-
-// ParseEnv is Parse followed by the overrides in env (variable name → value;
-// names without the SRTWHEP_ prefix are ignored) before validation.
-func ParseEnv(file string, data []byte, env map[string]string) (*Config, error) {
+// parseEnv decodes data (the contents of file, which is only used in error
+// messages) over Default(), applies the overrides in env (variable name →
+// value; names without the SRTWHEP_ prefix are ignored) and validates the
+// result.
+func parseEnv(file string, data []byte, env map[string]string) (*Config, error) {
 	c := Default()
 	c.src = &sources{file: file, at: map[string]string{}}
 	root, err := parseDocument(file, data)

@@ -1,13 +1,20 @@
 package config
 
 import (
+	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 )
 
-// errorCases maps a file body to the exact error Parse must return; the
+// parse decodes data as the contents of file, without the environment.
+func parse(file string, data []byte) (*Config, error) { return parseEnv(file, data, nil) }
+
+// mustIP is an IP literal for tests.
+func mustIP(s string) IP { return IP{netip.MustParseAddr(s)} }
+
+// errorCases maps a file body to the exact error parse must return; the
 // same inputs seed FuzzParse.
 var errorCases = []struct {
 	name, yaml, want string
@@ -39,9 +46,10 @@ var errorCases = []struct {
 	{"port not a number", "webrtc:\n  udpPort: abc\n",
 		`srtwhep.yml:2: webrtc.udpPort: "abc" is not a whole number; write digits only, e.g. 8189`},
 	{"port out of range", "webrtc:\n  udpPort: 70000\n",
-		`srtwhep.yml:2: webrtc.udpPort: 70000 is not a port; use 1 to 65535, e.g. 8189`},
-	{"udp port zero", "webrtc:\n  udpPort: 0\n",
-		`srtwhep.yml:2: webrtc.udpPort: 0 is not a port; use 1 to 65535, e.g. 8189`},
+		`srtwhep.yml:2: webrtc.udpPort: 70000 is not a port; use 1 to 65535, e.g. 8189 (0 picks a free port, for tests and local runs)`},
+	{"udp port negative", "webrtc:\n  udpPort: -1\n",
+		`srtwhep.yml:2: webrtc.udpPort: -1 is not a port; use 1 to 65535, e.g. 8189 (0 picks a free port, for tests and local runs)`},
+	{"udp port zero picks a free port and clashes with nothing", "srt:\n  listen: \":0\"\nwebrtc:\n  udpPort: 0\n  tcpPort: 0\n", ""},
 	{"tcp port negative", "webrtc:\n  tcpPort: -1\n",
 		`srtwhep.yml:2: webrtc.tcpPort: -1 is not a port; use 1 to 65535, e.g. 8189, or 0 to disable ICE-TCP`},
 	{"section is a scalar", "srt: 8890\n",
@@ -147,7 +155,7 @@ var errorCases = []struct {
 func TestParseErrors(t *testing.T) {
 	for _, tc := range errorCases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse("srtwhep.yml", []byte(tc.yaml))
+			_, err := parse("srtwhep.yml", []byte(tc.yaml))
 			got := ""
 			if err != nil {
 				got = err.Error()
@@ -165,7 +173,7 @@ func TestParseErrorsAreCapped(t *testing.T) {
 	for i := range 30 {
 		b.WriteString("  k" + string(rune('a'+i%26)) + string(rune('a'+i/26)) + ": 1\n")
 	}
-	_, err := Parse("f.yml", []byte(b.String()))
+	_, err := parse("f.yml", []byte(b.String()))
 	if err == nil {
 		t.Fatal("no error for 30 unknown keys")
 	}
@@ -199,7 +207,7 @@ paths:
     passphrase: cam2-passphrase
   live/cam3:
 `
-	c, err := Parse("x.yml", []byte(doc))
+	c, err := parse("x.yml", []byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +235,7 @@ paths:
 
 func TestParseEmpty(t *testing.T) {
 	for _, doc := range []string{"", "# only a comment\n", "~\n", "---\n"} {
-		c, err := Parse("x.yml", []byte(doc))
+		c, err := parse("x.yml", []byte(doc))
 		if err != nil {
 			t.Fatalf("Parse(%q): %v", doc, err)
 		}
@@ -237,9 +245,9 @@ func TestParseEmpty(t *testing.T) {
 
 func TestValidateWithoutSource(t *testing.T) {
 	c := Default()
-	c.WebRTC.UDPPort = 0
+	c.WebRTC.UDPPort = -1
 	c.Paths["bad path"] = Path{}
-	want := "webrtc.udpPort: 0 is not a port; use 1 to 65535, e.g. 8189\n" +
+	want := "webrtc.udpPort: -1 is not a port; use 1 to 65535, e.g. 8189 (0 picks a free port, for tests and local runs)\n" +
 		`paths: "bad path" is not a valid path name: ' ' is not allowed; use segments of letters, digits, '.', '_', '~', '-' separated by '/', e.g. live/cam1`
 	if err := c.Validate(); err == nil || err.Error() != want {
 		t.Errorf("Validate() = %v\nwant %s", err, want)

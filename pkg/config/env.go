@@ -9,14 +9,14 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// EnvPrefix starts every override variable: SRTWHEP_<SECTION>_<KEY> for a
+// envPrefix starts every override variable: SRTWHEP_<SECTION>_<KEY> for a
 // key of a section (SRTWHEP_WEBRTC_PUBLICIPS) and SRTWHEP_<KEY> for a
 // top-level key (SRTWHEP_LOGLEVEL). Section and key match case-insensitively.
-const EnvPrefix = "SRTWHEP_"
+const envPrefix = "SRTWHEP_"
 
-// Environ returns the SRTWHEP_* variables of the process, the overrides Load
+// environ returns the SRTWHEP_* variables of the process, the overrides Load
 // applies.
-func Environ() map[string]string {
+func environ() map[string]string {
 	env := map[string]string{}
 	for _, kv := range os.Environ() {
 		name, val, _ := strings.Cut(kv, "=")
@@ -28,7 +28,7 @@ func Environ() map[string]string {
 }
 
 func hasEnvPrefix(name string) bool {
-	return len(name) >= len(EnvPrefix) && strings.EqualFold(name[:len(EnvPrefix)], EnvPrefix)
+	return len(name) >= len(envPrefix) && strings.EqualFold(name[:len(envPrefix)], envPrefix)
 }
 
 // applyEnv decodes each override through the same code as the file, so the
@@ -52,7 +52,7 @@ func (w *walker) applyVar(name, value string) {
 	w.pos = func(*yaml.Node) string { return name }
 	fail := func(key, format string, args ...any) { w.fail(nil, key, format, args...) }
 
-	rest := name[len(EnvPrefix):]
+	rest := name[len(envPrefix):]
 	section, sub, hasSub := strings.Cut(rest, "_")
 	top := yamlNames(configType)
 	idx := indexFold(top, section)
@@ -68,7 +68,7 @@ func (w *walker) applyVar(name, value string) {
 	}
 	if field.Type.Kind() != reflect.Struct || field.Type.Implements(unmarshalerType) || reflect.PointerTo(field.Type).Implements(unmarshalerType) {
 		if hasSub {
-			fail("", "unknown variable; %s is a single value, set it with %s%s", key, EnvPrefix, strings.ToUpper(key))
+			fail("", "unknown variable; %s is a single value, set it with %s%s", key, envPrefix, strings.ToUpper(key))
 			return
 		}
 		w.decodeEnv(w.top(idx), key, value)
@@ -76,12 +76,12 @@ func (w *walker) applyVar(name, value string) {
 	}
 	keys := yamlNames(field.Type)
 	if !hasSub {
-		fail(key, "%s is a section, not a value; set one of its keys, e.g. %s%s_%s", key, EnvPrefix, strings.ToUpper(key), strings.ToUpper(keys[0]))
+		fail(key, "%s is a section, not a value; set one of its keys, e.g. %s%s_%s", key, envPrefix, strings.ToUpper(key), strings.ToUpper(keys[0]))
 		return
 	}
 	sidx := indexFold(keys, sub)
 	if sidx < 0 {
-		fail("", "unknown variable; keys of %s are %s_%s_ followed by one of %s", key, strings.TrimSuffix(EnvPrefix, "_"), strings.ToUpper(key), strings.ToUpper(strings.Join(keys, ", ")))
+		fail("", "unknown variable; keys of %s are %s_%s_ followed by one of %s", key, strings.TrimSuffix(envPrefix, "_"), strings.ToUpper(key), strings.ToUpper(strings.Join(keys, ", ")))
 		return
 	}
 	w.decodeEnv(w.top(idx).Field(fieldIndex(field.Type, sidx)), key+"."+keys[sidx], value)
@@ -144,9 +144,9 @@ func envCatalog(top []string) string {
 		switch {
 		case f.Type == pathsType:
 		case f.Type.Kind() == reflect.Struct:
-			parts = append(parts, EnvPrefix+strings.ToUpper(k)+"_<KEY>")
+			parts = append(parts, envPrefix+strings.ToUpper(k)+"_<KEY>")
 		default:
-			parts = append(parts, EnvPrefix+strings.ToUpper(k))
+			parts = append(parts, envPrefix+strings.ToUpper(k))
 		}
 	}
 	return strings.Join(parts, ", ")

@@ -20,7 +20,7 @@ func TestEnvOverrides(t *testing.T) {
 		"SRTWHEP_PATHDEFAULTS_MAXREADERS": "7",     // inherited by listed paths too
 		"HOME":                            "/root", // not ours: ignored
 	}
-	c, err := ParseEnv("x.yml", []byte(file), env)
+	c, err := parseEnv("x.yml", []byte(file), env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestEnvOverrides(t *testing.T) {
 }
 
 func TestEnvWithoutFile(t *testing.T) {
-	c, err := ParseEnv("", nil, map[string]string{"SRTWHEP_WEBRTC_UDPPORT": "9189"})
+	c, err := parseEnv("", nil, map[string]string{"SRTWHEP_WEBRTC_UDPPORT": "9189"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestEnvWithoutFile(t *testing.T) {
 }
 
 func TestEnvFlowLists(t *testing.T) {
-	c, err := ParseEnv("", nil, map[string]string{
+	c, err := parseEnv("", nil, map[string]string{
 		"SRTWHEP_WEBRTC_ICESERVERS": "[{urls: [turn:t.example.org:3478], username: u, credential: c}]",
 		"SRTWHEP_WEBRTC_INTERFACES": "[eth0, eth1]",
 		"SRTWHEP_WEBRTC_PUBLICIPS":  "",
@@ -83,8 +83,8 @@ func TestEnvErrors(t *testing.T) {
 			`SRTWHEP_WEBRTC_PUBLICIPS: webrtc.publicIPs[1]: "vps.example.com" is a hostname, not an IP address; Firefox rejects DNS names in ICE candidates, so write an IPv4 or IPv6 address, e.g. 203.0.113.7`},
 		{"not a number", map[string]string{"SRTWHEP_WEBRTC_UDPPORT": "x"}, "",
 			`SRTWHEP_WEBRTC_UDPPORT: webrtc.udpPort: "x" is not a whole number; write digits only, e.g. 8189`},
-		{"range check names the variable", map[string]string{"SRTWHEP_WEBRTC_UDPPORT": "0"}, "",
-			`SRTWHEP_WEBRTC_UDPPORT: webrtc.udpPort: 0 is not a port; use 1 to 65535, e.g. 8189`},
+		{"range check names the variable", map[string]string{"SRTWHEP_WEBRTC_UDPPORT": "65536"}, "",
+			`SRTWHEP_WEBRTC_UDPPORT: webrtc.udpPort: 65536 is not a port; use 1 to 65535, e.g. 8189 (0 picks a free port, for tests and local runs)`},
 		{"clash names the variable over the file", map[string]string{"SRTWHEP_WEBRTC_UDPPORT": "8890"}, "webrtc:\n  udpPort: 8189\n",
 			`SRTWHEP_WEBRTC_UDPPORT: webrtc.udpPort: UDP port 8890 is also used by srt.listen; give each listener its own port`},
 		{"bad duration", map[string]string{"SRTWHEP_SRT_LATENCY": "200"}, "",
@@ -106,7 +106,7 @@ func TestEnvErrors(t *testing.T) {
 				"SRTWHEP_B: unknown variable; use SRTWHEP_<KEY> or SRTWHEP_<SECTION>_<KEY> with a key of configs/srtwhep.yml (SRTWHEP_LOGLEVEL, SRTWHEP_LOGFORMAT, SRTWHEP_SRT_<KEY>, SRTWHEP_HTTP_<KEY>, SRTWHEP_WEBRTC_<KEY>, SRTWHEP_METRICS_<KEY>, SRTWHEP_READERS_<KEY>, SRTWHEP_API_<KEY>, SRTWHEP_AUTHHOOK_<KEY>, SRTWHEP_PATHDEFAULTS_<KEY>)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseEnv("x.yml", []byte(tc.file), tc.env)
+			_, err := parseEnv("x.yml", []byte(tc.file), tc.env)
 			if err == nil || err.Error() != tc.want {
 				t.Errorf("got:  %v\nwant: %s", err, tc.want)
 			}
@@ -124,7 +124,7 @@ func TestLoadUsesProcessEnv(t *testing.T) {
 	if c.WebRTC.TCPPort != 0 {
 		t.Errorf("tcpPort = %d, want 0 from the environment", c.WebRTC.TCPPort)
 	}
-	if Environ()["SRTWHEP_WEBRTC_TCPPORT"] != "0" {
-		t.Errorf("Environ() = %v", Environ())
+	if environ()["SRTWHEP_WEBRTC_TCPPORT"] != "0" {
+		t.Errorf("Environ() = %v", environ())
 	}
 }

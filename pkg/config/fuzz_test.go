@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// FuzzParse: no input panics, and whatever Parse accepts passes Validate
-// and survives a Dump/Parse round trip.
+// FuzzParse: no input panics, and whatever parse accepts passes Validate
+// and survives a Dump/parse round trip.
 func FuzzParse(f *testing.F) {
 	for _, tc := range errorCases {
 		f.Add([]byte(tc.yaml))
@@ -17,7 +17,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte("a: &a [x, x]\nb: &b [*a, *a]\nwebrtc: {publicIPs: [*b, *b]}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := Parse("f.yml", data)
+		c, err := parse("f.yml", data)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "f.yml") {
 				t.Fatalf("error without position: %v", err)
@@ -31,7 +31,7 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Parse("dump.yml", out); err != nil {
+		if _, err := parse("dump.yml", out); err != nil {
 			t.Fatalf("dump of an accepted config does not parse: %v\n%s", err, out)
 		}
 	})

@@ -31,7 +31,7 @@ func TestExampleFileIsDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := Parse(exampleFile, data)
+	c, err := parse(exampleFile, data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestExampleFileDocumentsEveryKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := Parse(exampleFile, data)
+	c, err := parse(exampleFile, data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestYAMLTags(t *testing.T) {
 func TestDumpRoundTrip(t *testing.T) {
 	c := Default()
 	c.LogFormat = "json"
-	c.WebRTC.PublicIPs = []IP{MustIP("203.0.113.7"), MustIP("2001:db8::1")}
+	c.WebRTC.PublicIPs = []IP{mustIP("203.0.113.7"), mustIP("2001:db8::1")}
 	c.WebRTC.Interfaces = []string{"eth0"}
 	c.WebRTC.ICEServers = []ICEServer{{URLs: []string{"turn:t.example.org:3478"}, Username: "u", Credential: "c"}}
 	c.PathDefaults = Path{MaxReaders: 3, Passphrase: "0123456789"}
@@ -155,7 +155,7 @@ func TestDumpRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := Parse("dump.yml", out)
+	back, err := parse("dump.yml", out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}

@@ -13,7 +13,7 @@ import (
 
 // Validate checks values and their combinations. Each error starts with
 // where the offending key was set (FILE:LINE, or the variable name) when
-// the Config came from Load or Parse.
+// the Config came from Load.
 func (c *Config) Validate() error {
 	v := &validator{c: c, w: &walker{}}
 	v.top()
@@ -116,8 +116,10 @@ func (v *validator) webrtc() {
 			v.fail("webrtc.listenIP", "%q is not an IP address; write a local address such as 10.0.0.5, or \"\" to listen on all", r.ListenIP)
 		}
 	}
-	if r.UDPPort < 1 || r.UDPPort > 65535 {
-		v.fail("webrtc.udpPort", "%d is not a port; use 1 to 65535, e.g. 8189", r.UDPPort)
+	// 0 lets the kernel pick the port, which suits tests and local runs;
+	// viewers behind NAT need a fixed port published 1:1, hence 8189.
+	if r.UDPPort < 0 || r.UDPPort > 65535 {
+		v.fail("webrtc.udpPort", "%d is not a port; use 1 to 65535, e.g. 8189 (0 picks a free port, for tests and local runs)", r.UDPPort)
 	}
 	if r.TCPPort < 0 || r.TCPPort > 65535 {
 		v.fail("webrtc.tcpPort", "%d is not a port; use 1 to 65535, e.g. 8189, or 0 to disable ICE-TCP", r.TCPPort)

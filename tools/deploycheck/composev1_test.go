@@ -37,6 +37,9 @@ func TestComposeFileLoadsInComposeV1(t *testing.T) {
 		Services map[string]struct {
 			Environment map[string]string `yaml:"environment"`
 			Ports       []any             `yaml:"ports"`
+			Build       struct {
+				Args map[string]string `yaml:"args"`
+			} `yaml:"build"`
 		} `yaml:"services"`
 	}
 	if err := yaml.Unmarshal(out, &doc); err != nil {
@@ -48,6 +51,9 @@ func TestComposeFileLoadsInComposeV1(t *testing.T) {
 	}
 	if got := svc.Environment[EnvPublicIPs]; got != "203.0.113.7" {
 		t.Errorf("%s = %q; want 203.0.113.7", EnvPublicIPs, got)
+	}
+	if got := svc.Build.Args["VERSION"]; got != "dev" {
+		t.Errorf("build arg VERSION = %q; want dev when SRTWHEP_VERSION is unset", got)
 	}
 	if len(svc.Ports) != len(Contract) {
 		t.Errorf("%d ports; want %d:\n%s", len(svc.Ports), len(Contract), out)

@@ -85,6 +85,7 @@ func TestDeployDryRunGivenIP(t *testing.T) {
 	}
 	for _, want := range []string{
 		"up -d --build",
+		"env SRTWHEP_VERSION=", // the image's version, from git describe
 		"http://127.0.0.1:8889/readyz",
 		"-bf 0",
 		"-f mpegts 'srt://203.0.113.7:8890?streamid=publish:live/cam1'",
