@@ -108,8 +108,11 @@ if [[ ! -s $CLIP ]]; then
 fi
 
 echo "== building bin/srtwhep and bin/whep-loadgen"
-go build -o bin/srtwhep ./cmd/srtwhep
-go build -o bin/whep-loadgen ./cmd/whep-loadgen
+# The report names the exact build it measured.
+version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)
+ldflags="-X github.com/srtwhep/srtwhep/pkg/version.Version=$version"
+go build -ldflags "$ldflags" -o bin/srtwhep ./cmd/srtwhep
+go build -ldflags "$ldflags" -o bin/whep-loadgen ./cmd/whep-loadgen
 
 cat >"$out/srtwhep.yml" <<YAML
 # Written by scripts/bench.sh: loopback only, admission control off so the
