@@ -2,6 +2,7 @@
 # deps.sh MODE — make sure the Debian packages srtwhep needs are installed.
 #
 #   build  libsrt-openssl-dev pkg-config           (compile the cgo SRT code)
+#          + FFmpeg 5.1 and libopus headers        (pkg/audio: AAC/MP2 decode, Opus encode)
 #   run    build + ffmpeg                          (publish a test stream)
 #   test   run + chromium iptables nftables iproute2 shellcheck docker-compose
 #          (docker-compose 1.29 only parses the compose file; no engine is used)
@@ -19,7 +20,18 @@ usage() {
 
 [[ $# -eq 1 ]] || usage
 
-build_pkgs=(libsrt-openssl-dev pkg-config)
+# go-astiav v0.16 links every FFmpeg library it wraps (libavdevice and
+# libswscale too), so all their headers are needed even though only the
+# decoders and the filter graph are used. The binary then needs, at run
+# time: libsrt1.5-openssl libavcodec59 libavformat59 libavutil57
+# libavfilter8 libswscale6 libavdevice59 libswresample4 libopus0
+# libopusfile0 (the Dockerfile's runtime stage installs exactly these).
+# gopkg.in/hraban/opus.v2 links libopusfile unless built with the
+# nolibopusfile tag; installing it keeps plain `go build` and `go test`
+# working with no tags to remember.
+audio_build_pkgs=(libavcodec-dev libavformat-dev libavutil-dev libavfilter-dev libswscale-dev
+	libavdevice-dev libswresample-dev libopus-dev libopusfile-dev)
+build_pkgs=(libsrt-openssl-dev pkg-config "${audio_build_pkgs[@]}")
 run_pkgs=("${build_pkgs[@]}" ffmpeg)
 test_pkgs=("${run_pkgs[@]}" chromium iptables nftables iproute2 shellcheck docker-compose)
 

@@ -136,6 +136,11 @@ type Path struct {
 	ReadTokens  []string `yaml:"readTokens" reload:"live"`
 	PublishIPs  []string `yaml:"publishIPs" reload:"live"`
 	ReadIPs     []string `yaml:"readIPs" reload:"live"`
+	// Audio is "auto" (Opus passes through; AAC and MPEG audio are
+	// transcoded to Opus once per path) or "off" (video only).
+	Audio string `yaml:"audio" reload:"live"`
+	// AudioBitrate is the Opus bitrate of transcoded audio, in bit/s.
+	AudioBitrate int `yaml:"audioBitrate" reload:"live"`
 }
 
 // Default returns the built-in configuration; configs/srtwhep.yml documents
@@ -169,9 +174,16 @@ func Default() *Config {
 			Timeout:  Duration(2 * time.Second),
 			CacheTTL: Duration(10 * time.Second),
 		},
-		Paths: map[string]Path{},
+		PathDefaults: Path{Audio: AudioAuto, AudioBitrate: 96000},
+		Paths:        map[string]Path{},
 	}
 }
+
+// The values of a path's audio key.
+const (
+	AudioAuto = "auto"
+	AudioOff  = "off"
+)
 
 // PathConfig returns the settings of one path: its entry under paths (whose
 // unset keys were filled from pathDefaults when the file was decoded) or

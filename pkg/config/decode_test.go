@@ -114,7 +114,11 @@ var errorCases = []struct {
 	{"path name empty segment", "paths:\n  live//x: {}\n",
 		`srtwhep.yml:2: paths: "live//x" is not a valid path name: it has an empty segment ('//'); use segments of letters, digits, '.', '_', '~', '-' separated by '/', e.g. live/cam1`},
 	{"path unknown key", "paths:\n  live/cam1:\n    maxReader: 5\n",
-		`srtwhep.yml:3: paths[live/cam1].maxReader: unknown key; did you mean maxReaders? valid keys: maxReaders, passphrase, publishUser, publishPass, readTokens, publishIPs, readIPs`},
+		`srtwhep.yml:3: paths[live/cam1].maxReader: unknown key; did you mean maxReaders? valid keys: maxReaders, passphrase, publishUser, publishPass, readTokens, publishIPs, readIPs, audio, audioBitrate`},
+	{"audio mode", "pathDefaults:\n  audio: aac\n",
+		`srtwhep.yml:2: pathDefaults.audio: "aac" is not an audio mode; use auto (pass Opus, transcode AAC and MP2/MP3 to Opus) or off (video only)`},
+	{"audio bitrate", "paths:\n  live/cam1:\n    audioBitrate: 1000000\n",
+		`srtwhep.yml:3: paths[live/cam1].audioBitrate: 1000000 is outside Opus's range; use 6000 to 510000 bit/s, e.g. 96000`},
 	{"path listed twice", "paths:\n  live/a: {}\n  live/a: {maxReaders: 1}\n",
 		`srtwhep.yml:3: paths[live/a]: listed twice (first at line 2); keep one`},
 	{"path negative readers", "paths:\n  live/a:\n    maxReaders: -1\n",
@@ -220,10 +224,10 @@ paths:
 	if len(c.WebRTC.ICEServers) != 2 || c.WebRTC.ICEServers[1].Credential != "c" {
 		t.Errorf("iceServers = %+v", c.WebRTC.ICEServers)
 	}
-	def := Path{MaxReaders: 10, PublishUser: "cam", PublishPass: "s3cret"}
+	def := Path{MaxReaders: 10, PublishUser: "cam", PublishPass: "s3cret", Audio: AudioAuto, AudioBitrate: 96000}
 	for path, want := range map[string]Path{
-		"live/cam1":  {MaxReaders: 0, PublishUser: "cam", PublishPass: "s3cret"},
-		"live/cam2":  {MaxReaders: 10, Passphrase: "cam2-passphrase", PublishUser: "cam", PublishPass: "s3cret"},
+		"live/cam1":  {MaxReaders: 0, PublishUser: "cam", PublishPass: "s3cret", Audio: AudioAuto, AudioBitrate: 96000},
+		"live/cam2":  {MaxReaders: 10, Passphrase: "cam2-passphrase", PublishUser: "cam", PublishPass: "s3cret", Audio: AudioAuto, AudioBitrate: 96000},
 		"live/cam3":  def,
 		"not/listed": def,
 	} {

@@ -56,7 +56,8 @@ func TestLiveKeys(t *testing.T) {
 	want := []string{"srt.passphrase", "readers.maxTotal", "api.token",
 		"authHook.url", "authHook.timeout", "authHook.cacheTTL",
 		"pathDefaults.maxReaders", "pathDefaults.passphrase", "pathDefaults.publishUser", "pathDefaults.publishPass",
-		"pathDefaults.readTokens", "pathDefaults.publishIPs", "pathDefaults.readIPs"}
+		"pathDefaults.readTokens", "pathDefaults.publishIPs", "pathDefaults.readIPs",
+		"pathDefaults.audio", "pathDefaults.audioBitrate"}
 	var live []string
 	for _, key := range allKeys(configType, "") {
 		if f, ok := fieldByKey(key); ok && f.Tag.Get("reload") == "live" {

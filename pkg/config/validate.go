@@ -220,6 +220,17 @@ func (v *validator) path(key string, p Path, def *Path) {
 		v.credential(key+".publishUser", p.PublishUser)
 		v.credential(key+".publishPass", p.PublishPass)
 	}
+	if def == nil || p.Audio != def.Audio {
+		if p.Audio != AudioAuto && p.Audio != AudioOff {
+			v.fail(key+".audio", "%q is not an audio mode; use auto (pass Opus, transcode AAC and MP2/MP3 to Opus) or off (video only)", p.Audio)
+		}
+	}
+	if def == nil || p.AudioBitrate != def.AudioBitrate {
+		// libopus accepts 6 to 510 kbit/s.
+		if p.AudioBitrate < 6000 || p.AudioBitrate > 510000 {
+			v.fail(key+".audioBitrate", "%d is outside Opus's range; use 6000 to 510000 bit/s, e.g. 96000", p.AudioBitrate)
+		}
+	}
 }
 
 // access checks the control API token and the external auth hook.

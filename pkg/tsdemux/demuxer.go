@@ -62,6 +62,18 @@ type Config struct {
 	// OnInfo is called on Run's goroutine when the SPS is first seen or
 	// when width, height, profile or frame rate change. May be nil.
 	OnInfo func(av.StreamInfo)
+
+	// OnAudio receives every coded frame of the first readable audio track
+	// (AAC in ADTS or LATM, MPEG-1 audio layer II/III, Opus), on Run's
+	// goroutine, in PTS order, with PTS on the video's clock. Nil leaves
+	// audio unread. It cannot fail: audio trouble must never end the
+	// stream, so the callee counts and skips what it cannot use. Data is
+	// not reused by the demuxer; the callee may keep it but not modify it.
+	OnAudio func(av.AudioUnit)
+	// OnAudioTrack is called before the first OnAudio, and again whenever
+	// the codec parameters change (a consumer then rebuilds its decoder).
+	// May be nil.
+	OnAudioTrack func(av.AudioTrack)
 }
 
 // Stats is a snapshot of a Demuxer's counters.
@@ -72,14 +84,18 @@ type Stats struct {
 	DroppedAUs     uint64 // access units dropped while waiting for a decodable IDR
 	BFramesDropped uint64 // B-frame access units refused (Run ends with ErrBFrames at the first)
 	Bytes          uint64 // MPEG-TS bytes read from the reader
+	AudioUnits     uint64 // audio frames handed to OnAudio
+	AudioErrors    uint64 // audio PES or frames skipped (parse errors, implausible PTS)
 }
 
 // Demuxer reads MPEG-TS from an io.Reader and emits H.264 access units.
 // Run must be called at most once; Stats may be called from any goroutine.
 type Demuxer struct {
-	r      io.Reader
-	log    *slog.Logger
-	onInfo func(av.StreamInfo)
+	r            io.Reader
+	log          *slog.Logger
+	onInfo       func(av.StreamInfo)
+	onAudio      func(av.AudioUnit)
+	onAudioTrack func(av.AudioTrack)
 
 	initLimit int64 // initPMTLimit, lowered by tests
 
@@ -89,10 +105,13 @@ type Demuxer struct {
 	droppedAUs     atomic.Uint64
 	bFramesDropped atomic.Uint64
 	bytes          atomic.Uint64
+	audioUnits     atomic.Uint64
+	audioErrors    atomic.Uint64
 
 	// Everything below is owned by Run's goroutine.
 	summary errorSummary
 	video   videoState
+	audio   audioState
 }
 
 // New returns a Demuxer reading from r. It starts nothing.
@@ -101,7 +120,8 @@ func New(r io.Reader, cfg Config) *Demuxer {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Demuxer{r: r, log: log, onInfo: cfg.OnInfo, initLimit: initPMTLimit}
+	return &Demuxer{r: r, log: log, onInfo: cfg.OnInfo, onAudio: cfg.OnAudio, onAudioTrack: cfg.OnAudioTrack,
+		initLimit: initPMTLimit}
 }
 
 // Stats returns a snapshot of the counters.
@@ -113,6 +133,8 @@ func (d *Demuxer) Stats() Stats {
 		DroppedAUs:     d.droppedAUs.Load(),
 		BFramesDropped: d.bFramesDropped.Load(),
 		Bytes:          d.bytes.Load(),
+		AudioUnits:     d.audioUnits.Load(),
+		AudioErrors:    d.audioErrors.Load(),
 	}
 }
 
@@ -139,7 +161,7 @@ func (d *Demuxer) Run(ctx context.Context, emit func(*av.AccessUnit) error) erro
 	}
 	mr.limit = -1
 
-	track, err := d.pickTrack(tr.Tracks())
+	track, err := d.pickTrack(tr)
 	if err != nil {
 		return err
 	}
@@ -182,27 +204,23 @@ func (d *Demuxer) initError(ctx context.Context, err error, mr *meteredReader) e
 	return fmt.Errorf("reading MPEG-TS program tables: %w", err)
 }
 
-// pickTrack selects the first H.264 track and reports the others once.
-func (d *Demuxer) pickTrack(tracks []*mpegts.Track) (*mpegts.Track, error) {
+// pickTrack selects the first H.264 track and, when audio is wanted, the
+// first readable audio track; it reports the others once.
+func (d *Demuxer) pickTrack(tr *mpegts.Reader) (*mpegts.Track, error) {
+	tracks := tr.Tracks()
 	var video *mpegts.Track
 	names := make([]string, 0, len(tracks))
-	var hasH265, hasAAC bool
-	var ignored []string
+	var hasH265 bool
 	for _, t := range tracks {
-		name := codecName(t.Codec)
-		names = append(names, name)
+		names = append(names, codecName(t.Codec))
 		switch t.Codec.(type) {
 		case *mpegts.CodecH264:
 			if video == nil {
 				video = t
-				continue
 			}
 		case *mpegts.CodecH265:
 			hasH265 = true
-		case *mpegts.CodecMPEG4Audio, *mpegts.CodecMPEG4AudioLATM:
-			hasAAC = true
 		}
-		ignored = append(ignored, fmt.Sprintf("%s (PID %d)", name, t.PID))
 	}
 	found := joinOr(names, "no tracks")
 
@@ -213,13 +231,24 @@ func (d *Demuxer) pickTrack(tracks []*mpegts.Track) (*mpegts.Track, error) {
 		}
 		return nil, fmt.Errorf("%w; found: %s — %s", ErrNoH264, found, hint)
 	}
-
 	d.log.Info("MPEG-TS tracks", "tracks", found, "video_pid", video.PID)
-	if hasAAC {
-		d.log.Warn("AAC audio cannot go to WebRTC; video only (encode audio with Opus if you need it later)")
+
+	var audio *mpegts.Track
+	if d.onAudio != nil {
+		audio = d.pickAudio(tr, tracks)
+	}
+	var ignored []string
+	for _, t := range tracks {
+		if t != video && t != audio {
+			ignored = append(ignored, fmt.Sprintf("%s (PID %d)", codecName(t.Codec), t.PID))
+		}
 	}
 	if len(ignored) > 0 {
-		d.log.Info("ignoring tracks: only one H.264 video track is forwarded", "ignored", joinOr(ignored, ""))
+		why := "only one H.264 video track and one audio track are forwarded"
+		if d.onAudio == nil {
+			why = "only one H.264 video track is forwarded; audio is off"
+		}
+		d.log.Info("ignoring tracks: "+why, "ignored", joinOr(ignored, ""))
 	}
 	return video, nil
 }
@@ -231,28 +260,29 @@ func (d *Demuxer) decodeError(err error) {
 	d.maybeSummarise()
 }
 
+// The two summaries: audio damage must never read as a video problem.
+const (
+	videoErrorsMsg = "MPEG-TS/H.264 decode errors (pictures that cannot be decoded are skipped until the next IDR)"
+	audioErrorsMsg = "audio decode errors (damaged audio is skipped; video is not affected)"
+)
+
 func (d *Demuxer) maybeSummarise() {
-	if d.summary.pending == 0 {
+	if d.summary.pending == 0 && d.audio.summary.pending == 0 {
 		return
 	}
 	now := time.Now()
-	if !d.summary.last.IsZero() && now.Sub(d.summary.last) < summaryEvery {
-		return
+	if d.summary.due(now) {
+		d.summary.flush(d.log, videoErrorsMsg, d.decodeErrors.Load(), now)
 	}
-	d.flushSummaryAt(now)
+	if d.audio.summary.due(now) {
+		d.audio.summary.flush(d.log, audioErrorsMsg, d.audioErrors.Load(), now)
+	}
 }
 
-func (d *Demuxer) flushSummary() { d.flushSummaryAt(time.Now()) }
-
-func (d *Demuxer) flushSummaryAt(now time.Time) {
-	s := &d.summary
-	if s.pending == 0 {
-		return
-	}
-	d.log.Warn("MPEG-TS/H.264 decode errors (pictures that cannot be decoded are skipped until the next IDR)",
-		"errors", s.pending, "total", d.decodeErrors.Load(), "last_error", s.lastErr.Error())
-	s.pending = 0
-	s.last = now
+func (d *Demuxer) flushSummary() {
+	now := time.Now()
+	d.summary.flush(d.log, videoErrorsMsg, d.decodeErrors.Load(), now)
+	d.audio.summary.flush(d.log, audioErrorsMsg, d.audioErrors.Load(), now)
 }
 
 // errorSummary rate-limits decode-error logging: per-packet errors on a
@@ -266,6 +296,20 @@ type errorSummary struct {
 func (s *errorSummary) add(err error) {
 	s.pending++
 	s.lastErr = err
+}
+
+func (s *errorSummary) flush(log *slog.Logger, msg string, total uint64, now time.Time) {
+	if s.pending == 0 {
+		return
+	}
+	log.Warn(msg, "errors", s.pending, "total", total, "last_error", s.lastErr.Error())
+	s.pending = 0
+	s.last = now
+}
+
+// due reports pending errors whose summary may be logged now.
+func (s *errorSummary) due(now time.Time) bool {
+	return s.pending > 0 && (s.last.IsZero() || now.Sub(s.last) >= summaryEvery)
 }
 
 var errInitLimit = errors.New("PMT search limit reached")

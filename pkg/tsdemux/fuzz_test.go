@@ -20,11 +20,25 @@ func FuzzDemux(f *testing.F) {
 	b.gop(pts+3000, 3, false)
 	b.au(pts+20000, pts+12000, slice(false, 0, sliceB, 3))
 	f.Add(b.bytes())
+	for _, tc := range audioCases {
+		track := tc.track
+		b := newAVBuilder(f, &track)
+		tc.write(b, 1<<33-100)
+		b.gop(1<<33-3000, 2, true)
+		tc.write(b, 4000)
+		f.Add(b.bytes())
+	}
 	f.Add([]byte{})
 	f.Add(bytes.Repeat([]byte{0x47}, 188*3))
 
 	f.Fuzz(func(t *testing.T, data []byte) {
-		res := demux(t, bytes.NewReader(data), func(d *Demuxer) { d.initLimit = 1 << 20 })
+		var out audioOut
+		res := demux(t, bytes.NewReader(data), func(d *Demuxer) { d.initLimit = 1 << 20 }, withAudio(&out))
+		for i := 1; i < len(out.units); i++ {
+			if out.units[i].PTS < out.units[i-1].PTS {
+				t.Errorf("audio unit %d: PTS %d after %d", i, out.units[i].PTS, out.units[i-1].PTS)
+			}
+		}
 		if res.stats.Bytes != uint64(len(data)) && res.err == nil {
 			t.Errorf("Run returned nil after reading %d of %d bytes", res.stats.Bytes, len(data))
 		}

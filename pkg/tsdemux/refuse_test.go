@@ -78,16 +78,21 @@ func TestBFrames(t *testing.T) {
 	}
 }
 
-func TestAACWithH264(t *testing.T) {
+// With audio off (no OnAudio) an audio track is listed and left alone:
+// no warning, video untouched.
+func TestAudioOff(t *testing.T) {
 	res := demux(t, bytes.NewReader(readClip(t, "h264_aac.ts")))
 	if res.err != nil {
 		t.Fatal(res.err)
 	}
-	if len(res.aus) != 25 || res.stats.DecodeErrors != 0 {
+	if len(res.aus) != 25 || res.stats.DecodeErrors != 0 || res.stats.AudioUnits != 0 {
 		t.Errorf("got %d AUs (want 25), stats %+v", len(res.aus), res.stats)
 	}
-	w := res.logs.level(slog.LevelWarn)
-	if len(w) != 1 || !strings.Contains(w[0], "AAC audio cannot go to WebRTC; video only") || !strings.Contains(w[0], "path=live/test") {
-		t.Errorf("want exactly one AAC warning, got %q", w)
+	if w := res.logs.level(slog.LevelWarn); len(w) != 0 {
+		t.Errorf("unexpected warnings: %q", w)
+	}
+	info := strings.Join(res.logs.level(slog.LevelInfo), "\n")
+	if !strings.Contains(info, "audio is off") || !strings.Contains(info, "MPEG-4 Audio (AAC) (PID 257)") {
+		t.Errorf("want the AAC track listed as ignored, got %q", info)
 	}
 }

@@ -35,6 +35,7 @@ type videoState struct {
 
 	ptsDec     mpegts.TimeDecoder
 	havePTS    bool
+	lastRaw    int64 // last 33-bit input PTS: audio is placed relative to it
 	lastIn     int64 // last unwrapped input PTS
 	lastOut    int64 // last emitted (re-based) PTS
 	offset     int64 // added to unwrapped PTS to keep output monotonic
@@ -160,7 +161,7 @@ func (d *Demuxer) timestamp(rawPTS, rawDTS int64) (pts int64, reordered bool) {
 	in := v.ptsDec.Decode(rawPTS)
 	if !v.havePTS {
 		v.havePTS = true
-		v.lastIn, v.lastOut, v.offset = in, in, 0
+		v.lastRaw, v.lastIn, v.lastOut, v.offset = rawPTS, in, in, 0
 		return in, false
 	}
 	step := in - v.lastIn
@@ -173,7 +174,7 @@ func (d *Demuxer) timestamp(rawPTS, rawDTS int64) (pts int64, reordered bool) {
 	} else if step > 0 {
 		v.frameTicks = step
 	}
-	v.lastIn = in
+	v.lastRaw, v.lastIn = rawPTS, in
 	v.lastOut = in + v.offset
 	return v.lastOut, false
 }
