@@ -29,9 +29,7 @@ import (
 // server is the composition root: the only place that knows every
 // component. Each component gets its own small config copied from cfg.
 type server struct {
-	// cfg is the config the server started with; settings that may change
-	// on reload are read through config() instead.
-	cfg    *config.Config
+	cfg    *config.Config // as started; what a reload may change is read through config()
 	conf   atomic.Pointer[config.Config]
 	log    *slog.Logger
 	policy *auth.Policy
@@ -52,12 +50,9 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 	s := &server{cfg: cfg, log: log, ready: make(chan struct{})}
 	s.conf.Store(cfg)
 	s.policy = auth.NewPolicy(accessRules(cfg), auth.ThrottleConfig{})
+	s.load = admission.New(admission.Config{MaxCPU: float64(cfg.Readers.MaxCPUPercent) / 100, Logger: log.With("component", "admission")})
 	// The caps are read at every AddReader, so a reload applies to the
 	// next viewer and never to one already watching.
-	s.load = admission.New(admission.Config{
-		MaxCPU: float64(cfg.Readers.MaxCPUPercent) / 100,
-		Logger: log.With("component", "admission"),
-	})
 	s.hub = hub.New(hub.Config{
 		QueueSize:       cfg.Readers.QueueSize,
 		MaxReaders:      func(path string) int { return s.config().PathConfig(path).MaxReaders },
@@ -69,6 +64,10 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		Hub:    s.hub,
 		Policy: s.policy,
 		Keep:   func() []string { return slices.Collect(maps.Keys(s.config().Paths)) },
+		Audio: func(path string) ingest.AudioSettings {
+			pc := s.config().PathConfig(path)
+			return ingest.AudioSettings{Off: pc.Audio == config.AudioOff, Bitrate: pc.AudioBitrate}
+		},
 		Logger: log,
 	})
 
@@ -111,11 +110,8 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 	for _, opt := range whepOpts {
 		opt(&wcfg)
 	}
-	s.whep, err = whep.New(wcfg)
-	if err != nil {
-		return nil, fmt.Errorf("webrtc: %w", err)
-	}
-	return s, nil
+	s.whep, err = whep.New(wcfg) // its errors name whep already
+	return s, err
 }
 
 // Run starts every component and blocks until ctx ends or one of them

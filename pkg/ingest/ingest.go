@@ -35,8 +35,18 @@ type Config struct {
 	// Keep returns the configured path names: their statistics are
 	// reported even while nobody publishes, so an alert on a missing
 	// publisher has a series to fire on.
-	Keep   func() []string
+	Keep func() []string
+	// Audio returns the audio settings of a path (nil: AudioAuto at the
+	// transcoder's default bitrate). It is read when the publisher's audio
+	// track is found, so a reload applies to the next publisher.
+	Audio  func(path string) AudioSettings
 	Logger *slog.Logger
+}
+
+// AudioSettings say what a path does with its publisher's audio.
+type AudioSettings struct {
+	Off     bool // video only
+	Bitrate int  // Opus bit/s for transcoded audio; 0 = the transcoder's default
 }
 
 // recentFor is how long a path that had a publisher keeps its statistics
@@ -74,6 +84,7 @@ type publisher struct {
 	hubPub atomic.Pointer[hub.Publisher]
 	demux  atomic.Pointer[tsdemux.Demuxer]
 	info   atomic.Pointer[av.StreamInfo]
+	audio  audioPipeline
 }
 
 // New returns a Manager; it starts nothing.
@@ -140,12 +151,18 @@ func (m *Manager) Serve(ctx context.Context, c *srt.Conn) error {
 	p.hubPub.Store(pub)
 
 	log := m.log.With("path", path, "remote", c.Remote())
+	settings := AudioSettings{}
+	if m.cfg.Audio != nil {
+		settings = m.cfg.Audio(path)
+	}
+	p.audio.init(pub, settings, log)
+	defer p.audio.close()
 	d := tsdemux.New(c, tsdemux.Config{Logger: log, OnInfo: func(info av.StreamInfo) {
 		pub.SetInfo(info)
 		p.info.Store(&info)
 		log.Info("stream parameters", "codec", info.Codec, "profile", info.Profile,
 			"width", info.Width, "height", info.Height, "fps", info.FPS)
-	}})
+	}, OnAudioFound: p.audio.found, OnAudioTrack: p.audio.track, OnAudio: p.audio.write})
 	p.demux.Store(d)
 	return d.Run(ctx, func(au *av.AccessUnit) error {
 		au.Payloads = rtph264.Fragment(au.NALUs, rtph264.DefaultMaxPayload)
@@ -220,6 +237,13 @@ type Totals struct {
 	DroppedSlowReader, DroppedDecodeError, DroppedBFrames uint64
 	DecodeErrors                                          uint64 // TS/H.264 problems skipped
 	PacketsOut, BytesOut                                  uint64 // sent to the path's viewers
+	// Frames dropped for slow viewers, split by kind.
+	DroppedVideo, DroppedAudio uint64
+	// Audio: coded frames read from the TS, Opus frames handed to the
+	// viewers, frames skipped as broken (demuxer and transcoder), and
+	// the CPU time the transcoder spent.
+	AudioFramesIn, AudioFramesOut, AudioErrors uint64
+	TranscodeCPU                               time.Duration
 }
 
 func (t *Totals) add(o Totals) {
@@ -231,6 +255,12 @@ func (t *Totals) add(o Totals) {
 	t.DecodeErrors += o.DecodeErrors
 	t.PacketsOut += o.PacketsOut
 	t.BytesOut += o.BytesOut
+	t.DroppedVideo += o.DroppedVideo
+	t.DroppedAudio += o.DroppedAudio
+	t.AudioFramesIn += o.AudioFramesIn
+	t.AudioFramesOut += o.AudioFramesOut
+	t.AudioErrors += o.AudioErrors
+	t.TranscodeCPU += o.TranscodeCPU
 }
 
 func (p *publisher) totals() Totals {
@@ -239,13 +269,19 @@ func (p *publisher) totals() Totals {
 		hs := pub.Stats()
 		t.IngestBytes, t.IngestFrames = hs.BytesIn, hs.FramesIn
 		t.DroppedSlowReader = hs.FramesDropped
+		t.DroppedVideo, t.DroppedAudio = hs.VideoFramesDropped, hs.AudioFramesDropped
 		t.PacketsOut, t.BytesOut = hs.PacketsOut, hs.BytesOut
+		t.AudioFramesOut = hs.AudioFramesIn
 	}
 	if d := p.demux.Load(); d != nil {
 		ds := d.Stats()
 		t.DroppedDecodeError, t.DroppedBFrames = ds.DroppedAUs, ds.BFramesDropped
 		t.DecodeErrors = ds.DecodeErrors
+		t.AudioFramesIn, t.AudioErrors = ds.AudioUnits, ds.AudioErrors
 	}
+	ts := p.audio.stats()
+	t.AudioErrors += ts.Errors
+	t.TranscodeCPU = ts.CPU
 	return t
 }
 
@@ -257,7 +293,10 @@ type PathStats struct {
 	Publisher *PublisherStats
 	Readers   int
 	Info      av.StreamInfo // the last known stream parameters
-	Totals    Totals
+	// AudioIn and AudioOut name the audio codec read from the publisher and
+	// the one sent to viewers ("Opus"); both "" without audio.
+	AudioIn, AudioOut string
+	Totals            Totals
 }
 
 // PublisherStats describes the connected publisher of a path.
@@ -309,6 +348,7 @@ func (m *Manager) Stats() []PathStats {
 		if info := p.info.Load(); info != nil {
 			ps.Info = *info
 		}
+		ps.AudioIn, ps.AudioOut = p.audio.codecs()
 		ps.Totals.add(p.totals())
 	}
 	out := make([]PathStats, 0, len(byName))

@@ -17,6 +17,10 @@ func (m *Manager) APIPaths() []api.Path {
 			IngestBytes: t.IngestBytes, IngestFrames: t.IngestFrames, Readers: p.Readers,
 			Dropped: t.DroppedSlowReader + t.DroppedDecodeError,
 		}
+		if p.AudioIn != "" {
+			ap.Audio = &api.Audio{CodecIn: p.AudioIn, CodecOut: p.AudioOut, FramesIn: t.AudioFramesIn,
+				FramesOut: t.AudioFramesOut, Errors: t.AudioErrors, TranscodeCPUSeconds: t.TranscodeCPU.Seconds()}
+		}
 		if pub := p.Publisher; pub != nil {
 			ap.Publisher = &api.Publisher{Remote: pub.Remote, Since: pub.Since, RTTMs: pub.SRT.RTTMs, PacketsLost: pub.SRT.PacketsLost}
 			ap.IngestBitrate = pub.SRT.RecvMbps * 1e6
@@ -41,13 +45,20 @@ func (m *Manager) PathSamples() []metrics.PathSample {
 			Readers:      p.Readers,
 			IngestBytes:  t.IngestBytes,
 			IngestFrames: t.IngestFrames,
-			FramesDropped: map[string]uint64{"slow_reader": t.DroppedSlowReader,
+			FramesDropped: map[string]uint64{"slow_reader": t.DroppedVideo,
 				"decode_error": t.DroppedDecodeError, "bframes": t.DroppedBFrames},
-			BytesOut:   t.BytesOut,
-			PacketsOut: t.PacketsOut,
-			Width:      p.Info.Width,
-			Height:     p.Info.Height,
-			FPS:        p.Info.FPS,
+			AudioFramesDropped:       t.DroppedAudio,
+			BytesOut:                 t.BytesOut,
+			PacketsOut:               t.PacketsOut,
+			Width:                    p.Info.Width,
+			Height:                   p.Info.Height,
+			FPS:                      p.Info.FPS,
+			AudioCodecIn:             p.AudioIn,
+			AudioCodecOut:            p.AudioOut,
+			AudioFramesIn:            t.AudioFramesIn,
+			AudioFramesOut:           t.AudioFramesOut,
+			AudioErrors:              t.AudioErrors,
+			AudioTranscodeCPUSeconds: t.TranscodeCPU.Seconds(),
 		})
 	}
 	return out

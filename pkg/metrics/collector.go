@@ -23,7 +23,7 @@ const (
 
 var (
 	lPath   = []string{"path"}
-	lReason = []string{"path", "reason"}
+	lReason = []string{"path", "reason", "kind"}
 )
 
 // Indexes into defs; order must match.
@@ -38,6 +38,11 @@ const (
 	pathWidth
 	pathHeight
 	pathFPS
+	pathAudioInfo
+	pathAudioFramesIn
+	pathAudioFramesOut
+	pathAudioErrors
+	pathAudioCPU
 	srtRTT
 	srtRecvRate
 	srtPktsRecv
@@ -67,7 +72,7 @@ var defs = [numDefs]def{
 	pathIngestFrames: {"srtwhep_path_ingest_frames_total",
 		"Access units (video frames) the publisher wrote into the path.", counter, lPath},
 	pathFramesDropped: {"srtwhep_path_frames_dropped_total",
-		"Frames not delivered, by reason: slow_reader = a viewer's queue was full (the viewer then waits for the next IDR), decode_error = broken input, bframes = input with B-frames, which WebRTC cannot play.", counter, lReason},
+		"Frames not delivered, by reason and kind (video, audio): slow_reader = a viewer's queue was full (video then waits for the next IDR; audio is kept while there is room), decode_error = broken input, bframes = input with B-frames, which WebRTC cannot play.", counter, lReason},
 	pathSentBytes: {"srtwhep_path_sent_bytes_total",
 		"RTP payload bytes sent to the path's viewers, including viewers that have left.", counter, lPath},
 	pathSentPackets: {"srtwhep_path_sent_packets_total",
@@ -78,6 +83,16 @@ var defs = [numDefs]def{
 		"Height of the published video from its SPS; 0 until the first SPS arrives.", gauge, lPath},
 	pathFPS: {"srtwhep_path_video_fps",
 		"Frame rate of the published video in frames per second; 0 while unknown.", gauge, lPath},
+	pathAudioInfo: {"srtwhep_path_audio_info",
+		"1 for a path with audio; codec_in is what the publisher sends (AAC, MPEG-1 Audio, Opus), codec_out what viewers get (Opus).", gauge, []string{"path", "codec_in", "codec_out"}},
+	pathAudioFramesIn: {"srtwhep_path_audio_frames_in_total",
+		"Coded audio frames read from the publisher's first audio track.", counter, lPath},
+	pathAudioFramesOut: {"srtwhep_path_audio_frames_out_total",
+		"Opus frames handed to the path's viewers (transcoded once per path, or passed through).", counter, lPath},
+	pathAudioErrors: {"srtwhep_path_audio_errors_total",
+		"Audio frames skipped as undecodable or out of time; video is never affected.", counter, lPath},
+	pathAudioCPU: {"srtwhep_path_audio_transcode_cpu_seconds_total",
+		"CPU time spent decoding, resampling and encoding the path's audio to Opus.", counter, lPath},
 	srtRTT: {"srtwhep_srt_rtt_seconds",
 		"Round-trip time to the SRT publisher as smoothed by libsrt.", gauge, lPath},
 	srtRecvRate: {"srtwhep_srt_receive_rate_bytes_per_second",
@@ -168,13 +183,21 @@ func (c *collector) collectPaths(ch chan<- prometheus.Metric, samples []PathSamp
 		c.emit(ch, pathIngestBytes, float64(s.IngestBytes), p)
 		c.emit(ch, pathIngestFrames, float64(s.IngestFrames), p)
 		for reason, n := range withZeros(s.FramesDropped, DropReasons) {
-			c.emit(ch, pathFramesDropped, float64(n), p, reason)
+			c.emit(ch, pathFramesDropped, float64(n), p, reason, "video")
 		}
+		c.emit(ch, pathFramesDropped, float64(s.AudioFramesDropped), p, "slow_reader", "audio")
 		c.emit(ch, pathSentBytes, float64(s.BytesOut), p)
 		c.emit(ch, pathSentPackets, float64(s.PacketsOut), p)
 		c.emit(ch, pathWidth, float64(s.Width), p)
 		c.emit(ch, pathHeight, float64(s.Height), p)
 		c.emit(ch, pathFPS, s.FPS, p)
+		if s.AudioCodecIn != "" {
+			c.emit(ch, pathAudioInfo, 1, p, labelValue(s.AudioCodecIn), labelValue(s.AudioCodecOut))
+		}
+		c.emit(ch, pathAudioFramesIn, float64(s.AudioFramesIn), p)
+		c.emit(ch, pathAudioFramesOut, float64(s.AudioFramesOut), p)
+		c.emit(ch, pathAudioErrors, float64(s.AudioErrors), p)
+		c.emit(ch, pathAudioCPU, s.AudioTranscodeCPUSeconds, p)
 	}
 }
 

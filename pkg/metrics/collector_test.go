@@ -20,6 +20,8 @@ func fixedSources() Sources {
 					FramesDropped: map[string]uint64{"slow_reader": 12, "decode_error": 1},
 					BytesOut:      2_000_000, PacketsOut: 1800,
 					Width: 1280, Height: 720, FPS: 29.97,
+					AudioFramesDropped: 4, AudioCodecIn: "AAC", AudioCodecOut: "Opus",
+					AudioFramesIn: 430, AudioFramesOut: 500, AudioErrors: 2, AudioTranscodeCPUSeconds: 0.25,
 				},
 				{Path: "live/cam2", IngestBytes: 500, IngestFrames: 10},
 			}
@@ -66,12 +68,23 @@ srtwhep_path_readers{path="live/cam2"} 0
 srtwhep_path_ingest_bytes_total{path="live/cam2"} 500
 ` + helpOf("srtwhep_path_ingest_frames_total") + `srtwhep_path_ingest_frames_total{path="live/cam1"} 300
 srtwhep_path_ingest_frames_total{path="live/cam2"} 10
-` + helpOf("srtwhep_path_frames_dropped_total") + `srtwhep_path_frames_dropped_total{path="live/cam1",reason="bframes"} 0
-srtwhep_path_frames_dropped_total{path="live/cam1",reason="decode_error"} 1
-srtwhep_path_frames_dropped_total{path="live/cam1",reason="slow_reader"} 12
-srtwhep_path_frames_dropped_total{path="live/cam2",reason="bframes"} 0
-srtwhep_path_frames_dropped_total{path="live/cam2",reason="decode_error"} 0
-srtwhep_path_frames_dropped_total{path="live/cam2",reason="slow_reader"} 0
+` + helpOf("srtwhep_path_frames_dropped_total") + `srtwhep_path_frames_dropped_total{kind="audio",path="live/cam1",reason="slow_reader"} 4
+srtwhep_path_frames_dropped_total{kind="audio",path="live/cam2",reason="slow_reader"} 0
+srtwhep_path_frames_dropped_total{kind="video",path="live/cam1",reason="bframes"} 0
+srtwhep_path_frames_dropped_total{kind="video",path="live/cam1",reason="decode_error"} 1
+srtwhep_path_frames_dropped_total{kind="video",path="live/cam1",reason="slow_reader"} 12
+srtwhep_path_frames_dropped_total{kind="video",path="live/cam2",reason="bframes"} 0
+srtwhep_path_frames_dropped_total{kind="video",path="live/cam2",reason="decode_error"} 0
+srtwhep_path_frames_dropped_total{kind="video",path="live/cam2",reason="slow_reader"} 0
+` + helpOf("srtwhep_path_audio_info") + `srtwhep_path_audio_info{codec_in="AAC",codec_out="Opus",path="live/cam1"} 1
+` + helpOf("srtwhep_path_audio_frames_in_total") + `srtwhep_path_audio_frames_in_total{path="live/cam1"} 430
+srtwhep_path_audio_frames_in_total{path="live/cam2"} 0
+` + helpOf("srtwhep_path_audio_frames_out_total") + `srtwhep_path_audio_frames_out_total{path="live/cam1"} 500
+srtwhep_path_audio_frames_out_total{path="live/cam2"} 0
+` + helpOf("srtwhep_path_audio_errors_total") + `srtwhep_path_audio_errors_total{path="live/cam1"} 2
+srtwhep_path_audio_errors_total{path="live/cam2"} 0
+` + helpOf("srtwhep_path_audio_transcode_cpu_seconds_total") + `srtwhep_path_audio_transcode_cpu_seconds_total{path="live/cam1"} 0.25
+srtwhep_path_audio_transcode_cpu_seconds_total{path="live/cam2"} 0
 ` + helpOf("srtwhep_path_sent_bytes_total") + `srtwhep_path_sent_bytes_total{path="live/cam1"} 2e+06
 srtwhep_path_sent_bytes_total{path="live/cam2"} 0
 ` + helpOf("srtwhep_path_sent_packets_total") + `srtwhep_path_sent_packets_total{path="live/cam1"} 1800

@@ -1,12 +1,13 @@
 // Package metrics owns srtwhep's Prometheus registry, metric names and help
 // texts.
 //
-// Producers (hub, srt, whep) keep plain atomic counters and expose snapshots;
-// the composition root adapts those snapshots into the sample structs below
-// and hands them over as source functions. Nothing here runs on the media
-// path: every value is read when Prometheus scrapes, so a publisher or viewer
-// that goes away leaves no stale series behind. The package imports no other
-// srtwhep package, which keeps it cgo-free and out of every import cycle.
+// Producers (ingest, whep) keep plain atomic counters and describe
+// themselves in the sample structs below; the composition root hands their
+// methods over as source functions. Nothing here runs on the media path:
+// every value is read when Prometheus scrapes. Which paths appear is the
+// producers' decision (ingest keeps configured and recently live paths with
+// publisher_up 0). The package imports no other srtwhep package, which
+// keeps it cgo-free and out of every import cycle.
 package metrics
 
 import (
@@ -29,8 +30,10 @@ type PathSample struct {
 	// Counters: they only grow for the life of the path.
 	IngestBytes, IngestFrames uint64
 	// FramesDropped maps a reason (see DropReasons; others are passed
-	// through) to the number of frames dropped for it.
-	FramesDropped map[string]uint64
+	// through) to the number of video frames dropped for it;
+	// AudioFramesDropped is the audio frames slow readers lost.
+	FramesDropped      map[string]uint64
+	AudioFramesDropped uint64
 	// BytesOut and PacketsOut sum every viewer of the path, including
 	// viewers that already left, so the counters never go backwards.
 	BytesOut, PacketsOut uint64
@@ -38,6 +41,14 @@ type PathSample struct {
 	// Video parameters; 0 means not known yet.
 	Width, Height int
 	FPS           float64
+
+	// Audio: the codec read from the publisher and the one sent to viewers
+	// ("" without audio); coded frames read, Opus frames sent on, frames
+	// skipped as broken, and the transcoder's CPU time.
+	AudioCodecIn, AudioCodecOut   string
+	AudioFramesIn, AudioFramesOut uint64
+	AudioErrors                   uint64
+	AudioTranscodeCPUSeconds      float64
 }
 
 // SRTSample is the libsrt view of one connected SRT publisher.

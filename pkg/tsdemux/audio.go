@@ -78,6 +78,9 @@ func (d *Demuxer) pickAudio(tr *mpegts.Reader, tracks []*mpegts.Track) *mpegts.T
 				return nil
 			})
 			d.log.Info("audio track", "codec", codecName(t.Codec), "audio_pid", t.PID)
+			if d.onAudioFound != nil {
+				d.onAudioFound(audioCodecOf(t.Codec))
+			}
 			return t
 		}
 	}

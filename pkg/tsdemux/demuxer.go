@@ -70,6 +70,11 @@ type Config struct {
 	// stream, so the callee counts and skips what it cannot use. Data is
 	// not reused by the demuxer; the callee may keep it but not modify it.
 	OnAudio func(av.AudioUnit)
+	// OnAudioFound is called once, before any media is emitted, when the
+	// program has an audio track that OnAudio will deliver, so a consumer
+	// can announce audio to viewers that join before its first frame.
+	// May be nil.
+	OnAudioFound func(av.AudioCodec)
 	// OnAudioTrack is called before the first OnAudio, and again whenever
 	// the codec parameters change (a consumer then rebuilds its decoder).
 	// May be nil.
@@ -96,6 +101,7 @@ type Demuxer struct {
 	onInfo       func(av.StreamInfo)
 	onAudio      func(av.AudioUnit)
 	onAudioTrack func(av.AudioTrack)
+	onAudioFound func(av.AudioCodec)
 
 	initLimit int64 // initPMTLimit, lowered by tests
 
@@ -121,7 +127,8 @@ func New(r io.Reader, cfg Config) *Demuxer {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Demuxer{r: r, log: log, onInfo: cfg.OnInfo, onAudio: cfg.OnAudio, onAudioTrack: cfg.OnAudioTrack,
-		initLimit: initPMTLimit}
+		onAudioFound: cfg.OnAudioFound,
+		initLimit:    initPMTLimit}
 }
 
 // Stats returns a snapshot of the counters.
