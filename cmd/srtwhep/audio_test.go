@@ -3,6 +3,7 @@ package main
 import (
 	"math"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -206,5 +207,42 @@ func TestLipSync(t *testing.T) {
 	}
 	if matched < 3 {
 		t.Errorf("only %d flashes had a beep within 500 ms", matched)
+	}
+}
+
+// TestUnplayableAudio: an audio codec we do not read (AC-3) and MP2 at a
+// sample rate mediacommon cannot read (22.05 kHz) each get one warning
+// naming the fix, while video plays at the full frame rate and the path
+// announces no audio.
+func TestUnplayableAudio(t *testing.T) {
+	ts := startServer(t, nil)
+	cases := []struct{ path, fix string }{
+		{"live/ac3", "-c:a aac"},
+		{"live/mp2low", "-ar 48000"},
+	}
+	withAudio := func(rate string, audio ...string) []string {
+		args := []string{"-re", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30",
+			"-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=" + rate,
+			"-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-bf", "0", "-g", "30"}
+		return append(args, audio...)
+	}
+	startFFmpeg(t, withAudio("48000", "-c:a", "ac3"), ts.srtURL("publish:live/ac3"))
+	startFFmpeg(t, withAudio("22050", "-c:a", "mp2", "-ar", "22050"), ts.srtURL("publish:live/mp2low"))
+	for _, tc := range cases {
+		ts.waitPublisher(t, tc.path)
+		v := dialViewer(t, ts, tc.path)
+		v.waitUnits(t, 90, 20*time.Second)
+		if fps := liveFrameRate(v.units()); fps < 28 || fps > 32 {
+			t.Errorf("%s: video at %.1f fps, want 30", tc.path, fps)
+		}
+		lines := ts.logs.Lines("path="+tc.path, "audio track not played")
+		if len(lines) != 1 || !strings.Contains(lines[0], tc.fix) {
+			t.Errorf("%s: want one warning naming %q, got %q", tc.path, tc.fix, lines)
+		}
+	}
+	for _, p := range ts.ingest.Stats() {
+		if p.AudioOut != "" {
+			t.Errorf("%s announces audio %q → %q", p.Path, p.AudioIn, p.AudioOut)
+		}
 	}
 }
