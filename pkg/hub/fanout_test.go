@@ -3,10 +3,13 @@ package hub
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/srtwhep/srtwhep/internal/testkit"
 )
 
 func TestSlowReaderDropsWholeGOPTails(t *testing.T) {
@@ -112,8 +115,8 @@ func loggedDrops(t *testing.T, text string) map[string]int {
 }
 
 func TestDropSummaryLog(t *testing.T) {
-	capture, log := newLogCapture()
-	h := New(Config{QueueSize: 4, Logger: log})
+	capture := &testkit.LogBuffer{}
+	h := New(Config{QueueSize: 4, Logger: capture.Logger(slog.LevelInfo)})
 	ctx, cancel := context.WithCancel(t.Context())
 	runDone := make(chan error)
 	go func() { runDone <- h.Run(ctx) }()
@@ -143,18 +146,10 @@ func TestDropSummaryLog(t *testing.T) {
 	gone.Close()
 
 	want := map[string]int{"s1": 20, "s3": 20}
-	deadline := time.After(10 * time.Second)
-	for {
+	testkit.WaitFor(t, 10*time.Second, fmt.Sprintf("drop summaries %v", want), func() bool {
 		sums := loggedDrops(t, capture.String())
-		if sums["s1"] == want["s1"] && sums["s3"] == want["s3"] {
-			break
-		}
-		select {
-		case <-capture.notify:
-		case <-deadline:
-			t.Fatalf("logged drops %v, want %v; log:\n%s", sums, want, capture.String())
-		}
-	}
+		return sums["s1"] == want["s1"] && sums["s3"] == want["s3"]
+	})
 	cancel()
 	if err := <-runDone; err != nil {
 		t.Errorf("Run returned %v, want nil", err)

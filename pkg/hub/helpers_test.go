@@ -1,12 +1,9 @@
 package hub
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"sync"
 	"testing"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
@@ -94,61 +91,4 @@ func gaps(seqs []got) int {
 		}
 	}
 	return n
-}
-
-// logCapture is a slog handler writing text to a buffer and signalling each
-// record, so tests wait on records instead of sleeping.
-type logCapture struct {
-	mu     sync.Mutex
-	buf    bytes.Buffer
-	notify chan struct{}
-}
-
-func newLogCapture() (*logCapture, *slog.Logger) {
-	c := &logCapture{notify: make(chan struct{}, 1)}
-	h := slog.NewTextHandler(lockedWriter{c}, &slog.HandlerOptions{
-		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.TimeKey && len(groups) == 0 {
-				return slog.Attr{}
-			}
-			return a
-		},
-	})
-	return c, slog.New(notifyHandler{Handler: h, notify: c.notify})
-}
-
-func (c *logCapture) String() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.buf.String()
-}
-
-type lockedWriter struct{ c *logCapture }
-
-func (w lockedWriter) Write(b []byte) (int, error) {
-	w.c.mu.Lock()
-	defer w.c.mu.Unlock()
-	return w.c.buf.Write(b)
-}
-
-type notifyHandler struct {
-	slog.Handler
-	notify chan struct{}
-}
-
-func (n notifyHandler) Handle(ctx context.Context, r slog.Record) error {
-	err := n.Handler.Handle(ctx, r)
-	select {
-	case n.notify <- struct{}{}:
-	default:
-	}
-	return err
-}
-
-func (n notifyHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return notifyHandler{Handler: n.Handler.WithAttrs(as), notify: n.notify}
-}
-
-func (n notifyHandler) WithGroup(name string) slog.Handler {
-	return notifyHandler{Handler: n.Handler.WithGroup(name), notify: n.notify}
 }

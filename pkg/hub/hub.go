@@ -1,10 +1,12 @@
-// Package hub fans access units out from one publisher per path to many
-// readers, each behind its own bounded queue.
+// Package hub fans access units and Opus frames out from one publisher per
+// path to many readers, each behind its own bounded queue that carries both
+// kinds in the order they were written.
 //
 // The publisher never waits for anyone: a reader whose queue is full loses
-// frames up to the next IDR (never single reference frames, so its decoder
-// never shows a smeared picture), and the loss is summarised in the log once a
-// second. A last-GOP cache lets a new reader start at once instead of waiting
+// video frames up to the next IDR (never single reference frames, so its
+// decoder never shows a smeared picture), while its audio keeps entering the
+// queue whenever there is room, because a frozen picture is far easier to
+// bear than broken sound. The loss is summarised in the log once a second. A last-GOP cache lets a new reader start at once instead of waiting
 // up to a whole GOP, because SRT gives us no way to ask the encoder for a
 // keyframe.
 //
@@ -34,9 +36,16 @@ type Config struct {
 	// MaxReadersTotal returns the server-wide reader cap; 0 or nil means
 	// unlimited. Same calling rules as MaxReaders.
 	MaxReadersTotal func() int
+	// Admit, when set, is asked before a new reader is counted; an error
+	// refuses it as ErrServerFull (the error says why). The CPU admission
+	// control plugs in here, so viewers already watching keep the headroom
+	// they need.
+	Admit func() error
 	// GOPCacheFrames caps the last-GOP cache in access units (default
 	// QueueSize*3/4, which leaves a new reader room for live frames behind
-	// the cached ones).
+	// the cached ones). On a path with audio the cache also holds 5/3 as
+	// many audio frames, and readers get 5/3 QueueSize more queue slots:
+	// 20 ms audio frames next to 30 fps video, so the same time span fits.
 	GOPCacheFrames int
 	// Logger receives the drop summaries; nil discards them.
 	Logger *slog.Logger
@@ -104,9 +113,22 @@ func (h *Hub) flushDrops() {
 	h.mu.Unlock()
 
 	for _, r := range readers {
-		if n := r.pendingDrops.Swap(0); n > 0 {
+		n := r.pendingDrops.Swap(0)
+		// A drop counted between the two swaps is in audio but not in n;
+		// it goes back for the next line.
+		audio := r.pendingAudio.Swap(0)
+		if audio > n {
+			r.pendingAudio.Add(audio - n)
+			audio = n
+		}
+		switch {
+		case n == 0:
+		case audio == 0:
 			h.log.Warn(fmt.Sprintf("reader is too slow, discarding %d frames", n),
 				"path", r.p.name, "session", r.session)
+		default:
+			h.log.Warn(fmt.Sprintf("reader is too slow, discarding %d frames", n),
+				"path", r.p.name, "session", r.session, "video", n-audio, "audio", audio)
 		}
 	}
 }
@@ -137,6 +159,11 @@ func (h *Hub) HasPublisher(name string) bool {
 // caps at once but receives nothing until Attach, so a viewer still doing
 // its ICE handshake fills no queue.
 func (h *Hub) AddReader(name, session string) (*Reader, error) {
+	if h.cfg.Admit != nil {
+		if err := h.cfg.Admit(); err != nil {
+			return nil, fmt.Errorf("read %q: %w: %v", name, ErrServerFull, err)
+		}
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	p, ok := h.paths[name]
@@ -154,7 +181,7 @@ func (h *Hub) AddReader(name, session string) (*Reader, error) {
 			return nil, fmt.Errorf("read %q: %w (%d readers in total)", name, ErrServerFull, limit)
 		}
 	}
-	r := newReader(h, p, session, h.cfg.QueueSize)
+	r := newReader(h, p, session, h.cfg.QueueSize, audioSlots(h.cfg.QueueSize))
 	p.members = append(p.members, r)
 	h.total++
 	return r, nil
@@ -224,7 +251,7 @@ func (h *Hub) Paths() []PathStats {
 			Readers:       len(p.members),
 			FramesIn:      p.framesIn.Load(),
 			BytesIn:       p.bytesIn.Load(),
-			FramesDropped: p.dropped.Load(),
+			FramesDropped: p.dropped[kindVideo].Load() + p.dropped[kindAudio].Load(),
 			Since:         p.since,
 			Sessions:      make([]ReaderStats, 0, len(p.members)),
 		}

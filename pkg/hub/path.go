@@ -28,58 +28,131 @@ type path struct {
 	// without holding mu.
 	readers []*Reader
 	// cache holds the current GOP from its IDR while it stays within
-	// cacheMax frames. It is updated under mu together with the snapshot
-	// of readers, which is what lets Attach hand a reader cache+live with
-	// no gap and no duplicate.
-	cache      []*av.AccessUnit
-	cacheValid bool
-	cacheMax   int
+	// cacheMax video frames, with the audio from the IDR's PTS on (within
+	// audioCacheMax frames) interleaved as it arrived. It is updated under
+	// mu together with the snapshot of readers, which is what lets Attach
+	// hand a reader cache+live with no gap and no duplicate.
+	cache         []Frame
+	cacheValid    bool
+	cacheVideo    int // video frames in cache
+	cacheMax      int
+	audioCacheMax int
+	// recentAudio is a ring of the latest audio frames: a muxer may write
+	// audio ahead of the video it plays with, so audio of the new GOP can
+	// arrive before its IDR and is picked from here when the IDR comes.
+	recentAudio [recentAudioFrames]*av.AudioFrame
+	recentNext  int
 
-	framesIn atomic.Uint64
-	bytesIn  atomic.Uint64
-	dropped  atomic.Uint64
+	hasAudio atomic.Bool
+
+	framesIn      atomic.Uint64
+	bytesIn       atomic.Uint64
+	audioFramesIn atomic.Uint64
+	audioBytesIn  atomic.Uint64
+	dropped       [numKinds]atomic.Uint64
+	// What the readers' senders report having sent (Reader.CountSent),
+	// departed readers included, so the totals never go backwards.
+	packetsOut atomic.Uint64
+	bytesOut   atomic.Uint64
 }
+
+// recentAudioFrames bounds how far ahead of its video (in 20 ms frames,
+// so 640 ms) audio can be muxed and still join the cache at the next IDR;
+// ffmpeg's MPEG-TS muxer interleaves within about half a second.
+const recentAudioFrames = 32
+
+// audioSlots is how many audio frames go with n video frames: 20 ms audio
+// frames against 30 fps video, so queues and the cache hold the same time
+// span of both.
+func audioSlots(n int) int { return n * 5 / 3 }
 
 func newPath(name, remote string, cacheMax int) *path {
 	return &path{
-		name:     name,
-		remote:   remote,
-		since:    time.Now(),
-		cache:    make([]*av.AccessUnit, 0, cacheMax),
-		cacheMax: cacheMax,
+		name:   name,
+		remote: remote,
+		since:  time.Now(),
+		// Sized for audio too, so filling the cache never allocates on the
+		// publisher's path.
+		cache:         make([]Frame, 0, cacheMax+audioSlots(cacheMax)),
+		cacheMax:      cacheMax,
+		audioCacheMax: audioSlots(cacheMax),
 	}
+}
+
+// resetCache empties the cache; clear drops the references so old frames
+// can be collected. Called with mu held.
+func (p *path) resetCache() {
+	clear(p.cache)
+	p.cache = p.cache[:0]
+	p.cacheVideo = 0
+	p.cacheValid = false
 }
 
 // updateCache keeps the last GOP. Called with mu held.
 func (p *path) updateCache(au *av.AccessUnit) {
 	switch {
 	case au.IDR:
-		clear(p.cache) // drop references so old frames can be collected
-		p.cache = append(p.cache[:0], au)
+		p.resetCache()
+		p.cache = append(p.cache, Frame{Video: au, CatchUp: true})
+		p.cacheVideo = 1
 		p.cacheValid = true
+		// Audio that arrived ahead of its IDR, oldest first.
+		for i := range recentAudioFrames {
+			af := p.recentAudio[(p.recentNext+i)%recentAudioFrames]
+			if af != nil && af.PTS >= au.PTS && len(p.cache)-1 < p.audioCacheMax {
+				p.cache = append(p.cache, Frame{Audio: af, CatchUp: true})
+			}
+		}
 	case !p.cacheValid:
-	case len(p.cache) >= p.cacheMax:
+	case p.cacheVideo >= p.cacheMax:
 		// A GOP this long cannot be replayed into a queue; a new reader
 		// waits for the next IDR instead.
-		clear(p.cache)
-		p.cache = p.cache[:0]
-		p.cacheValid = false
+		p.resetCache()
 	default:
-		p.cache = append(p.cache, au)
+		p.cache = append(p.cache, Frame{Video: au, CatchUp: true})
+		p.cacheVideo++
+	}
+}
+
+// updateAudioCache adds af to the cached GOP when it plays at or after the
+// IDR. Called with mu held.
+func (p *path) updateAudioCache(af *av.AudioFrame) {
+	p.recentAudio[p.recentNext] = af
+	p.recentNext = (p.recentNext + 1) % recentAudioFrames
+	switch {
+	case !p.cacheValid:
+	case af.PTS < p.cache[0].Video.PTS:
+		// Muxed late: it plays before the picture a new viewer starts at.
+	case len(p.cache)-p.cacheVideo >= p.audioCacheMax:
+		p.resetCache()
+	default:
+		p.cache = append(p.cache, Frame{Audio: af, CatchUp: true})
 	}
 }
 
 // attach makes r receive frames: first the cached GOP, then live ones.
-func (p *path) attach(r *Reader) {
+// withAudio also delivers audio (cached and live).
+func (p *path) attach(r *Reader, withAudio bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed || r.state != stateReserved {
 		return
 	}
 	r.gate = gateStart
-	if p.cacheValid && len(p.cache) <= cap(r.queue)-len(r.queue) {
-		for _, au := range p.cache {
-			r.queue <- entry{au: au, catchUp: true} // fits: checked above, and nothing else pushes yet
+	r.wantAudio = withAudio
+	if withAudio {
+		r.videoLimit = cap(r.queue)
+	}
+	need := p.cacheVideo
+	if withAudio {
+		need = len(p.cache)
+	}
+	if p.cacheValid && need <= cap(r.queue)-len(r.queue) && need <= r.videoLimit {
+		for _, f := range p.cache {
+			if f.Audio != nil && !withAudio {
+				continue
+			}
+			r.queue <- f // fits: checked above, and nothing else pushes yet
 		}
 		r.gate = gateOpen
 	}
@@ -119,6 +192,53 @@ func (pub *Publisher) SetInfo(info av.StreamInfo) {
 	pub.p.mu.Unlock()
 }
 
+// SetAudio declares whether the path carries audio (WriteAudio) from now
+// on. Readers added afterwards see it in HasAudio, which is when a viewer
+// decides whether to receive audio; readers already there keep what they
+// negotiated. It may be called from any goroutine.
+func (pub *Publisher) SetAudio(has bool) {
+	pub.p.hasAudio.Store(has)
+}
+
+// PublisherStats is a snapshot of one publisher's path.
+type PublisherStats struct {
+	Readers       int    // reserved + attached
+	FramesIn      uint64 // video access units written
+	BytesIn       uint64 // their NAL unit bytes
+	AudioFramesIn uint64 // Opus frames written
+	AudioBytesIn  uint64 // their bytes
+	// FramesDropped counts every frame slow readers lost, departed readers
+	// included; VideoFramesDropped and AudioFramesDropped split it by
+	// kind (the metrics' kind="video"|"audio").
+	FramesDropped      uint64
+	VideoFramesDropped uint64
+	AudioFramesDropped uint64
+	PacketsOut         uint64 // sent to this path's readers, as their senders report
+	BytesOut           uint64
+}
+
+// Stats reads the publisher's own path; no lookup by name, so a snapshot
+// can never mix two generations of a path.
+func (pub *Publisher) Stats() PublisherStats {
+	p := pub.p
+	pub.h.mu.RLock()
+	readers := len(p.members)
+	pub.h.mu.RUnlock()
+	video, audio := p.dropped[kindVideo].Load(), p.dropped[kindAudio].Load()
+	return PublisherStats{
+		Readers:            readers,
+		FramesIn:           p.framesIn.Load(),
+		BytesIn:            p.bytesIn.Load(),
+		AudioFramesIn:      p.audioFramesIn.Load(),
+		AudioBytesIn:       p.audioBytesIn.Load(),
+		FramesDropped:      video + audio,
+		VideoFramesDropped: video,
+		AudioFramesDropped: audio,
+		PacketsOut:         p.packetsOut.Load(),
+		BytesOut:           p.bytesOut.Load(),
+	}
+}
+
 // Write hands au to every attached reader. It never blocks on a reader: a
 // full queue costs that reader frames up to the next IDR, nothing more. au
 // must not be modified afterwards; every reader gets the same pointer.
@@ -140,6 +260,33 @@ func (pub *Publisher) Write(au *av.AccessUnit) {
 	p.bytesIn.Add(uint64(au.Size))
 	for _, r := range readers {
 		r.push(au)
+	}
+}
+
+// WriteAudio hands af to every attached reader that takes audio, in the
+// same queue as the video, in the order of the calls: call it from the
+// goroutine that calls Write, so the queues keep the demuxer's order (it
+// is race-free from another goroutine too). Like Write it never blocks: a
+// full queue costs that reader this frame. af must not be modified
+// afterwards; every reader gets the same pointer.
+func (pub *Publisher) WriteAudio(af *av.AudioFrame) {
+	if af == nil {
+		return
+	}
+	p := pub.p
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.updateAudioCache(af)
+	readers := p.readers
+	p.mu.Unlock()
+
+	p.audioFramesIn.Add(1)
+	p.audioBytesIn.Add(uint64(len(af.Data)))
+	for _, r := range readers {
+		r.pushAudio(af)
 	}
 }
 
@@ -168,9 +315,9 @@ func (h *Hub) endPath(p *path) {
 	p.mu.Lock()
 	p.closed = true
 	p.readers = nil
-	clear(p.cache)
+	p.resetCache()
 	p.cache = nil
-	p.cacheValid = false
+	clear(p.recentAudio[:])
 	p.mu.Unlock()
 
 	for _, r := range members {

@@ -25,10 +25,23 @@ const (
 	gateDrop       // overflowed: drop (and count) everything up to the next IDR
 )
 
-type entry struct {
-	au      *av.AccessUnit
-	catchUp bool
+// Frame is one item of a reader's queue: a video access unit or an audio
+// frame (exactly one is set), in the order the publisher wrote them, which
+// is PTS order within each kind.
+type Frame struct {
+	Video *av.AccessUnit
+	Audio *av.AudioFrame
+	// CatchUp marks frames replayed from the GOP cache.
+	CatchUp bool
 }
+
+// Drops are counted per kind because the two are dropped by different
+// rules and a viewer notices them differently.
+const (
+	kindVideo = iota
+	kindAudio
+	numKinds
+)
 
 // Reader is one viewer's bounded queue on a path.
 type Reader struct {
@@ -36,9 +49,19 @@ type Reader struct {
 	p       *path
 	session string
 
-	queue   chan entry
-	done    chan struct{}
-	endOnce sync.Once
+	queue chan Frame
+	// videoLimit is how full the queue may be for a video frame to enter:
+	// the whole queue for a reader that takes audio, only QueueSize for
+	// one that does not (its queue may have been sized for audio at
+	// AddReader), so a video-only viewer never lags further than before.
+	videoLimit int
+	// hasAudio is the path's audio state when the reader was added, so the
+	// viewer's negotiation and its queue agree; wantAudio is set by
+	// AttachAV.
+	hasAudio  bool
+	wantAudio bool
+	done      chan struct{}
+	endOnce   sync.Once
 
 	state    readerState // guarded by p.mu
 	released bool        // slot freed; guarded by Hub.mu
@@ -48,18 +71,31 @@ type Reader struct {
 	gate gate
 
 	attached     atomic.Bool
-	dropped      atomic.Uint64
-	pendingDrops atomic.Uint64 // dropped since the last log line
+	dropped      atomic.Uint64 // every kind
+	droppedAudio atomic.Uint64
+	pendingDrops atomic.Uint64 // every kind, dropped since the last log line
+	pendingAudio atomic.Uint64 // audio among pendingDrops
 	delivered    atomic.Uint64
 }
 
-func newReader(h *Hub, p *path, session string, queueSize int) *Reader {
+// newReader sizes the queue for video alone, or with audioExtra more slots
+// when the path has audio: at the same queue length, audio frames (every
+// 20 ms) would otherwise shrink how far a viewer may fall behind to under
+// half.
+func newReader(h *Hub, p *path, session string, queueSize, audioExtra int) *Reader {
+	hasAudio := p.hasAudio.Load()
+	capacity := queueSize
+	if hasAudio {
+		capacity += audioExtra
+	}
 	return &Reader{
-		h:       h,
-		p:       p,
-		session: session,
-		queue:   make(chan entry, queueSize),
-		done:    make(chan struct{}),
+		h:          h,
+		p:          p,
+		session:    session,
+		queue:      make(chan Frame, capacity),
+		videoLimit: queueSize,
+		hasAudio:   hasAudio,
+		done:       make(chan struct{}),
 	}
 }
 
@@ -76,70 +112,140 @@ func (r *Reader) push(au *av.AccessUnit) {
 			return
 		}
 	}
+	// Only the publisher's goroutine sends, so room seen here cannot
+	// vanish before the send; the select is belt and braces.
+	if len(r.queue) < r.videoLimit {
+		select {
+		case r.queue <- Frame{Video: au}:
+			r.gate = gateOpen
+			return
+		default:
+		}
+	}
+	r.drop()
+	r.gate = gateDrop
+}
+
+// pushAudio queues an audio frame whenever there is room, whatever the
+// video gate says: a viewer dropping video up to the next IDR keeps its
+// sound, because people tolerate a frozen picture far better than broken
+// sound, and an Opus frame depends on no other frame. A full queue costs
+// this one frame (the decoder conceals a single lost frame).
+func (r *Reader) pushAudio(af *av.AudioFrame) {
+	if !r.wantAudio {
+		return
+	}
 	select {
-	case r.queue <- entry{au: au}:
-		r.gate = gateOpen
+	case r.queue <- Frame{Audio: af}:
 	default:
-		r.drop()
-		r.gate = gateDrop
+		r.dropAudio()
 	}
 }
 
 func (r *Reader) drop() {
 	r.dropped.Add(1)
 	r.pendingDrops.Add(1)
-	r.p.dropped.Add(1)
+	r.p.dropped[kindVideo].Add(1)
+}
+
+func (r *Reader) dropAudio() {
+	r.dropped.Add(1)
+	r.droppedAudio.Add(1)
+	r.pendingAudio.Add(1)
+	r.pendingDrops.Add(1)
+	r.p.dropped[kindAudio].Add(1)
 }
 
 func (r *Reader) end() {
 	r.endOnce.Do(func() { close(r.done) })
 }
 
-// Attach starts delivery: the cached GOP from its IDR first (catchUp=true),
-// then live frames with no gap and no duplicate. Without a usable cache the
-// reader starts at the next IDR. Calling it again, or after the publisher
-// left, does nothing.
+// Attach starts delivery of video only: the cached GOP from its IDR first
+// (catchUp=true), then live frames with no gap and no duplicate. Without a
+// usable cache the reader starts at the next IDR. Calling it again, or
+// after the publisher left, does nothing.
 func (r *Reader) Attach() {
-	r.p.attach(r)
+	r.p.attach(r, false)
 }
 
-// Recv returns the next access unit. catchUp marks frames replayed from the
-// GOP cache, which a sender may want to pace differently from live ones.
-// It returns ErrEnded once the publisher or the reader closed, and ctx.Err()
-// when ctx ends.
-func (r *Reader) Recv(ctx context.Context) (au *av.AccessUnit, catchUp bool, err error) {
+// AttachAV is Attach for a reader that also takes the path's audio, read
+// with RecvFrame. The cached GOP comes with the audio from its IDR's PTS
+// on, so a new viewer starts with sound in sync; without a usable cache,
+// audio flows at once while video waits for the next IDR. On a path that
+// had no audio when the reader was added it is Attach.
+func (r *Reader) AttachAV() {
+	r.p.attach(r, r.hasAudio)
+}
+
+// HasAudio reports whether the path had audio when the reader was added;
+// a sender decides at that moment whether to offer it, and a publisher
+// that gains or loses audio later is seen by the next reader.
+func (r *Reader) HasAudio() bool { return r.hasAudio }
+
+// RecvFrame returns the next queued frame, video or audio. It returns
+// ErrEnded once the publisher or the reader closed, and ctx.Err() when ctx
+// ends; queued frames win over a done ctx, so draining with a cancelled ctx
+// is deterministic.
+func (r *Reader) RecvFrame(ctx context.Context) (Frame, error) {
 	select {
 	case <-r.done:
-		return nil, false, ErrEnded
-	default:
-	}
-	// Queued frames win over a done ctx, so draining with a cancelled ctx
-	// is deterministic.
-	select {
-	case e := <-r.queue:
-		r.delivered.Add(1)
-		return e.au, e.catchUp, nil
+		return Frame{}, ErrEnded
 	default:
 	}
 	select {
-	case e := <-r.queue:
+	case f := <-r.queue:
 		r.delivered.Add(1)
-		return e.au, e.catchUp, nil
+		return f, nil
+	default:
+	}
+	select {
+	case f := <-r.queue:
+		r.delivered.Add(1)
+		return f, nil
 	case <-r.done:
-		return nil, false, ErrEnded
+		return Frame{}, ErrEnded
 	case <-ctx.Done():
-		return nil, false, ctx.Err()
+		return Frame{}, ctx.Err()
 	}
 }
 
-// Backlog is how many access units wait in the queue. A sender uses it to
-// tell whether it is behind the live edge (and should pace its catch-up)
-// or at it.
+// Recv returns the next access unit, skipping audio frames, for a reader
+// that sends video only. catchUp marks frames replayed from the GOP cache,
+// which a sender may want to pace differently from live ones. Errors are
+// RecvFrame's.
+func (r *Reader) Recv(ctx context.Context) (au *av.AccessUnit, catchUp bool, err error) {
+	for {
+		f, err := r.RecvFrame(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		if f.Video != nil {
+			return f.Video, f.CatchUp, nil
+		}
+	}
+}
+
+// Backlog is how many frames (of either kind) wait in the queue. A sender
+// uses it to tell whether it is behind the live edge (and should pace its
+// catch-up) or at it.
 func (r *Reader) Backlog() int { return len(r.queue) }
 
-// Dropped is the number of frames this reader lost because it was too slow.
+// Dropped is the number of frames, of either kind, this reader lost
+// because it was too slow.
 func (r *Reader) Dropped() uint64 {
 	return r.dropped.Load()
+}
+
+// DroppedAudio is the part of Dropped that was audio.
+func (r *Reader) DroppedAudio() uint64 {
+	return r.droppedAudio.Load()
+}
+
+// CountSent adds what the reader's sender put on the wire to its path's
+// totals, which the publisher's Stats report.
+func (r *Reader) CountSent(packets, bytes int) {
+	r.p.packetsOut.Add(uint64(packets))
+	r.p.bytesOut.Add(uint64(bytes))
 }
 
 // Close frees the reader's slot and ends its Recv with ErrEnded. It is safe

@@ -13,6 +13,7 @@ import (
 	"github.com/pion/transport/v5/stdnet"
 	"github.com/pion/webrtc/v4"
 
+	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/udpbatch"
 
 	"github.com/srtwhep/srtwhep/pkg/pionslog"
@@ -173,10 +174,47 @@ func networkTypes(m *muxes) []webrtc.NetworkType {
 	return out
 }
 
-// newAPI builds the one pion API every session uses. MediaEngine and
-// interceptor registry are templates: pion copies the MediaEngine per
-// PeerConnection and builds fresh interceptors from the factories.
-func newAPI(cfg Config, m *muxes, log *slog.Logger) (*webrtc.API, error) {
+// opusCodec is what we answer for audio: Opus as the transcoder makes it,
+// 48 kHz stereo. No NACK: browsers do not offer it for audio, and the
+// decoder conceals a lost 20 ms frame better than a late resend would.
+var opusCodec = webrtc.RTPCodecCapability{
+	MimeType:    webrtc.MimeTypeOpus,
+	ClockRate:   av.OpusClockRate,
+	Channels:    2,
+	SDPFmtpLine: "minptime=10;useinbandfec=1;stereo=1;sprop-stereo=1",
+}
+
+// apis are the two pion APIs sessions are built from: with Opus registered
+// for paths that have audio, and without for those that do not. pion
+// rejects (port 0) an m-section none of whose codecs it knows, which is
+// exactly the answer an audio offer on a video-only path needs.
+type apis struct {
+	video, av *webrtc.API
+}
+
+func (a *apis) pick(audio bool) *webrtc.API {
+	if audio {
+		return a.av
+	}
+	return a.video
+}
+
+func newAPIs(cfg Config, m *muxes, log *slog.Logger) (*apis, error) {
+	video, err := newAPI(cfg, m, log, false)
+	if err != nil {
+		return nil, err
+	}
+	withAudio, err := newAPI(cfg, m, log, true)
+	if err != nil {
+		return nil, err
+	}
+	return &apis{video: video, av: withAudio}, nil
+}
+
+// newAPI builds a pion API sessions use. MediaEngine and interceptor
+// registry are templates: pion copies the MediaEngine per PeerConnection
+// and builds fresh interceptors from the factories.
+func newAPI(cfg Config, m *muxes, log *slog.Logger, audio bool) (*webrtc.API, error) {
 	me := &webrtc.MediaEngine{}
 	fb := []webrtc.RTCPFeedback{{Type: "nack"}, {Type: "nack", Parameter: "pli"}, {Type: "ccm", Parameter: "fir"}}
 	for i, p := range h264Profiles {
@@ -191,6 +229,12 @@ func newAPI(cfg Config, m *muxes, log *slog.Logger) (*webrtc.API, error) {
 		}, webrtc.RTPCodecTypeVideo)
 		if err != nil {
 			return nil, fmt.Errorf("whep: register H.264 %s: %w", p, err)
+		}
+	}
+	if audio {
+		err := me.RegisterCodec(webrtc.RTPCodecParameters{RTPCodecCapability: opusCodec, PayloadType: 111}, webrtc.RTPCodecTypeAudio)
+		if err != nil {
+			return nil, fmt.Errorf("whep: register Opus: %w", err)
 		}
 	}
 

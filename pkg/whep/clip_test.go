@@ -3,12 +3,12 @@ package whep
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/pkg/rtph264"
 )
 
@@ -16,17 +16,11 @@ import (
 // units the way the publisher does (payloads fragmented once).
 func makeClip(t *testing.T, frames, gop int) []*av.AccessUnit {
 	t.Helper()
-	if _, err := exec.LookPath("ffmpeg"); err != nil {
-		t.Fatal("ffmpeg not found; install it: apt-get install -y ffmpeg")
-	}
 	out := filepath.Join(t.TempDir(), "clip.h264")
-	cmd := exec.Command("ffmpeg", "-hide_banner", "-loglevel", "error", "-f", "lavfi",
+	testkit.FFmpeg(t, "-f", "lavfi",
 		"-i", "testsrc2=size=320x240:rate=30", "-frames:v", strconv.Itoa(frames),
 		"-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-bf", "0", "-g", strconv.Itoa(gop),
 		"-pix_fmt", "yuv420p", "-x264-params", "aud=1:repeat-headers=1", "-f", "h264", out)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("ffmpeg: %v\n%s", err, b)
-	}
 	data, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/pion/transport/v5/stdnet"
 	"github.com/pion/webrtc/v4"
+
+	"github.com/srtwhep/srtwhep/internal/testkit"
 )
 
 func TestNewRejects(t *testing.T) {
@@ -33,7 +35,7 @@ func TestPublicIPs(t *testing.T) {
 	src := newTestSource()
 	src.publish("live/cam1")
 	srv, hs := startServer(t, src, func(c *Config) { c.PublicIPs = []string{"203.0.113.7"} })
-	resp, body := post(t, hs.URL+"/live/cam1/whep", "application/sdp", newOfferer(t, nil, recvonly).sdp)
+	resp, body := post(t, hs.URL+"/live/cam1/whep", "application/sdp", testkit.Offer(t, testkit.OfferOptions{}).SDP)
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("%d %q", resp.StatusCode, body)
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/srtwhep/srtwhep/pkg/auth"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 )
 
@@ -132,12 +133,19 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, wantType, what
 }
 
 func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string) {
+	// Access is decided before the offer is even read, so a refused viewer
+	// costs no parsing and no handshake slot.
+	if !s.authorize(w, r, path) {
+		return
+	}
 	raw, ok := s.readBody(w, r, mimeSDP, "offer")
 	if !ok {
+		s.stats.reject(rejectBadOffer)
 		return
 	}
 	o, err := parseOffer(raw)
 	if err != nil {
+		s.stats.reject(rejectBadOffer)
 		httpError(w, http.StatusBadRequest, err.Error())
 		return
 	}
@@ -147,6 +155,7 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 		return
 	}
 	if !s.tryHandshake() {
+		s.stats.reject(rejectHandshakeLimit)
 		unavailable(w, retryAfterHandshakes,
 			fmt.Sprintf("too many WebRTC handshakes in progress (limit %d); retry in a moment", s.cfg.MaxHandshakes))
 		return
@@ -167,11 +176,16 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.HandshakeTimeout)
 	defer cancel()
-	sess, err := newSession(ctx, base, api, o, raw, s.cfg.HandshakeTimeout)
+	// Audio is decided now, once: the path's audio at this join and the
+	// offer's. Without it pion rejects an offered audio section (port 0)
+	// and the viewer plays video alone.
+	withAudio := o.audio && reader.HasAudio()
+	sess, err := newSession(ctx, base, api.pick(withAudio), o, raw, s.cfg.HandshakeTimeout, withAudio)
 	if err != nil {
 		reader.Close()
 		var bad *badOffer
 		if errors.As(err, &bad) {
+			s.stats.reject(rejectBadOffer)
 			httpError(w, http.StatusBadRequest, bad.msg)
 			return
 		}
@@ -210,14 +224,59 @@ func sessionURL(path, id string) string {
 	return (&url.URL{Path: "/" + path + "/whep/" + id}).EscapedPath()
 }
 
+// authorize asks the policy whether the viewer may watch path and, when
+// not, answers for it. A credential failure is answered only after the
+// throttle's penalty, which holds this request alone.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request, path string) bool {
+	if s.cfg.Authorizer == nil {
+		return true
+	}
+	err := s.cfg.Authorizer.CheckViewer(r.Context(), auth.Viewer{Path: path, Remote: r.RemoteAddr, Token: auth.BearerToken(r.Header)})
+	if err == nil {
+		return true
+	}
+	s.stats.reject(rejectAuth)
+	d := auth.AsDenied(err)
+	if d == nil {
+		s.log.Error("authorizing a viewer failed", "path", path, "remote", r.RemoteAddr, "err", err)
+		httpError(w, http.StatusInternalServerError, "cannot check access: "+err.Error())
+		return false
+	}
+	s.log.Warn("viewer refused", "path", path, "remote", r.RemoteAddr, "reason", d.Reason.String(), "err", d.Err, "delay", d.Delay)
+	if d.Delay > 0 {
+		t := time.NewTimer(d.Delay)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+		}
+	}
+	w.Header().Set("Access-Control-Expose-Headers", "WWW-Authenticate")
+	// The one table from a policy decision to an HTTP answer.
+	switch d.Reason {
+	case auth.ReasonForbidden:
+		httpError(w, http.StatusForbidden, d.Msg)
+	case auth.ReasonThrottled:
+		w.Header().Set("Retry-After", strconv.Itoa(int(d.RetryAfter.Round(time.Second)/time.Second)+1))
+		httpError(w, http.StatusTooManyRequests, d.Msg)
+	default: // unauthorized, hook denied
+		w.Header().Set("WWW-Authenticate", auth.Challenge(d.TokenPresented))
+		httpError(w, http.StatusUnauthorized, d.Msg)
+	}
+	return false
+}
+
 // sourceError maps the hub's sentinels to statuses, in this one place.
 func (s *Server) sourceError(w http.ResponseWriter, path string, err error) {
 	switch {
 	case errors.Is(err, hub.ErrNoPublisher), errors.Is(err, hub.ErrEnded):
+		s.stats.reject(rejectNoPublisher)
 		httpError(w, http.StatusNotFound, fmt.Sprintf("no stream is being published on path %q", path))
 	case errors.Is(err, hub.ErrPathFull):
+		s.stats.reject(rejectReaderCap)
 		unavailable(w, retryAfterFull, fmt.Sprintf("path %q has reached its viewer limit; retry later", path))
 	case errors.Is(err, hub.ErrServerFull):
+		s.stats.reject(rejectServerFull)
 		// The wrapped text says which limit (viewer count or CPU).
 		unavailable(w, retryAfterFull, fmt.Sprintf("the server is at capacity (%v); retry later", err))
 	default:

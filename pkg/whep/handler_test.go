@@ -12,9 +12,9 @@ import (
 	"github.com/pion/webrtc/v4"
 
 	"github.com/srtwhep/srtwhep/pkg/hub"
-)
 
-const recvonly = webrtc.RTPTransceiverDirectionRecvonly
+	"github.com/srtwhep/srtwhep/internal/testkit"
+)
 
 func TestPostRefusals(t *testing.T) {
 	src := newTestSource()
@@ -23,14 +23,14 @@ func TestPostRefusals(t *testing.T) {
 	src.errs["live/server"] = hub.ErrServerFull
 	_, hs := startServer(t, src, func(c *Config) { c.MaxBodyBytes = 8 << 10 })
 
-	good := newOfferer(t, nil, recvonly).sdp
-	vp := newOfferer(t, []webrtc.RTPCodecParameters{
+	good := testkit.Offer(t, testkit.OfferOptions{}).SDP
+	vp := testkit.Offer(t, testkit.OfferOptions{Codecs: []webrtc.RTPCodecParameters{
 		{RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeVP8, ClockRate: 90000}, PayloadType: 96},
 		{RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeVP9, ClockRate: 90000, SDPFmtpLine: "profile-id=0"}, PayloadType: 98},
-	}, recvonly).sdp
-	mode0 := newOfferer(t, []webrtc.RTPCodecParameters{h264Codec(100, "42e01f", 0)}, recvonly).sdp
-	sendonly := newOfferer(t, []webrtc.RTPCodecParameters{h264Codec(100, "42e01f", 1)}, webrtc.RTPTransceiverDirectionSendonly).sdp
-	high := newOfferer(t, []webrtc.RTPCodecParameters{h264Codec(100, "f4001f", 1)}, recvonly).sdp
+	}}).SDP
+	mode0 := testkit.Offer(t, testkit.OfferOptions{Codecs: []webrtc.RTPCodecParameters{h264Codec(100, "42e01f", 0)}}).SDP
+	sendonly := testkit.Offer(t, testkit.OfferOptions{Codecs: []webrtc.RTPCodecParameters{h264Codec(100, "42e01f", 1)}, Direction: webrtc.RTPTransceiverDirectionSendonly}).SDP
+	high := testkit.Offer(t, testkit.OfferOptions{Codecs: []webrtc.RTPCodecParameters{h264Codec(100, "f4001f", 1)}}).SDP
 
 	cases := []struct {
 		name, path, ctype, body string
@@ -95,7 +95,7 @@ func TestPostCreated(t *testing.T) {
 		}
 	})
 
-	resp, body := post(t, hs.URL+"/live/cam1/whep", "application/sdp; charset=utf-8", newOfferer(t, nil, recvonly).sdp)
+	resp, body := post(t, hs.URL+"/live/cam1/whep", "application/sdp; charset=utf-8", testkit.Offer(t, testkit.OfferOptions{}).SDP)
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("got %d %q, want 201", resp.StatusCode, body)
 	}
@@ -162,8 +162,8 @@ func TestAnswerCodec(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			off := newOfferer(t, c.codecs, recvonly)
-			resp, body := post(t, hs.URL+"/live/cam1/whep", "application/sdp", off.sdp)
+			off := testkit.Offer(t, testkit.OfferOptions{Codecs: c.codecs})
+			resp, body := post(t, hs.URL+"/live/cam1/whep", "application/sdp", off.SDP)
 			if resp.StatusCode != http.StatusCreated {
 				t.Fatalf("got %d %q", resp.StatusCode, body)
 			}
@@ -187,13 +187,13 @@ func TestAnswerCodec(t *testing.T) {
 			if want := pt + " level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=" + c.profile; fmtpLine != want {
 				t.Errorf("fmtp %q, want %q", fmtpLine, want)
 			}
-			if !strings.Contains(off.sdp, "profile-level-id="+c.profile) {
+			if !strings.Contains(off.SDP, "profile-level-id="+c.profile) {
 				t.Errorf("answered profile %s was not offered", c.profile)
 			}
 			if !strings.Contains(body, "a=rtcp-fb:"+pt+" nack\r\n") {
 				t.Errorf("answer lacks generic NACK feedback:\n%s", body)
 			}
-			if err := off.pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: body}); err != nil {
+			if err := off.PC.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: body}); err != nil {
 				t.Errorf("the offerer rejects the answer: %v", err)
 			}
 		})
@@ -209,28 +209,28 @@ func TestHandshakeLimit(t *testing.T) {
 	})
 	// The first offer's answer is never applied, so its handshake stays in
 	// flight.
-	resp, body := post(t, hs.URL+"/live/cam1/whep", "application/sdp", newOfferer(t, nil, recvonly).sdp)
+	resp, body := post(t, hs.URL+"/live/cam1/whep", "application/sdp", testkit.Offer(t, testkit.OfferOptions{}).SDP)
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("first offer: %d %q", resp.StatusCode, body)
 	}
 	if got := srv.Stats().HandshakesInFlight; got != 1 {
 		t.Errorf("HandshakesInFlight %d, want 1", got)
 	}
-	resp, body = post(t, hs.URL+"/live/cam1/whep", "application/sdp", newOfferer(t, nil, recvonly).sdp)
+	resp, body = post(t, hs.URL+"/live/cam1/whep", "application/sdp", testkit.Offer(t, testkit.OfferOptions{}).SDP)
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" ||
 		!strings.Contains(body, "too many WebRTC handshakes in progress (limit 1)") {
 		t.Fatalf("second offer: %d Retry-After=%q %q", resp.StatusCode, resp.Header.Get("Retry-After"), body)
 	}
 	// The unconnected session times out, counts as a failed handshake and
 	// gives its slot and its reader back.
-	waitFor(t, "the handshake to time out", 10*time.Second, func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the handshake to time out", func() bool {
 		st := srv.Stats()
 		return st.HandshakesInFlight == 0 && st.Sessions == 0 && p.readerCount() == 0
 	})
 	if got := srv.Stats().HandshakeFailures; got != 1 {
 		t.Errorf("HandshakeFailures %d, want 1", got)
 	}
-	resp, body = post(t, hs.URL+"/live/cam1/whep", "application/sdp", newOfferer(t, nil, recvonly).sdp)
+	resp, body = post(t, hs.URL+"/live/cam1/whep", "application/sdp", testkit.Offer(t, testkit.OfferOptions{}).SDP)
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("offer after the slot was freed: %d %q", resp.StatusCode, body)
 	}
@@ -240,7 +240,7 @@ func TestOptions(t *testing.T) {
 	src := newTestSource()
 	src.publish("live/cam1")
 	_, hs := startServer(t, src, nil)
-	resp, body := post(t, hs.URL+"/live/cam1/whep", "application/sdp", newOfferer(t, nil, recvonly).sdp)
+	resp, body := post(t, hs.URL+"/live/cam1/whep", "application/sdp", testkit.Offer(t, testkit.OfferOptions{}).SDP)
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("%d %q", resp.StatusCode, body)
 	}
@@ -283,7 +283,7 @@ func TestDeleteAndKick(t *testing.T) {
 	p := src.publish("live/cam1")
 	srv, hs := startServer(t, src, nil)
 	offer := func() string {
-		resp, body := post(t, hs.URL+"/live/cam1/whep", "application/sdp", newOfferer(t, nil, recvonly).sdp)
+		resp, body := post(t, hs.URL+"/live/cam1/whep", "application/sdp", testkit.Offer(t, testkit.OfferOptions{}).SDP)
 		if resp.StatusCode != http.StatusCreated {
 			t.Fatalf("%d %q", resp.StatusCode, body)
 		}
@@ -306,24 +306,24 @@ func TestDeleteAndKick(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound || !strings.Contains(body, "no such WHEP session") {
 		t.Errorf("second DELETE: %d %q, want 404", resp.StatusCode, body)
 	}
-	waitFor(t, "the deleted session to release its reader", 10*time.Second, func() bool { return p.readerCount() == 0 })
+	testkit.WaitFor(t, 10*time.Second, "the deleted session to release its reader", func() bool { return p.readerCount() == 0 })
 
 	loc = offer()
 	id := loc[len(loc)-32:]
-	if !srv.Kick(id) {
+	if !srv.KickSession(id) {
 		t.Fatal("Kick returned false for a live session")
 	}
-	if srv.Kick(id) {
+	if srv.KickSession(id) {
 		t.Error("Kick returned true twice")
 	}
-	waitFor(t, "the kicked session to end", 10*time.Second, func() bool { return len(srv.Sessions()) == 0 && p.readerCount() == 0 })
+	testkit.WaitFor(t, 10*time.Second, "the kicked session to end", func() bool { return len(srv.Sessions()) == 0 && p.readerCount() == 0 })
 }
 
 func TestPatch(t *testing.T) {
 	src := newTestSource()
 	src.publish("live/cam1")
 	_, hs := startServer(t, src, nil)
-	resp, body := post(t, hs.URL+"/live/cam1/whep", "application/sdp", newOfferer(t, nil, recvonly).sdp)
+	resp, body := post(t, hs.URL+"/live/cam1/whep", "application/sdp", testkit.Offer(t, testkit.OfferOptions{}).SDP)
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("%d %q", resp.StatusCode, body)
 	}

@@ -11,16 +11,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/srtwhep/srtwhep/pkg/internal/testlog"
-
-	"github.com/pion/ice/v4"
 	"github.com/pion/webrtc/v4"
 	"go.uber.org/goleak"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/hub"
+	"github.com/srtwhep/srtwhep/pkg/internal/testlog"
 )
 
 func TestMain(m *testing.M) {
@@ -144,6 +141,8 @@ func (r *testReader) signal() {
 	}
 }
 
+func (r *testReader) CountSent(packets, bytes int) {}
+
 func (r *testReader) Attach() {
 	r.path.mu.Lock()
 	defer r.path.mu.Unlock()
@@ -243,57 +242,6 @@ func startServerStop(t *testing.T, src Source, mod func(*Config)) (*Server, *htt
 
 func testLogger(t *testing.T) *slog.Logger { return testlog.New(t, slog.LevelInfo) }
 
-// loopbackOnly keeps a pion peer's candidates on 127.0.0.1.
-func loopbackOnly(se *webrtc.SettingEngine) {
-	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
-	se.SetIncludeLoopbackCandidate(true)
-	se.SetInterfaceFilter(func(name string) bool { return name == "lo" })
-	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
-}
-
-// offerer is a real pion peer that makes a recvonly video offer with the
-// given codecs (nil: pion's default set, which is browser-like).
-type offerer struct {
-	pc  *webrtc.PeerConnection
-	sdp string
-}
-
-func newOfferer(t *testing.T, codecs []webrtc.RTPCodecParameters, dir webrtc.RTPTransceiverDirection) *offerer {
-	t.Helper()
-	me := &webrtc.MediaEngine{}
-	if codecs == nil {
-		if err := me.RegisterDefaultCodecs(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, c := range codecs {
-		if err := me.RegisterCodec(c, webrtc.RTPCodecTypeVideo); err != nil {
-			t.Fatal(err)
-		}
-	}
-	se := webrtc.SettingEngine{}
-	loopbackOnly(&se)
-	api := webrtc.NewAPI(webrtc.WithMediaEngine(me), webrtc.WithSettingEngine(se))
-	pc, err := api.NewPeerConnection(webrtc.Configuration{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = pc.GracefulClose() })
-	if _, err := pc.AddTransceiverFromKind(webrtc.RTPCodecTypeVideo, webrtc.RTPTransceiverInit{Direction: dir}); err != nil {
-		t.Fatal(err)
-	}
-	offer, err := pc.CreateOffer(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gathered := webrtc.GatheringCompletePromise(pc)
-	if err := pc.SetLocalDescription(offer); err != nil {
-		t.Fatal(err)
-	}
-	<-gathered
-	return &offerer{pc: pc, sdp: pc.LocalDescription().SDP}
-}
-
 func h264Codec(pt uint8, profile string, mode int) webrtc.RTPCodecParameters {
 	return webrtc.RTPCodecParameters{
 		RTPCodecCapability: webrtc.RTPCodecCapability{
@@ -333,18 +281,6 @@ func do(t *testing.T, method, url, contentType, body string, hdr map[string]stri
 		t.Fatal(err)
 	}
 	return resp, string(b)
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func mustUDPAddr(t *testing.T, s string) *net.UDPAddr {

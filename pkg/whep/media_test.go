@@ -11,6 +11,8 @@ import (
 
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/whepclient"
+
+	"github.com/srtwhep/srtwhep/internal/testkit"
 )
 
 // feed publishes the clip to p in a loop, one access unit every 5 ms (fast,
@@ -63,7 +65,7 @@ func dialViewer(t *testing.T, ctx context.Context, url string, log *auLog) *whep
 	sess, err := whepclient.Dial(ctx, url, whepclient.Options{
 		Decode:        true,
 		OnAccessUnit:  log.add,
-		SettingEngine: loopbackOnly,
+		SettingEngine: testkit.LoopbackOnly,
 		NACK:          true,
 		Logger:        testLogger(t),
 	})
@@ -95,7 +97,7 @@ func TestMedia(t *testing.T) {
 	var log auLog
 	viewer := dialViewer(t, ctx, hs.URL+"/live/cam1/whep", &log)
 
-	waitFor(t, "90 decoded access units", 20*time.Second, func() bool { return viewer.Stats().DecodedAUs >= 90 })
+	testkit.WaitFor(t, 20*time.Second, "90 decoded access units", func() bool { return viewer.Stats().DecodedAUs >= 90 })
 	st := viewer.Stats()
 	if st.SeqGaps != 0 || st.BrokenAUs != 0 || st.Duplicates != 0 {
 		t.Errorf("viewer saw %d sequence gaps, %d broken and %d duplicate packets; want none", st.SeqGaps, st.BrokenAUs, st.Duplicates)
@@ -127,7 +129,7 @@ func TestMedia(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the viewer was not closed after the publisher left")
 	}
-	waitFor(t, "the session to be removed", 10*time.Second, func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the session to be removed", func() bool {
 		return len(srv.Sessions()) == 0 && p.readerCount() == 0
 	})
 	if s := srv.Stats(); s.PacketsSent < st.Packets {
@@ -151,7 +153,7 @@ func TestShutdown(t *testing.T) {
 		dialViewer(t, ctx, hs.URL+"/live/cam1/whep", &logs[0]),
 		dialViewer(t, ctx, hs.URL+"/live/cam1/whep", &logs[1]),
 	}
-	waitFor(t, "media at both viewers", 20*time.Second, func() bool {
+	testkit.WaitFor(t, 20*time.Second, "media at both viewers", func() bool {
 		return viewers[0].Stats().DecodedAUs > 0 && viewers[1].Stats().DecodedAUs > 0
 	})
 	if err := stop(); err != nil {
@@ -167,7 +169,7 @@ func TestShutdown(t *testing.T) {
 	if n := p.readerCount(); n != 0 {
 		t.Errorf("%d readers still open after shutdown", n)
 	}
-	resp, body := post(t, hs.URL+"/live/cam1/whep", "application/sdp", newOfferer(t, nil, recvonly).sdp)
+	resp, body := post(t, hs.URL+"/live/cam1/whep", "application/sdp", testkit.Offer(t, testkit.OfferOptions{}).SDP)
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("POST after shutdown: %d %q, want 503 with Retry-After", resp.StatusCode, body)
 	}
@@ -189,7 +191,7 @@ func TestICETCP(t *testing.T) {
 		Decode:       true,
 		OnAccessUnit: log.add,
 		SettingEngine: func(se *webrtc.SettingEngine) {
-			loopbackOnly(se)
+			testkit.LoopbackOnly(se)
 			se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeTCP4})
 		},
 		Logger: testLogger(t),
@@ -201,7 +203,7 @@ func TestICETCP(t *testing.T) {
 	if err := viewer.WaitConnected(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "30 decoded access units over ICE-TCP", 20*time.Second, func() bool { return viewer.Stats().DecodedAUs >= 30 })
+	testkit.WaitFor(t, 20*time.Second, "30 decoded access units over ICE-TCP", func() bool { return viewer.Stats().DecodedAUs >= 30 })
 	if st := viewer.Stats(); st.SeqGaps != 0 || st.BrokenAUs != 0 {
 		t.Errorf("viewer saw %d sequence gaps and %d broken access units over TCP", st.SeqGaps, st.BrokenAUs)
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/pion/webrtc/v4"
+
+	"github.com/srtwhep/srtwhep/internal/testkit"
 )
 
 // TestPublicIPsWildcard: on a wildcard bind (the Docker default) with an
@@ -25,7 +27,7 @@ func TestPublicIPsWildcard(t *testing.T) {
 		c.IncludeLoopback = true
 		c.PublicIPs = []string{"203.0.113.7"}
 	})
-	resp, body := post(t, hs.URL+"/live/cam1/whep", "application/sdp", newOfferer(t, nil, recvonly).sdp)
+	resp, body := post(t, hs.URL+"/live/cam1/whep", "application/sdp", testkit.Offer(t, testkit.OfferOptions{}).SDP)
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("%d %q", resp.StatusCode, body)
 	}

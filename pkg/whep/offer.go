@@ -17,6 +17,10 @@ type offer struct {
 	profile     string // its profile-level-id, as offered (lower case)
 	mid         string // mid of the video m-section we answer
 	ufrag, pwd  string // the viewer's ICE credentials
+	// audio is set when the viewer can receive Opus; audioPT is its
+	// payload type for it.
+	audio   bool
+	audioPT uint8
 }
 
 // fmtp returns the fmtp line of the answer: the viewer's own
@@ -89,6 +93,7 @@ func parseOffer(raw string) (offer, error) {
 	}
 
 	o := offer{payloadType: chosen.pt, profile: strings.ToLower(chosen.params["profile-level-id"])}
+	o.audioPT, o.audio = offeredOpus(sd.MediaDescriptions)
 	o.mid, _ = video.Attribute("mid")
 	o.ufrag, _ = video.Attribute("ice-ufrag")
 	o.pwd, _ = video.Attribute("ice-pwd")
@@ -107,6 +112,27 @@ func parseOffer(raw string) (offer, error) {
 		}
 	}
 	return o, nil
+}
+
+// offeredOpus finds the first audio m-section the viewer receives on and
+// its payload type for Opus at 48 kHz. An audio section without Opus is
+// not an error: the viewer gets video, and pion rejects that section.
+func offeredOpus(mds []*sdp.MediaDescription) (uint8, bool) {
+	for _, md := range mds {
+		if md.MediaName.Media != "audio" || md.MediaName.Port.Value == 0 {
+			continue
+		}
+		if dir := direction(md); dir != "recvonly" && dir != "sendrecv" {
+			continue
+		}
+		for _, c := range offeredCodecs(md) {
+			if strings.EqualFold(c.name, "opus") && c.clock == 48000 {
+				return c.pt, true
+			}
+		}
+		return 0, false
+	}
+	return 0, false
 }
 
 func direction(md *sdp.MediaDescription) string {

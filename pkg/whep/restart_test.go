@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/pion/webrtc/v4"
+
+	"github.com/srtwhep/srtwhep/internal/testkit"
 )
 
 // TestICERestart drives a real ICE restart: a pion viewer restarts ICE,
@@ -21,8 +23,8 @@ func TestICERestart(t *testing.T) {
 	_, hs := startServer(t, src, nil)
 	feed(t, p, clip)
 
-	off := newOfferer(t, []webrtc.RTPCodecParameters{h264Codec(102, "42e01f", 1)}, recvonly)
-	pc := off.pc
+	off := testkit.Offer(t, testkit.OfferOptions{Codecs: []webrtc.RTPCodecParameters{h264Codec(102, "42e01f", 1)}})
+	pc := off.PC
 	var packets atomic.Uint64
 	readDone := make(chan struct{})
 	trackSeen := make(chan struct{})
@@ -51,7 +53,7 @@ func TestICERestart(t *testing.T) {
 		}
 	})
 
-	resp, answer := post(t, hs.URL+"/live/cam1/whep", "application/sdp", off.sdp)
+	resp, answer := post(t, hs.URL+"/live/cam1/whep", "application/sdp", off.SDP)
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("%d %q", resp.StatusCode, answer)
 	}
@@ -75,7 +77,7 @@ func TestICERestart(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("no track")
 	}
-	waitFor(t, "packets before the restart", 10*time.Second, func() bool { return packets.Load() > 0 })
+	testkit.WaitFor(t, 10*time.Second, "packets before the restart", func() bool { return packets.Load() > 0 })
 
 	restart, err := pc.CreateOffer(&webrtc.OfferOptions{ICERestart: true})
 	if err != nil {
@@ -133,7 +135,7 @@ func TestICERestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait(iceConnected, "ICE connected again after the restart")
-	waitFor(t, "packets after the restart", 10*time.Second, func() bool { return packets.Load() > before+50 })
+	testkit.WaitFor(t, 10*time.Second, "packets after the restart", func() bool { return packets.Load() > before+50 })
 
 	// The old ETag is stale now.
 	resp, msg := do(t, http.MethodPatch, url, "application/trickle-ice-sdpfrag", "a=end-of-candidates\r\n", map[string]string{"If-Match": etag})

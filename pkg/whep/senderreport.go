@@ -4,6 +4,9 @@ import (
 	"time"
 
 	"github.com/pion/rtcp"
+	"github.com/pion/webrtc/v4"
+
+	"github.com/srtwhep/srtwhep/pkg/av"
 )
 
 // senderReportInterval follows RFC 3550's usual period; receivers use the
@@ -20,33 +23,68 @@ func ntpTime(t time.Time) uint64 {
 	return secs<<32 | frac
 }
 
-// senderReporter writes a sender report at most once per interval, from
-// the writer goroutine right after an access unit went out, so the RTP
-// timestamp it reports is exactly the one just sent at the time just read.
-type senderReporter struct {
-	next time.Time
+// mediaClock maps PTS to one wall clock per session, shared by the sender
+// reports of both tracks. A receiver keeps lip sync by placing each
+// track's RTP time on the NTP clock its reports give (RFC 3550 §6.4.1);
+// deriving both from the same PTS anchor puts a video frame and an audio
+// frame of equal PTS at the same NTP time, whatever each track's random
+// RTP offset and whenever each report is sent.
+type mediaClock struct {
+	set  bool
+	pts  int64
+	wall time.Time
 }
 
-// maybeSend reports (ssrc, last timestamp, counts) when due. packets and
-// payloadOctets are the session's totals.
-func (r *senderReporter) maybeSend(sess *session, rtpTS uint32, packets, payloadOctets uint64) {
-	now := time.Now()
+// anchor fixes the mapping at the first live frame, so NTP times follow
+// the real clock at the live edge; later calls do nothing.
+func (c *mediaClock) anchor(pts int64, now time.Time) {
+	if !c.set {
+		c.set, c.pts, c.wall = true, pts, now
+	}
+}
+
+// at is the wall time of pts. Split into whole seconds and a remainder so
+// long sessions cannot overflow time.Duration arithmetic.
+func (c *mediaClock) at(pts int64) time.Time {
+	d := pts - c.pts
+	secs, rem := d/av.ClockRate, d%av.ClockRate
+	return c.wall.Add(time.Duration(secs)*time.Second + time.Duration(rem)*time.Second/av.ClockRate)
+}
+
+// senderReporter writes one track's sender reports, at most once per
+// interval, from the writer goroutine right after a frame went out, so the
+// RTP timestamp it reports is exactly one just sent.
+type senderReporter struct {
+	sender  *webrtc.RTPSender
+	next    time.Time
+	packets uint64 // this track's totals, for the report's counts
+	octets  uint64 // payload bytes
+}
+
+// sent adds a frame's packets and payload bytes to the track's totals.
+func (r *senderReporter) sent(packets, payloadOctets uint64) {
+	r.packets += packets
+	r.octets += payloadOctets
+}
+
+// maybeSend reports that rtpTS is at wall time when a report is due.
+func (r *senderReporter) maybeSend(pc *webrtc.PeerConnection, now time.Time, rtpTS uint32, at time.Time) {
 	if now.Before(r.next) {
 		return
 	}
 	r.next = now.Add(senderReportInterval)
-	params := sess.sender.GetParameters()
+	params := r.sender.GetParameters()
 	if len(params.Encodings) == 0 {
 		return
 	}
 	sr := &rtcp.SenderReport{
 		SSRC:        uint32(params.Encodings[0].SSRC),
-		NTPTime:     ntpTime(now),
+		NTPTime:     ntpTime(at),
 		RTPTime:     rtpTS,
-		PacketCount: uint32(packets),
-		OctetCount:  uint32(payloadOctets),
+		PacketCount: uint32(r.packets),
+		OctetCount:  uint32(r.octets),
 	}
 	// A failed write means the transport is closing; the session's state
 	// callback ends it.
-	_ = sess.pc.WriteRTCP([]rtcp.Packet{sr})
+	_ = pc.WriteRTCP([]rtcp.Packet{sr})
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/rtph264"
 )
 
-// session is one viewer: its PeerConnection, its track and its reader.
+// session is one viewer: its PeerConnection, its tracks and its reader.
 type session struct {
 	id, path, remote string
 	since            time.Time
@@ -31,6 +31,10 @@ type session struct {
 	pc     *webrtc.PeerConnection
 	track  *webrtc.TrackLocalStaticRTP
 	sender *webrtc.RTPSender
+	// audioTrack and audioSender are nil when the session has no audio
+	// (a video-only offer, or a path without audio at the join).
+	audioTrack  *webrtc.TrackLocalStaticRTP
+	audioSender *webrtc.RTPSender
 	// history answers NACKs from the shared payloads (see retransmit.go).
 	history    history
 	retransmit atomic.Uint64
@@ -81,8 +85,9 @@ func (sess *session) info() SessionInfo {
 // fault.
 //
 // The session's context derives from base (the server's run context), while
-// ctx only bounds building the answer (the HTTP request).
-func newSession(ctx, base context.Context, api *webrtc.API, o offer, offerSDP string, timeout time.Duration) (*session, error) {
+// ctx only bounds building the answer (the HTTP request). audio answers the
+// offer's audio section with Opus; api must then know Opus.
+func newSession(ctx, base context.Context, api *webrtc.API, o offer, offerSDP string, timeout time.Duration, audio bool) (*session, error) {
 	sess := &session{offer: o, offerSDP: offerSDP, connected: make(chan struct{})}
 	sess.ctx, sess.cancel = context.WithCancelCause(base)
 	pc, err := api.NewPeerConnection(webrtc.Configuration{})
@@ -110,6 +115,20 @@ func newSession(ctx, base context.Context, api *webrtc.API, o offer, offerSDP st
 		return nil, fmt.Errorf("add track: %w", err)
 	}
 	sess.sender = tr.Sender()
+	var audioTr *webrtc.RTPTransceiver
+	if audio {
+		// The same stream id as the video: browsers synchronise only the
+		// tracks of one MediaStream.
+		sess.audioTrack, err = webrtc.NewTrackLocalStaticRTP(opusCodec, "audio", "srtwhep")
+		if err != nil {
+			return nil, fmt.Errorf("create audio track: %w", err)
+		}
+		audioTr, err = pc.AddTransceiverFromTrack(sess.audioTrack, webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionSendonly})
+		if err != nil {
+			return nil, fmt.Errorf("add audio track: %w", err)
+		}
+		sess.audioSender = audioTr.Sender()
+	}
 
 	// pion runs these callbacks on goroutines it does not wait for, so
 	// they only record and signal.
@@ -139,6 +158,12 @@ func newSession(ctx, base context.Context, api *webrtc.API, o offer, offerSDP st
 	}})
 	if err != nil {
 		return nil, fmt.Errorf("set codec preferences: %w", err)
+	}
+	if audioTr != nil {
+		err = audioTr.SetCodecPreferences([]webrtc.RTPCodecParameters{{RTPCodecCapability: opusCodec, PayloadType: webrtc.PayloadType(o.audioPT)}})
+		if err != nil {
+			return nil, fmt.Errorf("set audio codec preferences: %w", err)
+		}
 	}
 	answer, err := negotiate(ctx, pc, timeout)
 	if err != nil {
@@ -184,30 +209,44 @@ func quoteETag(ufrag string) string { return `"` + ufrag + `"` }
 func (s *Server) runSession(sess *session) {
 	defer s.wg.Done()
 
-	// RTCP must be read for the sender-report interceptor to run, and this
-	// is where NACKs are answered from the viewer's shared-payload history.
-	rtcpDone := make(chan struct{})
-	go func() {
-		defer close(rtcpDone)
+	// RTCP is read so pion's buffers never fill, and this is where NACKs
+	// are answered from the viewer's shared-payload history. pion hands a
+	// compound RTCP packet to every sender it names, so a NACK is answered
+	// only for the video SSRC it is about.
+	var rtcpWG sync.WaitGroup
+	rtcpWG.Go(func() {
+		var videoSSRC uint32
+		if enc := sess.sender.GetParameters().Encodings; len(enc) > 0 {
+			videoSSRC = uint32(enc[0].SSRC)
+		}
 		for {
 			pkts, _, err := sess.sender.ReadRTCP()
 			if err != nil {
 				return
 			}
 			for _, p := range pkts {
-				if n, ok := p.(*rtcp.TransportLayerNack); ok {
+				if n, ok := p.(*rtcp.TransportLayerNack); ok && n.MediaSSRC == videoSSRC {
 					sess.retransmit.Add(uint64(sess.resend(n)))
 				}
 			}
 		}
-	}()
+	})
+	if sess.audioSender != nil {
+		rtcpWG.Go(func() {
+			for {
+				if _, _, err := sess.audioSender.ReadRTCP(); err != nil {
+					return
+				}
+			}
+		})
+	}
 
 	reason := s.serve(sess)
 
 	sess.cancel(reason)
 	reason = context.Cause(sess.ctx)
 	_ = sess.pc.GracefulClose()
-	<-rtcpDone
+	rtcpWG.Wait()
 	sess.reader.Close()
 	if cur := s.lookupSession(sess.id); cur == sess {
 		s.removeSession(sess.id)
@@ -215,15 +254,6 @@ func (s *Server) runSession(sess *session) {
 	packets := sess.packets.Load()
 	s.stats.closedPackets.Add(packets)
 	s.stats.closedBytes.Add(sess.bytes.Load())
-	s.mu.Lock()
-	if s.closedByPath == nil {
-		s.closedByPath = map[string]PathTraffic{}
-	}
-	t := s.closedByPath[sess.path]
-	t.Packets += packets
-	t.Bytes += sess.bytes.Load()
-	s.closedByPath[sess.path] = t
-	s.mu.Unlock()
 	sess.log.Info("viewer closed", "reason", reason.Error(),
 		"duration", time.Since(sess.since).Round(time.Millisecond).String(), "packets", packets)
 }
@@ -250,12 +280,17 @@ func (s *Server) serve(sess *session) error {
 	}
 
 	// Attach only now, so a viewer still in ICE never fills a queue.
-	sess.reader.Attach()
+	if sess.audioTrack != nil {
+		sess.reader.AttachAV()
+	} else {
+		sess.reader.Attach()
+	}
 	sess.sigMu.Lock()
-	pt := sess.offer.payloadType
+	pt, audioPT := sess.offer.payloadType, sess.offer.audioPT
 	sess.sigMu.Unlock()
 	st := rtph264.NewStamper(mrand.Uint32(), pt, uint16(mrand.Uint32()), mrand.Uint32())
 	st.SetCatchUpStep(uint32(catchUpInterval * av.ClockRate / time.Second))
+	audio := opusStamper{ssrc: mrand.Uint32(), pt: audioPT, seq: uint16(mrand.Uint32()), offset: mrand.Uint32()}
 	var pkts []rtp.Packet
 	pace := time.NewTimer(0)
 	defer pace.Stop()
@@ -265,14 +300,19 @@ func (s *Server) serve(sess *session) error {
 	// out are all stamped as catch-up, so the browser plays them quickly and
 	// then sits at the live edge instead of a GOP behind it.
 	catchingUp := true
-	var reports senderReporter
+	// Sender reports start at the live edge: the clock is anchored there,
+	// and catch-up video timestamps do not follow the PTS (see Stamp).
+	var clock mediaClock
+	videoReports := senderReporter{sender: sess.sender}
+	audioReports := senderReporter{sender: sess.audioSender}
+	videoLive := false // the last video AU went out on its PTS timeline
 	for {
 		// Checked first because a reader may prefer queued frames over a
 		// done context, and an ended session must not drain its queue.
 		if sess.ctx.Err() != nil {
 			return context.Cause(sess.ctx)
 		}
-		au, catchUp, err := sess.reader.Recv(sess.ctx)
+		f, err := sess.reader.RecvFrame(sess.ctx)
 		switch {
 		case err == nil:
 		case sess.ctx.Err() != nil:
@@ -286,8 +326,20 @@ func (s *Server) serve(sess *session) error {
 			s.cfg.BeforeWrite(sess.id)
 		}
 		backlog := sess.reader.Backlog()
-		catchingUp = catchingUp && (catchUp || backlog > 0)
-		pkts = st.Stamp(pkts, au, catchUp || catchingUp)
+		catchingUp = catchingUp && (f.CatchUp || backlog > 0)
+		if !clock.set && !catchingUp && !f.CatchUp {
+			clock.anchor(framePTS(f), time.Now())
+		}
+		if f.Audio != nil {
+			// Audio goes out as it comes, between the paced video
+			// frames, so the two stay interleaved in PTS order and a
+			// one-packet frame adds no burst worth pacing.
+			sess.sendAudio(&audio, f.Audio, &audioReports, &clock)
+			continue
+		}
+		au := f.Video
+		live := !(f.CatchUp || catchingUp)
+		pkts = st.Stamp(pkts, au, !live)
 		sess.history.record(au, pkts)
 		var sent, n uint64
 		for i := range pkts {
@@ -301,15 +353,19 @@ func (s *Server) serve(sess *session) error {
 		}
 		sess.packets.Add(sent)
 		sess.bytes.Add(n)
-		if sent > 0 {
-			total := sess.packets.Load()
-			reports.maybeSend(sess, st.LastTimestamp(), total, sess.bytes.Load()-total*rtph264.HeaderLen)
+		sess.reader.CountSent(int(sent), int(n))
+		videoReports.sent(sent, n-sent*rtph264.HeaderLen)
+		if len(pkts) > 0 {
+			videoLive = live
+		}
+		if sent > 0 && videoLive && clock.set {
+			videoReports.maybeSend(sess.pc, time.Now(), st.LastTimestamp(), clock.at(au.PTS))
 		}
 		// Behind the live edge (catch-up, or frames queued during a stall),
 		// space frames out instead of bursting a whole queue at line rate:
 		// a burst of hundreds of packets overflows socket and router
 		// buffers, and the viewer would lose the very frames it waits for.
-		if catchUp || catchingUp || backlog > 1 {
+		if f.CatchUp || catchingUp || backlog > 1 {
 			pace.Reset(catchUpInterval)
 			select {
 			case <-pace.C:
@@ -318,4 +374,11 @@ func (s *Server) serve(sess *session) error {
 			}
 		}
 	}
+}
+
+func framePTS(f hub.Frame) int64 {
+	if f.Video != nil {
+		return f.Video.PTS
+	}
+	return f.Audio.PTS
 }

@@ -1,9 +1,13 @@
 // Package whep is the WHEP server (draft-ietf-wish-whep, HTTP mechanics of
 // RFC 9725): HTTP handlers that turn an SDP offer into a pion PeerConnection
-// per viewer, and the session that writes the path's access units to it.
+// per viewer, and the session that writes the path's access units (and its
+// Opus frames, when the path and the offer have audio) to it, with sender
+// reports that keep the two in lip sync.
 //
-// All sessions share one pion API and one ICE UDP socket (plus an optional
-// ICE-TCP listener), so a deployment publishes a single media port.
+// All sessions share one ICE UDP socket (plus an optional ICE-TCP
+// listener), so a deployment publishes a single media port, and two pion
+// APIs: one that knows Opus, for sessions with audio, and one that does
+// not.
 //
 // When the publisher of a path goes away, every viewer of that path is closed
 // cleanly (the PeerConnection is closed, which the browser sees as a closed
@@ -22,9 +26,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pion/webrtc/v4"
-
-	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/auth"
+	"github.com/srtwhep/srtwhep/pkg/hub"
+	"github.com/srtwhep/srtwhep/pkg/udpbatch"
 )
 
 // Source hands out readers of a path's access units. cmd adapts *hub.Hub to
@@ -35,17 +39,31 @@ type Source interface {
 }
 
 // Reader is one viewer's reservation on a path. It queues nothing until
-// Attach, so a viewer still in ICE costs no queue. Recv returns the next
-// access unit and whether it is part of the catch-up burst (the cached GOP a
-// new viewer starts from); hub.ErrEnded when the publisher is gone. Close
-// releases the reservation and is called exactly once.
+// Attach or AttachAV, so a viewer still in ICE costs no queue. RecvFrame
+// returns the next frame, video or audio, in the order the publisher wrote
+// them, marked CatchUp when it is part of the catch-up burst (the cached
+// GOP a new viewer starts from); hub.ErrEnded when the publisher is gone.
+// Close releases the reservation and is called exactly once. *hub.Reader
+// implements it.
 type Reader interface {
-	Attach()
-	Recv(ctx context.Context) (*av.AccessUnit, bool, error)
-	// Backlog is how many access units wait; above zero the viewer is
-	// behind the live edge.
+	// HasAudio reports whether the path had audio when the reader was
+	// added; the session offers audio only then.
+	HasAudio() bool
+	Attach()   // video only
+	AttachAV() // video and audio
+	// CountSent adds what the session put on the wire to the path's
+	// totals, so per-path traffic needs no lookup by path name.
+	CountSent(packets, bytes int)
+	RecvFrame(ctx context.Context) (hub.Frame, error)
+	// Backlog is how many frames wait; above zero the viewer is behind
+	// the live edge.
 	Backlog() int
 	Close()
+}
+
+// Authorizer is the access policy as the WHEP server uses it.
+type Authorizer interface {
+	CheckViewer(ctx context.Context, v auth.Viewer) error
 }
 
 // catchUpInterval spaces frames sent behind the live edge: about four times
@@ -99,11 +117,15 @@ type Config struct {
 	MaxHandshakes int
 
 	Source Source
-	Logger *slog.Logger
+	// Authorizer decides whether a viewer may watch a path (nil: everyone
+	// may). Its *auth.Denied answers are mapped to HTTP statuses here.
+	Authorizer Authorizer
+	Logger     *slog.Logger
 
 	// BeforeWrite, when set, is called by a session's writer goroutine
-	// before it writes each access unit. It exists so integration tests can
-	// stall one real viewer; production leaves it nil.
+	// before it writes each frame (video or audio). It exists so
+	// integration tests can stall one real viewer; production leaves it
+	// nil.
 	BeforeWrite func(session string)
 }
 
@@ -124,7 +146,9 @@ type Server struct {
 	started  atomic.Bool
 	ready    chan struct{}
 	udpAddr  atomic.Pointer[net.UDPAddr]
-	api      *webrtc.API
+	tcpAddr  atomic.Pointer[string]        // "" when ICE-TCP is off
+	udpBatch atomic.Pointer[udpbatch.Conn] // nil when batching is unavailable
+	api      *apis
 	baseCtx  context.Context // set by Run before ready closes
 	handshks chan struct{}   // semaphore of handshakes in flight
 
@@ -132,9 +156,6 @@ type Server struct {
 	closing  bool
 	sessions map[string]*session
 	wg       sync.WaitGroup
-	// closedByPath keeps the traffic of ended sessions per path, so the
-	// per-path counters exported to metrics never go backwards.
-	closedByPath map[string]PathTraffic
 
 	stats serverCounters
 }
@@ -146,7 +167,31 @@ type serverCounters struct {
 	// their own counters in Stats.
 	closedPackets atomic.Uint64
 	closedBytes   atomic.Uint64
+	rejected      [len(rejectReasons)]atomic.Uint64
 }
+
+type rejectReason int
+
+// Why offers are refused; the names are the metrics' reason labels.
+const (
+	rejectReaderCap rejectReason = iota
+	rejectServerFull
+	rejectNoPublisher
+	rejectBadOffer
+	rejectAuth
+	rejectHandshakeLimit
+)
+
+var rejectReasons = [...]string{
+	rejectReaderCap:      "reader_cap",
+	rejectServerFull:     "server_full",
+	rejectNoPublisher:    "no_publisher",
+	rejectBadOffer:       "bad_offer",
+	rejectAuth:           "auth",
+	rejectHandshakeLimit: "handshake_limit",
+}
+
+func (c *serverCounters) reject(r rejectReason) { c.rejected[r].Add(1) }
 
 // Stats is a snapshot for metrics.
 type Stats struct {
@@ -156,15 +201,16 @@ type Stats struct {
 	HandshakeFailures  uint64 // answered sessions that never connected
 	PacketsSent        uint64
 	BytesSent          uint64 // RTP payload + header bytes handed to pion
-	// ByPath splits PacketsSent/BytesSent by stream path (ended sessions
-	// included), for per-path counters.
-	ByPath map[string]PathTraffic
+	// UDPDatagrams and UDPRefused count what the shared media socket
+	// handed to the kernel and what the kernel refused (a full socket
+	// buffer: those packets are lost for the viewers).
+	UDPDatagrams, UDPRefused uint64
+	// Rejected counts refused offers by reason (reader_cap, server_full,
+	// no_publisher, bad_offer, auth, handshake_limit).
+	Rejected map[string]uint64
 	// StateCounts counts open sessions by state ("connecting", "connected").
 	StateCounts map[string]int
 }
-
-// PathTraffic is what all viewers of one path were sent.
-type PathTraffic struct{ Packets, Bytes uint64 }
 
 // SessionInfo describes one viewer.
 type SessionInfo struct {
@@ -233,7 +279,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	api, err := newAPI(s.cfg, m, s.log)
+	api, err := newAPIs(s.cfg, m, s.log)
 	if err != nil {
 		m.close()
 		return err
@@ -248,6 +294,9 @@ func (s *Server) Run(ctx context.Context) error {
 	s.baseCtx = runCtx
 	s.mu.Unlock()
 	s.udpAddr.Store(m.udpAddr)
+	tcp := m.tcpAddrString()
+	s.tcpAddr.Store(&tcp)
+	s.udpBatch.Store(m.udpBatch)
 	close(s.ready)
 	s.log.Info("whep ready", "udp", m.udpAddr.String(), "tcp", m.tcpAddrString())
 
@@ -273,6 +322,15 @@ func (s *Server) UDPAddr() net.Addr {
 	return nil
 }
 
+// TCPAddr is the bound ICE-TCP address, "" when ICE-TCP is off or before
+// Ready.
+func (s *Server) TCPAddr() string {
+	if a := s.tcpAddr.Load(); a != nil {
+		return *a
+	}
+	return ""
+}
+
 // Sessions lists the open sessions.
 func (s *Server) Sessions() []SessionInfo {
 	s.mu.Lock()
@@ -284,8 +342,8 @@ func (s *Server) Sessions() []SessionInfo {
 	return out
 }
 
-// Kick closes a session; false when it does not exist.
-func (s *Server) Kick(id string) bool {
+// KickSession closes a session; false when it does not exist.
+func (s *Server) KickSession(id string) bool {
 	sess := s.removeSession(id)
 	if sess == nil {
 		return false
@@ -303,21 +361,20 @@ func (s *Server) Stats() Stats {
 		PacketsSent:        s.stats.closedPackets.Load(),
 		BytesSent:          s.stats.closedBytes.Load(),
 	}
-	st.ByPath = map[string]PathTraffic{}
+	st.Rejected = make(map[string]uint64, len(rejectReasons))
+	for i, name := range rejectReasons {
+		st.Rejected[name] = s.stats.rejected[i].Load()
+	}
+	if bc := s.udpBatch.Load(); bc != nil {
+		bs := bc.Stats()
+		st.UDPDatagrams, st.UDPRefused = bs.Datagrams, bs.Errors
+	}
 	st.StateCounts = map[string]int{}
 	s.mu.Lock()
-	for path, t := range s.closedByPath {
-		st.ByPath[path] = t
-	}
 	st.Sessions = len(s.sessions)
 	for _, sess := range s.sessions {
-		pk, b := sess.packets.Load(), sess.bytes.Load()
-		st.PacketsSent += pk
-		st.BytesSent += b
-		t := st.ByPath[sess.path]
-		t.Packets += pk
-		t.Bytes += b
-		st.ByPath[sess.path] = t
+		st.PacketsSent += sess.packets.Load()
+		st.BytesSent += sess.bytes.Load()
 		st.StateCounts[sess.info().State]++
 	}
 	s.mu.Unlock()
@@ -351,9 +408,9 @@ func (s *Server) lookupSession(id string) *session {
 	return s.sessions[id]
 }
 
-// running returns the pion API and the base context once Run is serving,
+// running returns the pion APIs and the base context once Run is serving,
 // or a reason to refuse.
-func (s *Server) running() (*webrtc.API, context.Context, error) {
+func (s *Server) running() (*apis, context.Context, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {

@@ -77,7 +77,7 @@ func (r *receiver) readLoop(t *webrtc.TrackRemote) error {
 func (r *receiver) handle(pkt []byte) {
 	hl, err := r.hdr.Unmarshal(pkt)
 	if err != nil {
-		r.log.Debug("bad RTP header", "error", err)
+		r.log.Debug("bad RTP header", "err", err)
 		return
 	}
 	end := len(pkt)
@@ -195,10 +195,10 @@ func (r *receiver) assemble(payload []byte, lost bool) {
 	if !a.broken {
 		out, err := a.depack.Unmarshal(payload)
 		if err != nil {
-			r.log.Debug("bad H.264 RTP payload", "error", err)
+			r.log.Debug("bad H.264 RTP payload", "err", err)
 			a.broken = true
 		} else if a.nalus, err = appendAVC(a.nalus, out); err != nil {
-			r.log.Debug("bad H.264 RTP payload", "error", err)
+			r.log.Debug("bad H.264 RTP payload", "err", err)
 			a.broken = true
 		}
 	}
@@ -266,7 +266,7 @@ func (r *receiver) parseSPS(n []byte) {
 	}
 	var sps h264.SPS
 	if err := sps.Unmarshal(n); err != nil {
-		r.log.Warn("cannot parse SPS", "error", err)
+		r.log.Warn("cannot parse SPS", "err", err)
 		return
 	}
 	r.asm.lastSPS = bytes.Clone(n)

@@ -8,26 +8,17 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/h264"
-	"github.com/pion/ice/v4"
 	"github.com/pion/webrtc/v4"
 	"github.com/pion/webrtc/v4/pkg/media"
-)
 
-// loopbackOnly keeps every ICE candidate on 127.0.0.1 so tests never touch
-// other interfaces.
-func loopbackOnly(se *webrtc.SettingEngine) {
-	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
-	se.SetIncludeLoopbackCandidate(true)
-	se.SetInterfaceFilter(func(name string) bool { return name == "lo" })
-	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
-}
+	"github.com/srtwhep/srtwhep/internal/testkit"
+)
 
 // clip is an ffmpeg-made H.264 stream cut into access units.
 type clip struct {
@@ -39,17 +30,10 @@ type clip struct {
 // profile-level-id the client offers.
 func makeClip(t *testing.T) clip {
 	t.Helper()
-	if _, err := exec.LookPath("ffmpeg"); err != nil {
-		t.Fatalf("ffmpeg not found (install it: apt-get install ffmpeg): %v", err)
-	}
 	out := filepath.Join(t.TempDir(), "clip.h264")
-	cmd := exec.Command("ffmpeg", "-hide_banner", "-loglevel", "error", "-y",
-		"-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30", "-t", "2",
+	testkit.FFmpeg(t, "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30", "-t", "2",
 		"-c:v", "libx264", "-profile:v", "baseline", "-pix_fmt", "yuv420p", "-bf", "0", "-g", "30",
 		"-x264-params", "keyint=30:min-keyint=30:scenecut=0:slices=1", "-f", "h264", out)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("ffmpeg (needs libx264: apt-get install ffmpeg): %v\n%s", err, b)
-	}
 	data, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +151,7 @@ func (s *whepServer) newPeer(offer string) (answer, id string, err error) {
 		return "", "", err
 	}
 	se := webrtc.SettingEngine{}
-	loopbackOnly(&se)
+	testkit.LoopbackOnly(&se)
 	api := webrtc.NewAPI(webrtc.WithMediaEngine(me), webrtc.WithSettingEngine(se))
 	pc, err := api.NewPeerConnection(webrtc.Configuration{})
 	if err != nil {

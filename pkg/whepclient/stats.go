@@ -23,6 +23,11 @@ type Stats struct {
 	// slice, detected from the RTP payload headers in both modes.
 	Keyframes uint64
 
+	// The audio track's RTP packets and bytes (headers included), which
+	// the fields above do not count.
+	AudioPackets uint64
+	AudioBytes   uint64
+
 	// Decode mode only.
 	DecodedAUs uint64 // complete access units delivered
 	IDRs       uint64 // of which IDR
@@ -43,6 +48,7 @@ type statsState struct {
 	seqGaps, reordered, dups    atomic.Uint64
 	keyframes                   atomic.Uint64
 	decodedAUs, idrs, brokenAUs atomic.Uint64
+	audioPackets, audioBytes    atomic.Uint64
 	mu                          sync.Mutex
 	width, height               int
 	connectedAt, firstPacketAt  time.Time
@@ -87,6 +93,9 @@ func (s *Session) Stats() Stats {
 		DecodedAUs: st.decodedAUs.Load(),
 		IDRs:       st.idrs.Load(),
 		BrokenAUs:  st.brokenAUs.Load(),
+
+		AudioPackets: st.audioPackets.Load(),
+		AudioBytes:   st.audioBytes.Load(),
 	}
 	st.mu.Lock()
 	out.Width, out.Height = st.width, st.height

@@ -66,6 +66,19 @@ type Options struct {
 	// packets. Off by default: it costs a timer goroutine per session.
 	NACK bool
 
+	// Audio also offers a recvonly Opus (48 kHz stereo) m-section. A
+	// server without audio for the path rejects it and video plays alone.
+	Audio bool
+
+	// OnAudioPacket receives every Opus packet of the audio track. It runs
+	// on the audio read goroutine and must not block for long.
+	OnAudioPacket func(AudioPacket)
+
+	// SenderReports reads RTCP from the server to keep each track's
+	// latest sender report (see SenderReport), at the cost of one more
+	// goroutine per track.
+	SenderReports bool
+
 	// Logger receives the client's and pion's warnings; nil discards them.
 	Logger *slog.Logger
 }
@@ -89,7 +102,9 @@ type Session struct {
 	token      string
 	sessionURL string
 
-	trackCh chan *webrtc.TrackRemote
+	trackCh chan remoteTrack
+	opt     Options
+	srs     senderReports
 	closing chan struct{}
 	wg      sync.WaitGroup
 
@@ -134,7 +149,8 @@ func Dial(ctx context.Context, endpoint string, opt Options) (*Session, error) {
 		pc:         pc,
 		httpClient: httpClient,
 		token:      opt.BearerToken,
-		trackCh:    make(chan *webrtc.TrackRemote, 1),
+		trackCh:    make(chan remoteTrack, 2),
+		opt:        opt,
 		closing:    make(chan struct{}),
 		connected:  make(chan struct{}),
 		done:       make(chan struct{}),
@@ -166,6 +182,18 @@ func newPeerConnection(opt Options, log *slog.Logger) (*webrtc.PeerConnection, e
 	}
 
 	me := &webrtc.MediaEngine{}
+	if opt.Audio {
+		err := me.RegisterCodec(webrtc.RTPCodecParameters{
+			RTPCodecCapability: webrtc.RTPCodecCapability{
+				MimeType: webrtc.MimeTypeOpus, ClockRate: 48000, Channels: 2,
+				SDPFmtpLine: "minptime=10;useinbandfec=1;stereo=1",
+			},
+			PayloadType: 111,
+		}, webrtc.RTPCodecTypeAudio)
+		if err != nil {
+			return nil, fmt.Errorf("whepclient: register Opus codec: %w", err)
+		}
+	}
 	for _, c := range []struct {
 		pt      webrtc.PayloadType
 		profile string
@@ -213,15 +241,24 @@ func newPeerConnection(opt Options, log *slog.Logger) (*webrtc.PeerConnection, e
 		_ = pc.Close()
 		return nil, fmt.Errorf("whepclient: add recvonly video transceiver: %w", err)
 	}
+	if opt.Audio {
+		_, err = pc.AddTransceiverFromKind(webrtc.RTPCodecTypeAudio,
+			webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionRecvonly})
+		if err != nil {
+			_ = pc.Close()
+			return nil, fmt.Errorf("whepclient: add recvonly audio transceiver: %w", err)
+		}
+	}
 	return pc, nil
 }
 
 func (s *Session) installHandlers() {
-	s.pc.OnTrack(func(t *webrtc.TrackRemote, _ *webrtc.RTPReceiver) {
-		// Only one transceiver is offered; anything beyond the first track
-		// is ignored rather than read by nobody forever.
+	s.pc.OnTrack(func(t *webrtc.TrackRemote, r *webrtc.RTPReceiver) {
+		// At most two transceivers are offered; anything beyond is ignored
+		// rather than read by nobody forever. run starts the readers, so
+		// every goroutine is counted before Close waits.
 		select {
-		case s.trackCh <- t:
+		case s.trackCh <- remoteTrack{t, r}:
 		default:
 		}
 	})
@@ -300,14 +337,34 @@ func (s *Session) negotiate(ctx context.Context, endpoint *url.URL) error {
 	return nil
 }
 
-// run waits for the remote track and reads it until the session ends.
+// remoteTrack is what pion's OnTrack hands over.
+type remoteTrack struct {
+	t *webrtc.TrackRemote
+	r *webrtc.RTPReceiver
+}
+
+// run starts a reader for each remote track as it comes, counted in wg
+// while run itself still is, and returns when the session ends. The video
+// reader ends the session when its track ends; the others end when the
+// PeerConnection closes.
 func (s *Session) run() {
 	defer s.wg.Done()
-	select {
-	case t := <-s.trackCh:
-		s.finish(s.recv.readLoop(t))
-	case <-s.closing:
-	case <-s.done:
+	for {
+		select {
+		case rt := <-s.trackCh:
+			if s.opt.SenderReports {
+				s.wg.Go(func() { s.srs.readLoop(rt) })
+			}
+			if rt.t.Kind() == webrtc.RTPCodecTypeAudio {
+				s.wg.Go(func() { audioLoop(rt.t, s.opt.OnAudioPacket, &s.stats) })
+				continue
+			}
+			s.wg.Go(func() { s.finish(s.recv.readLoop(rt.t)) })
+		case <-s.closing:
+			return
+		case <-s.done:
+			return
+		}
 	}
 }
 

@@ -11,9 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/srtwhep/srtwhep/pkg/internal/testlog"
-
 	"go.uber.org/goleak"
+
+	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/pkg/internal/testlog"
 )
 
 func TestMain(m *testing.M) {
@@ -21,19 +22,6 @@ func TestMain(m *testing.M) {
 }
 
 func testLogger(t *testing.T) *slog.Logger { return testlog.New(t, slog.LevelWarn) }
-
-// waitFor polls cond until it holds or the deadline passes; media arrives
-// asynchronously, so there is no event to wait on for "all frames arrived".
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 func TestReceivesClip(t *testing.T) {
 	c := makeClip(t)
@@ -62,7 +50,7 @@ func TestReceivesClip(t *testing.T) {
 					mu.Unlock()
 				},
 				BearerToken:   "s3cret",
-				SettingEngine: loopbackOnly,
+				SettingEngine: testkit.LoopbackOnly,
 				Logger:        testLogger(t),
 			})
 			if err != nil {
@@ -83,7 +71,7 @@ func TestReceivesClip(t *testing.T) {
 				t.Fatal("server never finished sending the clip")
 			}
 			want := uint64(len(c.aus))
-			waitFor(t, 10*time.Second, "all frames", func() bool { return sess.Stats().Frames >= want })
+			testkit.WaitFor(t, 10*time.Second, "all frames", func() bool { return sess.Stats().Frames >= want })
 
 			st := sess.Stats()
 			if st.Frames != want || st.SeqGaps != 0 || st.Reordered != 0 || st.Duplicates != 0 {
@@ -170,7 +158,7 @@ func TestServerHangUpEndsSession(t *testing.T) {
 	srv := newWHEPServer(t, makeClip(t), true)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	sess, err := Dial(ctx, srv.endpoint(), Options{SettingEngine: loopbackOnly, Logger: testLogger(t)})
+	sess, err := Dial(ctx, srv.endpoint(), Options{SettingEngine: testkit.LoopbackOnly, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatalf("Dial: %v", err)
 	}
@@ -208,7 +196,7 @@ func TestHTTPErrors(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	opt := Options{SettingEngine: loopbackOnly, HTTPClient: srv.Client()}
+	opt := Options{SettingEngine: testkit.LoopbackOnly, HTTPClient: srv.Client()}
 
 	_, err := Dial(ctx, srv.URL+"/full/whep", opt)
 	var he *HTTPError

@@ -1,0 +1,69 @@
+package whep
+
+import (
+	"time"
+
+	"github.com/pion/rtp"
+
+	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/rtph264"
+)
+
+// opusStamper holds one viewer's RTP state for the audio track. Each
+// AudioFrame is one Opus packet (RFC 7587), so there is nothing to cut:
+// the packet shares the frame's Data, read-only, with every viewer.
+type opusStamper struct {
+	ssrc   uint32
+	pt     uint8
+	seq    uint16
+	offset uint32
+	lastTS uint32
+	// lastPTS is the PTS of lastTS, for the sender report.
+	lastPTS int64
+}
+
+// stamp returns the RTP packet of af. Its timestamp is the PTS on the
+// 48 kHz Opus clock plus the viewer's offset, never a running sample
+// count: a frame the hub dropped then leaves a gap the decoder conceals,
+// instead of shifting all later sound against the picture. Sequence
+// numbers stay contiguous across drops, so a drop triggers no NACK.
+func (o *opusStamper) stamp(af *av.AudioFrame) rtp.Packet {
+	ts := uint32(af.PTS*av.OpusClockRate/av.ClockRate) + o.offset
+	o.lastTS, o.lastPTS = ts, af.PTS
+	p := rtp.Packet{
+		Header: rtp.Header{
+			Version:        2,
+			PayloadType:    o.pt,
+			SequenceNumber: o.seq,
+			Timestamp:      ts,
+			SSRC:           o.ssrc,
+		},
+		Payload: af.Data,
+	}
+	o.seq++
+	return p
+}
+
+// sendAudio writes one Opus frame on the session's audio track and, once
+// the clock is anchored at the live edge, the track's sender report when
+// one is due. A session without audio never gets audio frames (its reader
+// is attached for video only); it ignores them all the same.
+func (sess *session) sendAudio(o *opusStamper, af *av.AudioFrame, reports *senderReporter, clock *mediaClock) {
+	if sess.audioTrack == nil {
+		return
+	}
+	pkt := o.stamp(af)
+	// A write error means the transport is going away; the state callback
+	// ends the session.
+	if sess.audioTrack.WriteRTP(&pkt) != nil {
+		return
+	}
+	n := uint64(rtph264.HeaderLen + len(af.Data))
+	sess.packets.Add(1)
+	sess.bytes.Add(n)
+	sess.reader.CountSent(1, int(n))
+	reports.sent(1, uint64(len(af.Data)))
+	if clock.set {
+		reports.maybeSend(sess.pc, time.Now(), o.lastTS, clock.at(o.lastPTS))
+	}
+}
