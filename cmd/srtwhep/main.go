@@ -7,15 +7,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/srtwhep/srtwhep/pkg/config"
 	"github.com/srtwhep/srtwhep/pkg/srt"
 	"github.com/srtwhep/srtwhep/pkg/version"
+	"github.com/srtwhep/srtwhep/pkg/web"
 )
 
 func main() {
@@ -27,7 +26,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	configFile := fs.String("config", "", "YAML config file (default: the embedded defaults, see configs/srtwhep.yml)")
 	check := fs.Bool("check", false, "validate the config, print the effective config and exit")
-	probe := fs.String("probe", "", "GET this URL and exit 0 on a 2xx answer (container health checks without curl)")
+	probe := fs.String("probe", "", "GET this URL and exit 0 on a 2xx answer (container health checks without curl; https to loopback is not verified)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	readyFile := fs.String("ready-file", "", "once every listener is bound, write their addresses to this file as JSON (for supervisors and tests using port 0)")
 	if err := fs.Parse(args); err != nil {
@@ -38,7 +37,11 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "srtwhep %s\n", version.String())
 		return 0
 	case *probe != "":
-		return probeURL(*probe, stderr)
+		if err := web.Probe(*probe); err != nil {
+			fmt.Fprintf(stderr, "probe: %v\n", err)
+			return 1
+		}
+		return 0
 	}
 	cfg, err := config.Load(*configFile)
 	if err != nil {
@@ -75,19 +78,5 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	log.Info("shut down cleanly", "version", version.String())
-	return 0
-}
-
-func probeURL(url string, stderr io.Writer) int {
-	resp, err := (&http.Client{Timeout: 3 * time.Second}).Get(url)
-	if err != nil {
-		fmt.Fprintf(stderr, "probe: %v\n", err)
-		return 1
-	}
-	resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		fmt.Fprintf(stderr, "probe: %s answered %s\n", url, resp.Status)
-		return 1
-	}
 	return 0
 }

@@ -42,6 +42,7 @@ type server struct {
 	ready     chan struct{}
 	addrs     atomic.Pointer[boundAddrs] // nil until ready
 	readyFile string                     // -ready-file
+	playerICE []player.ICEServer
 }
 
 // whepOpts adjust the WHEP server's config after it is derived from cfg;
@@ -86,9 +87,10 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		return nil, fmt.Errorf("srt: %w", err)
 	}
 
-	servers := make([]whep.ICEServer, 0, len(cfg.WebRTC.ICEServers))
+	var servers []whep.ICEServer
 	for _, is := range cfg.WebRTC.ICEServers {
-		servers = append(servers, whep.ICEServer{URLs: is.URLs, Username: is.Username, Credential: is.Credential})
+		servers = append(servers, whep.ICEServer(is))
+		s.playerICE = append(s.playerICE, player.ICEServer(is))
 	}
 	wcfg := whep.Config{
 		UDPListen:         cfg.WebRTC.UDPListen(),
@@ -118,10 +120,6 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 // fails; it returns only after all of them have stopped.
 func (s *server) Run(ctx context.Context) error {
 	defer s.policy.Close()
-	iceServers := make([]player.ICEServer, 0, len(s.cfg.WebRTC.ICEServers))
-	for _, is := range s.cfg.WebRTC.ICEServers {
-		iceServers = append(iceServers, player.ICEServer{URLs: is.URLs, Username: is.Username, Credential: is.Credential})
-	}
 	var metricsLn net.Listener
 	if s.cfg.Metrics.Listen != "" {
 		var err error
@@ -130,12 +128,18 @@ func (s *server) Run(ctx context.Context) error {
 		}
 	}
 	httpSrv, err := web.Listen(web.Config{
-		Listen: s.cfg.HTTP.Listen,
-		WHEP:   s.whep.Handler,
+		Listen:            s.cfg.HTTP.Listen,
+		IdleTimeout:       time.Duration(s.cfg.HTTP.IdleTimeout),
+		BodyTimeout:       time.Duration(s.cfg.HTTP.BodyTimeout),
+		MaxConns:          s.cfg.HTTP.MaxConns,
+		MaxConnsPerClient: s.cfg.HTTP.MaxConnsPerClient,
+		TrustedProxies:    s.cfg.HTTP.TrustedProxies,
+		TLS:               web.TLS(s.cfg.HTTP.TLS),
+		WHEP:              s.whep.Handler,
 		API: api.Handler(api.Config{Paths: s.ingest, Sessions: s.whep, Authorizer: s.policy,
 			Logger: s.log.With("component", "api")}),
 		APIPrefix: api.Prefix,
-		Player:    player.New(player.Config{Logger: s.log.With("component", "player"), ICEServers: iceServers}),
+		Player:    player.New(player.Config{Logger: s.log.With("component", "player"), ICEServers: s.playerICE}),
 		Ready: func() any {
 			if a := s.addrs.Load(); a != nil {
 				return a

@@ -34,6 +34,18 @@ type Path struct {
 	// Dropped counts frames lost on the way: skipped for slow viewers and
 	// discarded as undecodable.
 	Dropped uint64 `json:"dropped"`
+	// Audio is null when the stream has no audio (or audio is off).
+	Audio *Audio `json:"audio"`
+}
+
+// Audio describes a path's audio track.
+type Audio struct {
+	CodecIn             string  `json:"codecIn"`  // as published: AAC, MPEG-1 Audio, Opus
+	CodecOut            string  `json:"codecOut"` // as sent to viewers: Opus
+	FramesIn            uint64  `json:"framesIn"`
+	FramesOut           uint64  `json:"framesOut"`
+	Errors              uint64  `json:"errors"`
+	TranscodeCPUSeconds float64 `json:"transcodeCpuSeconds"`
 }
 
 // Publisher is the SRT caller feeding a path.
@@ -72,9 +84,10 @@ type SessionSource interface {
 }
 
 // Authorizer is the access policy as the API uses it: nil or an
-// *auth.Denied for a client's address and Bearer token.
+// *auth.Denied for a client (its address, and whether it came through a
+// proxy) and its Bearer token.
 type Authorizer interface {
-	CheckAPI(remote, token string) error
+	CheckAPI(c auth.Client, token string) error
 }
 
 // Config configures the handler. Paths and Sessions are required.
@@ -123,7 +136,8 @@ type handler struct {
 func (a *handler) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token := auth.BearerToken(r.Header)
-		err := a.cfg.Authorizer.CheckAPI(r.RemoteAddr, token)
+		client := auth.ClientOf(r)
+		err := a.cfg.Authorizer.CheckAPI(client, token)
 		if err == nil {
 			next.ServeHTTP(w, r)
 			return
@@ -134,8 +148,8 @@ func (a *handler) guard(next http.Handler) http.Handler {
 			return
 		}
 		penalize(r.Context(), d.Delay)
-		a.log.Warn("control API request refused", "remote", r.RemoteAddr, "method", r.Method,
-			"url", r.URL.Path, "reason", d.Reason.String())
+		a.log.Warn("control API request refused", "remote", r.RemoteAddr, "forwarded", client.Forwarded,
+			"method", r.Method, "url", r.URL.Path, "reason", d.Reason.String())
 		// The one table from a policy decision to an HTTP answer.
 		if d.Reason == auth.ReasonForbidden {
 			writeError(w, http.StatusForbidden, d.Msg)

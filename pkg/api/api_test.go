@@ -62,6 +62,16 @@ func TestAPI(t *testing.T) {
 	if w := do(t, h, "GET", "/v1/sessions", remote, ""); w.Code != http.StatusForbidden {
 		t.Errorf("no token, remote client: %d, want 403", w.Code)
 	}
+	// A proxy on this host (deploy/Caddyfile) forwards for anyone: without
+	// a token its requests are refused, even when they claim loopback.
+	fwd := httptest.NewRequest("DELETE", "/v1/publishers/live/cam1", nil)
+	fwd.RemoteAddr = local
+	fwd.Header.Set("X-Forwarded-For", "127.0.0.1")
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, fwd)
+	if w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), "reverse proxy") {
+		t.Errorf("forwarded, no token: %d %s, want 403", w.Code, w.Body)
+	}
 	if w := do(t, h, "DELETE", "/v1/sessions/abc", local, ""); w.Code != 200 {
 		t.Errorf("kick: %d %s", w.Code, w.Body)
 	}

@@ -246,19 +246,23 @@ func (p *Policy) CheckViewer(ctx context.Context, v Viewer) error {
 }
 
 // CheckAPI decides whether a control-API client may proceed: with a
-// configured token it must send it; without one only loopback clients are
-// answered.
-func (p *Policy) CheckAPI(remote, token string) error {
-	ip := AddrOf(remote)
+// configured token it must send it; without one only clients on this host
+// are answered, and a request that came through a proxy never counts as
+// one of them (the proxy may sit on this host and serve the world).
+func (p *Policy) CheckAPI(c Client, token string) error {
 	want := p.rules.Load().APIToken
 	if want == "" {
-		if !ip.IsLoopback() {
+		switch {
+		case c.Forwarded:
+			return &Denied{Reason: ReasonForbidden,
+				Msg: "the control API does not answer through a reverse proxy while api.token is empty; set api.token and send Authorization: Bearer TOKEN, or call the API on this host directly"}
+		case !c.Addr.IsLoopback():
 			return &Denied{Reason: ReasonForbidden,
 				Msg: "the control API only answers this host while api.token is empty; set api.token and send Authorization: Bearer TOKEN"}
 		}
 		return nil
 	}
-	key := Key(ip)
+	key := Key(c.Addr)
 	if !Equal(token, want) {
 		return &Denied{Reason: ReasonUnauthorized, Delay: p.http.Fail(key), TokenPresented: token != "",
 			Msg: "missing or wrong API token; send Authorization: Bearer TOKEN with api.token"}

@@ -55,7 +55,32 @@ type HTTP struct {
 	AllowOrigin   string `yaml:"allowOrigin" reload:"restart"`
 	MaxBodyBytes  int64  `yaml:"maxBodyBytes" reload:"restart"`
 	MaxHandshakes int    `yaml:"maxHandshakes" reload:"restart"`
+	// IdleTimeout closes a kept-alive connection without a new request;
+	// BodyTimeout cuts a request body that has not fully arrived in time.
+	IdleTimeout Duration `yaml:"idleTimeout" reload:"restart"`
+	BodyTimeout Duration `yaml:"bodyTimeout" reload:"restart"`
+	// MaxConns and MaxConnsPerClient cap open connections in total and per
+	// client address (per /64 for IPv6).
+	MaxConns          int `yaml:"maxConns" reload:"restart"`
+	MaxConnsPerClient int `yaml:"maxConnsPerClient" reload:"restart"`
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For or
+	// Forwarded headers name the client.
+	TrustedProxies []string `yaml:"trustedProxies" reload:"restart"`
+	TLS            TLS      `yaml:"tls"`
 }
+
+// TLS turns on HTTPS on the HTTP listener: certificate files, or an
+// automatic certificate for Domain from Let's Encrypt (ACME TLS-ALPN-01).
+type TLS struct {
+	CertFile string `yaml:"certFile" reload:"restart"`
+	KeyFile  string `yaml:"keyFile" reload:"restart"`
+	Domain   string `yaml:"domain" reload:"restart"`
+	CacheDir string `yaml:"cacheDir" reload:"restart"`
+	Email    string `yaml:"email" reload:"restart"`
+}
+
+// Enabled reports whether the listener serves HTTPS.
+func (t TLS) Enabled() bool { return t.CertFile != "" || t.Domain != "" }
 
 // WebRTC configures ICE and the media transport shared by all sessions.
 type WebRTC struct {
@@ -156,10 +181,15 @@ func Default() *Config {
 			ReadTimeout: Duration(10 * time.Second),
 		},
 		HTTP: HTTP{
-			Listen:        ":8889",
-			AllowOrigin:   "*",
-			MaxBodyBytes:  64 << 10,
-			MaxHandshakes: 32,
+			Listen:            ":8889",
+			AllowOrigin:       "*",
+			MaxBodyBytes:      64 << 10,
+			MaxHandshakes:     32,
+			IdleTimeout:       Duration(15 * time.Second),
+			BodyTimeout:       Duration(5 * time.Second),
+			MaxConns:          4096,
+			MaxConnsPerClient: 128,
+			TLS:               TLS{CacheDir: "/var/lib/srtwhep/acme"},
 		},
 		WebRTC: WebRTC{
 			UDPPort:           8189,
@@ -168,7 +198,10 @@ func Default() *Config {
 			DisconnectTimeout: Duration(5 * time.Second),
 			Keepalive:         Duration(2 * time.Second),
 		},
-		Metrics: Metrics{Listen: ":9998"},
+		// Loopback: outside Docker nothing else keeps the metrics (and
+		// pprof) private; the compose file listens on all addresses inside
+		// the container and publishes the port on the host's loopback.
+		Metrics: Metrics{Listen: "127.0.0.1:9998"},
 		Readers: Readers{QueueSize: 128, MaxCPUPercent: 85},
 		AuthHook: AuthHook{
 			Timeout:  Duration(2 * time.Second),

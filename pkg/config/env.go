@@ -74,17 +74,39 @@ func (w *walker) applyVar(name, value string) {
 		w.decodeEnv(w.top(idx), key, value)
 		return
 	}
-	keys := yamlNames(field.Type)
-	if !hasSub {
-		fail(key, "%s is a section, not a value; set one of its keys, e.g. %s%s_%s", key, envPrefix, strings.ToUpper(key), strings.ToUpper(keys[0]))
-		return
+	// Descend through sections (http, then http.tls): key names have no
+	// '_', so each one is the text up to the next '_'.
+	typ, v := field.Type, w.top(idx)
+	for {
+		keys := yamlNames(typ)
+		if !hasSub {
+			fail(key, "%s is a section, not a value; set one of its keys, e.g. %s_%s", key, envName(key), strings.ToUpper(keys[0]))
+			return
+		}
+		name, rest, more := strings.Cut(sub, "_")
+		sidx := indexFold(keys, name)
+		if sidx < 0 {
+			fail("", "unknown variable; keys of %s are %s_ followed by one of %s", key, envName(key), strings.ToUpper(strings.Join(keys, ", ")))
+			return
+		}
+		fi := fieldIndex(typ, sidx)
+		typ, v, key = typ.Field(fi).Type, v.Field(fi), key+"."+keys[sidx]
+		if !isSection(typ) {
+			if more {
+				fail("", "unknown variable; %s is a single value, set it with %s", key, envName(key))
+				return
+			}
+			w.decodeEnv(v, key, value)
+			return
+		}
+		sub, hasSub = rest, more
 	}
-	sidx := indexFold(keys, sub)
-	if sidx < 0 {
-		fail("", "unknown variable; keys of %s are %s_%s_ followed by one of %s", key, strings.TrimSuffix(envPrefix, "_"), strings.ToUpper(key), strings.ToUpper(strings.Join(keys, ", ")))
-		return
-	}
-	w.decodeEnv(w.top(idx).Field(fieldIndex(field.Type, sidx)), key+"."+keys[sidx], value)
+}
+
+// envName is the variable that sets a dotted key: http.tls.domain →
+// SRTWHEP_HTTP_TLS_DOMAIN.
+func envName(key string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
 }
 
 // top returns the idx-th top-level key's field of the Config being built.

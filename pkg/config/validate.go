@@ -94,21 +94,6 @@ func (v *validator) srt() {
 	v.positive("srt.readTimeout", s.ReadTimeout, "10s")
 }
 
-func (v *validator) http() {
-	h := v.c.HTTP
-	v.listen("http.listen", h.Listen, ":8889", false)
-	if strings.ContainsFunc(h.AllowOrigin, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		v.fail("http.allowOrigin", "contains a control character, which cannot go in an HTTP header; write an origin such as https://example.org or *")
-	}
-	if h.MaxBodyBytes < 1024 {
-		v.fail("http.maxBodyBytes", "%d is too small for an SDP offer (browsers send 3 to 10 KB); use at least 1024, e.g. 65536", h.MaxBodyBytes)
-	}
-	if h.MaxHandshakes < 1 {
-		v.fail("http.maxHandshakes", "%d allows no WHEP handshake at all; use 1 or more, e.g. 32", h.MaxHandshakes)
-	}
-	v.listen("metrics.listen", v.c.Metrics.Listen, ":9998", true)
-}
-
 func (v *validator) webrtc() {
 	r := v.c.WebRTC
 	if r.ListenIP != "" {

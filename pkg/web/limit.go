@@ -1,0 +1,173 @@
+package web
+
+import (
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/srtwhep/srtwhep/pkg/auth"
+)
+
+// refusalLogEvery bounds the log to one line per client (and one for the
+// global cap) per interval, however fast connections are refused.
+const refusalLogEvery = 10 * time.Second
+
+// limitListener caps open connections, per client address and in total, so
+// that one client holding thousands of idle sockets cannot use up the
+// process's file descriptors and keep everyone else out. A connection over
+// a cap is accepted and closed at once: the kernel has already completed
+// the handshake, so closing is the only answer left, and it frees the
+// descriptor immediately.
+//
+// The table holds one entry per client with an open connection, so it is
+// bounded by the total cap.
+type limitListener struct {
+	net.Listener
+	perClient, total int
+	// exempt reports peers that only count against the total: a trusted
+	// reverse proxy carries every viewer's requests on its connections.
+	exempt func(netip.Addr) bool
+	log    *slog.Logger
+	now    func() time.Time
+
+	mu            sync.Mutex
+	open          int
+	clients       map[string]*clientConns
+	refusedTotal  int // over the total cap since the last log line
+	totalLoggedAt time.Time
+}
+
+type clientConns struct {
+	open     int
+	refused  int // since the last log line
+	loggedAt time.Time
+}
+
+func newLimitListener(ln net.Listener, perClient, total int, exempt func(netip.Addr) bool, log *slog.Logger) *limitListener {
+	return &limitListener{Listener: ln, perClient: perClient, total: total, exempt: exempt, log: log,
+		now: time.Now, clients: map[string]*clientConns{}}
+}
+
+// Accept returns the next connection within the caps, closing those over
+// them; it returns only the inner listener's errors.
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		addr := peerAddr(c)
+		key := ""
+		if !l.exempt(addr) {
+			key = auth.Key(addr)
+		}
+		if l.admit(key, addr) {
+			return &countedConn{Conn: c, release: func() { l.release(key) }}, nil
+		}
+		if tc, ok := c.(*net.TCPConn); ok {
+			// A reset instead of FIN leaves no TIME_WAIT socket behind
+			// for each of a flood's connections.
+			_ = tc.SetLinger(0)
+		}
+		c.Close()
+	}
+}
+
+// admit counts a new connection of key ("" for an exempt peer) or refuses
+// it, logging a refusal summary at most once per interval.
+func (l *limitListener) admit(key string, addr netip.Addr) bool {
+	var logClient, logTotal bool
+	var open, refused int
+	now := l.now()
+	l.mu.Lock()
+	cc := l.clients[key]
+	switch {
+	case l.open >= l.total:
+		l.refusedTotal++
+		if now.Sub(l.totalLoggedAt) >= refusalLogEvery {
+			logTotal, open, refused = true, l.open, l.refusedTotal
+			l.refusedTotal, l.totalLoggedAt = 0, now
+		}
+	case key != "" && cc != nil && cc.open >= l.perClient:
+		cc.refused++
+		if now.Sub(cc.loggedAt) >= refusalLogEvery {
+			logClient, open, refused = true, cc.open, cc.refused
+			cc.refused, cc.loggedAt = 0, now
+		}
+	default:
+		l.open++
+		if key != "" {
+			if cc == nil {
+				cc = &clientConns{}
+				l.clients[key] = cc
+			}
+			cc.open++
+		}
+		l.mu.Unlock()
+		return true
+	}
+	l.mu.Unlock()
+	switch {
+	case logTotal:
+		l.log.Warn("HTTP connection limit reached; closing new connections", "open", open, "refused", refused,
+			"remote", addr.String(), "fix", "raise http.maxConns if this is legitimate load")
+	case logClient:
+		l.log.Warn("too many HTTP connections from one client; closing its new ones", "remote", key,
+			"open", open, "refused", refused, "fix", "raise http.maxConnsPerClient if many viewers share this address, or list a reverse proxy in http.trustedProxies")
+	}
+	return false
+}
+
+func (l *limitListener) release(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.open--
+	if cc := l.clients[key]; cc != nil {
+		if cc.open--; cc.open <= 0 {
+			delete(l.clients, key)
+		}
+	}
+}
+
+// openConns is the number of connections counted now.
+func (l *limitListener) openConns() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.open
+}
+
+func peerAddr(c net.Conn) netip.Addr {
+	if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return ta.AddrPort().Addr().Unmap().WithZone("")
+	}
+	return auth.AddrOf(c.RemoteAddr().String())
+}
+
+// countedConn gives its slot back when it is closed, once, however many
+// times Close is called.
+type countedConn struct {
+	net.Conn
+	closed  atomic.Bool
+	release func()
+}
+
+// Close releases the slot before closing, so that once the peer sees the
+// close the slot is free for its next connection.
+func (c *countedConn) Close() error {
+	if c.closed.CompareAndSwap(false, true) {
+		c.release()
+	}
+	return c.Conn.Close()
+}
+
+// CloseWrite keeps net/http's graceful close (half-close, then drain) of
+// the wrapped TCP connection.
+func (c *countedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
