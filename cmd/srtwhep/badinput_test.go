@@ -132,17 +132,19 @@ func TestBadInputs(t *testing.T) {
 	}
 }
 
-// sendCorruptedTS pushes a real H.264 TS over SRT with some messages
+// sendCorruptedTS pushes a real H.264 + AAC TS over SRT with some messages
 // replaced by random bytes, as a lossy or broken encoder would.
 func sendCorruptedTS(t *testing.T, ts *testServer) {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "clip.ts")
-	testkit.FFmpeg(t, "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30", "-t", "3",
-		"-c:v", "libx264", "-preset", "ultrafast", "-bf", "0", "-g", "30", "-f", "mpegts", file)
+	testkit.FFmpeg(t, "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30",
+		"-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-t", "3",
+		"-c:v", "libx264", "-preset", "ultrafast", "-bf", "0", "-g", "30", "-c:a", "aac", "-f", "mpegts", file)
 	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
+	breakADTS(data)
 	addr := ts.srt.Addr()
 	sock := srtgo.NewSrtSocket(addr.IP.String(), uint16(addr.Port), map[string]string{
 		"blocking": "1", "transtype": "live", "streamid": "publish:live/garbage", "mode": "caller"})
@@ -164,5 +166,31 @@ func sendCorruptedTS(t *testing.T, ts *testServer) {
 			t.Fatalf("SRT write: %v", err)
 		}
 		time.Sleep(5 * time.Millisecond) // pace like a live sender so the receive buffer never overflows
+	}
+}
+
+// breakADTS clears the ADTS sync word of every fourth audio PES in a TS
+// (audio on PID 257, as ffmpeg writes it): TS and PES framing stay intact,
+// so the demuxer gets the frame and must count it as an audio error.
+func breakADTS(ts []byte) {
+	n := 0
+	for i := 0; i+188 <= len(ts); i += 188 {
+		pkt := ts[i : i+188]
+		pid := int(pkt[1]&0x1f)<<8 | int(pkt[2])
+		if pkt[0] != 0x47 || pid != 257 || pkt[1]&0x40 == 0 {
+			continue // not the start of an audio PES
+		}
+		payload := 4
+		if pkt[3]&0x20 != 0 { // adaptation field
+			payload += 1 + int(pkt[4])
+		}
+		adts := payload + 9
+		if adts+1 >= len(pkt) || pkt[payload+2] != 1 {
+			continue
+		}
+		adts += int(pkt[payload+8]) // PES header data length
+		if n++; n%4 == 0 && adts+1 < len(pkt) {
+			pkt[adts], pkt[adts+1] = 0, 0
+		}
 	}
 }

@@ -98,11 +98,20 @@ func (ts *testServer) framesIn(path string) uint64 {
 	return 0
 }
 
-// viewer is a real pion WHEP client that records every access unit.
+// viewer is a real pion WHEP client that records every access unit and,
+// when it offers audio, every audio packet.
 type viewer struct {
 	*whepclient.Session
-	mu  sync.Mutex
-	aus []whepclient.AccessUnit
+	mu    sync.Mutex
+	aus   []whepclient.AccessUnit
+	audio []whepclient.AudioPacket
+}
+
+// snapshot copies what the viewer has received so far.
+func (v *viewer) snapshot() ([]whepclient.AccessUnit, []whepclient.AudioPacket) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return append([]whepclient.AccessUnit(nil), v.aus...), append([]whepclient.AudioPacket(nil), v.audio...)
 }
 
 func (v *viewer) units() []whepclient.AccessUnit {
@@ -117,12 +126,14 @@ func (v *viewer) count() int {
 	return len(v.aus)
 }
 
-func dialViewer(t *testing.T, ts *testServer, path string) *viewer {
+// dialViewer connects a decoding viewer; opts adjust its options (Audio,
+// say) before it dials.
+func dialViewer(t *testing.T, ts *testServer, path string, opts ...func(*whepclient.Options)) *viewer {
 	t.Helper()
 	v := &viewer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	sess, err := whepclient.Dial(ctx, ts.httpURL("/"+path+"/whep"), whepclient.Options{
+	o := whepclient.Options{
 		Decode: true,
 		OnAccessUnit: func(au whepclient.AccessUnit) {
 			nalus := make([][]byte, len(au.NALUs))
@@ -134,8 +145,17 @@ func dialViewer(t *testing.T, ts *testServer, path string) *viewer {
 			v.aus = append(v.aus, au)
 			v.mu.Unlock()
 		},
+		OnAudioPacket: func(p whepclient.AudioPacket) {
+			v.mu.Lock()
+			v.audio = append(v.audio, p)
+			v.mu.Unlock()
+		},
 		SettingEngine: testkit.LoopbackOnly,
-	})
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	sess, err := whepclient.Dial(ctx, ts.httpURL("/"+path+"/whep"), o)
 	if err != nil {
 		t.Fatalf("WHEP dial %s: %v", path, err)
 	}

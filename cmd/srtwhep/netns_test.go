@@ -1,13 +1,20 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
 )
@@ -115,8 +122,113 @@ func serverInNetns(t *testing.T, bin string, ns *netns, cfg string) *testkit.Ser
 // reachable from ns, and waits until the server has parsed it.
 func publishInNetns(t *testing.T, ns *netns, srv *testkit.Server, path string) {
 	t.Helper()
-	args := append([]string{"-hide_banner", "-loglevel", "warning", "-nostdin"}, x264Args("1280x720")...)
-	args = append(args, "-f", "mpegts", srv.SRTURL("publish:"+path))
-	testkit.StartProcess(t, "ffmpeg", ns.command("ffmpeg", args...))
+	ffmpegInNetns(t, ns, "1280x720", srv.SRTURL("publish:"+path))
 	srv.WaitLog(t, 15*time.Second, "stream parameters", "path="+path)
+}
+
+// ffmpegInNetns runs ffmpeg inside ns, encoding x264Args(size) into
+// MPEG-TS at url, until it exits or the test ends.
+func ffmpegInNetns(t *testing.T, ns *netns, size, url string) *testkit.Process {
+	t.Helper()
+	args := append([]string{"-hide_banner", "-loglevel", "warning", "-nostdin"}, x264Args(size)...)
+	return testkit.StartProcess(t, "ffmpeg", ns.command("ffmpeg", append(args, "-f", "mpegts", url)...))
+}
+
+// listenUDPIn opens a UDP socket on 127.0.0.1:0 inside ns. A socket stays
+// in the network namespace of the thread that created it, so one locked
+// thread visits ns for the call and comes back before it is unlocked.
+func listenUDPIn(t *testing.T, ns *netns) *net.UDPConn {
+	t.Helper()
+	home, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer home.Close()
+	there, err := os.Open("/run/netns/" + ns.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer there.Close()
+	type result struct {
+		conn *net.UDPConn
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		// home was opened on some thread of this process; every thread
+		// of the test process is in the root namespace.
+		if err := unix.Setns(int(there.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
+			done <- result{err: fmt.Errorf("setns: %w", err)}
+			return
+		}
+		c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err := unix.Setns(int(home.Fd()), unix.CLONE_NEWNET); err != nil {
+			// Stuck in ns: exit locked so Go discards the thread.
+			done <- result{c, fmt.Errorf("setns back: %w", err)}
+			return
+		}
+		runtime.UnlockOSThread()
+		done <- result{c, err}
+	}()
+	r := <-done
+	if r.err != nil {
+		if r.conn != nil {
+			r.conn.Close()
+		}
+		t.Fatalf("UDP socket inside netns %s: %v", ns.name, r.err)
+	}
+	return r.conn
+}
+
+// udpRelay forwards datagrams between one peer inside ns and to, an
+// address of this (the root) namespace, and returns the port the peer
+// sends to (on ns's 127.0.0.1). A publisher in ns thus reaches the
+// in-process server without any change to the root namespace, and
+// netfilter rules inside ns act on its packets in both directions.
+func udpRelay(t *testing.T, ns *netns, to *net.UDPAddr) int {
+	t.Helper()
+	in := listenUDPIn(t, ns)
+	out, err := net.DialUDP("udp4", nil, to)
+	if err != nil {
+		in.Close()
+		t.Fatal(err)
+	}
+	var peer atomic.Pointer[net.UDPAddr]
+	var wg sync.WaitGroup
+	// forward copies until its socket is closed; other errors (an ICMP
+	// error reported on a later read) lose one datagram, as on a network.
+	forward := func(read func([]byte) (int, error), write func([]byte)) {
+		defer wg.Done()
+		buf := make([]byte, 2048)
+		for {
+			n, err := read(buf)
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			if err == nil {
+				write(buf[:n])
+			}
+		}
+	}
+	wg.Add(2)
+	go forward(func(b []byte) (int, error) {
+		n, from, err := in.ReadFromUDP(b)
+		if err == nil {
+			peer.Store(from)
+		}
+		return n, err
+	}, func(b []byte) { _, _ = out.Write(b) })
+	go forward(out.Read, func(b []byte) {
+		if p := peer.Load(); p != nil {
+			_, _ = in.WriteToUDP(b, p)
+		}
+	})
+	t.Cleanup(func() {
+		in.Close()
+		out.Close()
+		wg.Wait()
+	})
+	return in.LocalAddr().(*net.UDPAddr).Port
 }

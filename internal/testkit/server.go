@@ -122,7 +122,14 @@ func (s *Server) Stop(t testing.TB) {
 				t.Errorf("srtwhep exit after SIGTERM: %v, want 0:\n%s", s.err, s.Log.String())
 			}
 		case <-time.After(5 * time.Second):
-			t.Errorf("srtwhep still running 5 s after SIGTERM:\n%s", s.Log.String())
+			// SIGQUIT makes a Go program print every goroutine's stack
+			// and exit: the log then shows where shutdown is stuck.
+			_ = s.Cmd.Process.Signal(syscall.SIGQUIT)
+			select {
+			case <-s.done:
+			case <-time.After(5 * time.Second):
+			}
+			t.Errorf("srtwhep still running 5 s after SIGTERM (goroutines after SIGQUIT below):\n%s", s.Log.String())
 		}
 	})
 }

@@ -1,0 +1,308 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/pkg/config"
+	"github.com/srtwhep/srtwhep/pkg/whepclient"
+)
+
+// notProducible lists the counters this test cannot make move, with why.
+// Every other srtwhep_* counter the server exports must leave 0 here.
+var notProducible = map[string]string{
+	// The kernel refuses a datagram on the shared media socket only when
+	// its send buffer is full or netfilter drops it on the way out (EPERM).
+	// The in-process server's socket lives in the test process's network
+	// namespace, the machine's own, whose firewall tests never touch, and
+	// loopback at a few test streams never fills a send buffer.
+	"srtwhep_webrtc_udp_datagrams_refused_total": "needs the kernel to refuse a send in the root namespace",
+}
+
+// TestCountersMove produces, against one real server, the event behind
+// every srtwhep_* counter: a publisher and viewers, a stalled viewer, SRT
+// loss and late packets (netfilter in a publisher's network namespace),
+// broken TS, B-frames, and each reason a WHEP offer is refused. Which
+// counters exist is read from the scrape itself, so a counter added later
+// without an event here fails the test until one is added (or it is listed
+// in notProducible, with the reason).
+func TestCountersMove(t *testing.T) {
+	requireNetns(t, "iptables")
+	held, release := stallOnce(t, func(c *config.Config) {
+		c.Metrics.Listen = "127.0.0.1:0"
+		c.Readers.QueueSize = 20 // a stalled viewer overflows in under a second
+		c.HTTP.MaxHandshakes = 1 // one never-connecting offer fills it
+		c.WebRTC.HandshakeTimeout = config.Duration(2 * time.Second)
+		c.Paths = map[string]config.Path{
+			"live/idle": {},
+			"live/priv": {ReadTokens: []string{"viewer-token"}},
+		}
+	})
+	ts := held.ts
+	w := &counterWatch{addr: ts.addrs.Load().Metrics, max: map[string]float64{}}
+
+	t.Run("configured path without publisher", func(t *testing.T) {
+		w.wantPublisherUp(t, w.scrape(t), "live/idle", 0)
+	})
+
+	// Publishers start together; each subtest waits for its own events.
+	pubM := startFFmpeg(t, x264AACArgs, ts.srtURL("publish:live/m"))
+	startFFmpeg(t, x264Args("320x240", "-bf", "2"), ts.srtURL("publish:live/bframes"))
+	pubNS := newNetns(t, "pub")
+	relay := udpRelay(t, pubNS, ts.srt.Addr())
+	ffmpegInNetns(t, pubNS, "320x240",
+		fmt.Sprintf("srt://127.0.0.1:%d?streamid=publish:live/lossy&pkt_size=1316", relay))
+
+	// Two viewers of live/m for the rest of the test; the caps below are
+	// lowered under them.
+	ts.waitPublisher(t, "live/m")
+	ts.dialOne(t, "live/m").waitUnits(t, 10, 15*time.Second)
+	slow := ts.dialOne(t, "live/m")
+	slow.waitUnits(t, 5, 15*time.Second)
+
+	t.Run("ingest and viewers", func(t *testing.T) {
+		held.stall(sessionID(slow))
+		for _, kind := range []string{"video", "audio"} {
+			w.waitAbove(t, "srtwhep_path_frames_dropped_total", "path", "live/m", "reason", "slow_reader", "kind", kind)
+		}
+		release()
+		for _, name := range []string{"srtwhep_path_ingest_bytes_total", "srtwhep_path_ingest_frames_total",
+			"srtwhep_path_sent_bytes_total", "srtwhep_path_sent_packets_total",
+			"srtwhep_srt_packets_received_total", "srtwhep_srt_received_bytes_total",
+			"srtwhep_path_audio_frames_in_total", "srtwhep_path_audio_frames_out_total",
+			"srtwhep_path_audio_transcode_cpu_seconds_total"} {
+			w.waitAbove(t, name, "path", "live/m")
+		}
+		w.waitAbove(t, "srtwhep_webrtc_sessions_total")
+		w.waitAbove(t, "srtwhep_webrtc_udp_datagrams_sent_total")
+	})
+
+	t.Run("srt loss, retransmission and late drops", func(t *testing.T) {
+		ts.waitPublisher(t, "live/lossy")
+		// Drop on the relay's receive side (INPUT), not on ffmpeg's send
+		// side: an OUTPUT drop would fail ffmpeg's sendmsg with EPERM
+		// instead of losing the packet on the way.
+		data := fmt.Sprintf("INPUT -p udp --dport %d -m statistic --mode random --probability 0.05 -j DROP", relay)
+		pubNS.exec(t, append([]string{"iptables", "-A"}, strings.Fields(data)...)...)
+		w.waitAbove(t, "srtwhep_srt_packets_lost_total", "path", "live/lossy")
+		w.waitAbove(t, "srtwhep_srt_packets_retransmitted_total", "path", "live/lossy")
+		// With the server's NAKs cut off as well, lost packets are never
+		// sent again and the server skips them once the latency has passed.
+		naks := fmt.Sprintf("INPUT -p udp --sport %d -j DROP", relay)
+		pubNS.exec(t, append([]string{"iptables", "-A"}, strings.Fields(naks)...)...)
+		w.waitAbove(t, "srtwhep_srt_packets_dropped_total", "path", "live/lossy")
+		pubNS.exec(t, append([]string{"iptables", "-D"}, strings.Fields(naks)...)...)
+	})
+
+	t.Run("b-frames", func(t *testing.T) {
+		w.waitAbove(t, "srtwhep_path_frames_dropped_total", "path", "live/bframes", "reason", "bframes")
+	})
+
+	t.Run("broken TS", func(t *testing.T) {
+		sendCorruptedTS(t, ts)
+		// The SRT series exist while the connection does, which is until
+		// this subtest ends.
+		w.waitAbove(t, "srtwhep_srt_decode_errors_total", "path", "live/garbage")
+		w.waitAbove(t, "srtwhep_path_frames_dropped_total", "path", "live/garbage", "reason", "decode_error")
+		w.waitAbove(t, "srtwhep_path_audio_errors_total", "path", "live/garbage")
+	})
+
+	t.Run("whep rejections and failed handshakes", func(t *testing.T) {
+		url := func(path string) string { return ts.httpURL("/" + path + "/whep") }
+		post := func(path, body string, want int) {
+			t.Helper()
+			if code, _, resp := request(t, http.MethodPost, url(path), "", "application/sdp", body); code != want {
+				t.Errorf("POST %s: %d %q, want %d", path, code, resp, want)
+			}
+		}
+		offer := offerSDP(t)
+		post("live/idle", offer, http.StatusNotFound)
+		w.waitAbove(t, "srtwhep_webrtc_rejected_total", "reason", "no_publisher")
+		post("live/m", "v=0 but not SDP", http.StatusBadRequest)
+		w.waitAbove(t, "srtwhep_webrtc_rejected_total", "reason", "bad_offer")
+
+		// Caps are live: lower them under the two viewers of live/m.
+		running := ts.config()
+		capped := *running
+		capped.Paths = maps.Clone(running.Paths)
+		capped.Paths["live/m"] = config.Path{MaxReaders: 1}
+		ts.apply(&capped)
+		post("live/m", offer, http.StatusServiceUnavailable)
+		w.waitAbove(t, "srtwhep_webrtc_rejected_total", "reason", "reader_cap")
+		full := *running
+		full.Readers.MaxTotal = 1
+		ts.apply(&full)
+		post("live/m", offer, http.StatusServiceUnavailable)
+		w.waitAbove(t, "srtwhep_webrtc_rejected_total", "reason", "server_full")
+		ts.apply(running)
+
+		// An offer whose peer is gone before ICE: answered (201), it holds
+		// the only handshake slot until the handshake timeout fails it.
+		gone := testkit.Offer(t, testkit.OfferOptions{Codecs: h264Only})
+		if err := gone.PC.Close(); err != nil {
+			t.Fatal(err)
+		}
+		post("live/m", gone.SDP, http.StatusCreated)
+		post("live/m", offer, http.StatusServiceUnavailable)
+		w.waitAbove(t, "srtwhep_webrtc_rejected_total", "reason", "handshake_limit")
+		w.waitAbove(t, "srtwhep_webrtc_handshakes_failed_total")
+
+		// Last: a refusal makes the next attempts from loopback wait.
+		post("live/priv", offer, http.StatusUnauthorized)
+		w.waitAbove(t, "srtwhep_webrtc_rejected_total", "reason", "auth")
+	})
+
+	t.Run("publisher left", func(t *testing.T) {
+		before := w.pathCounters(w.scrape(t), "live/m")
+		if err := pubM.Cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		_ = pubM.Wait(t, 10*time.Second) // ffmpeg ends its SRT connection on the way out
+		testkit.WaitFor(t, 10*time.Second, "live/m to lose its publisher", func() bool { return !ts.hub.HasPublisher("live/m") })
+		fams := w.scrape(t)
+		w.wantPublisherUp(t, fams, "live/m", 0)
+		after := w.pathCounters(fams, "live/m")
+		for k, b := range before {
+			if a, ok := after[k]; !ok || a < b {
+				t.Errorf("%s of live/m went from %v to %v (present %v) when its publisher left", k, b, a, ok)
+			}
+		}
+	})
+
+	w.wantPublisherUp(t, w.scrape(t), "live/idle", 0)
+	w.checkAllMoved(t)
+}
+
+// x264AACArgs is x264Args' stream with a 48 kHz AAC tone, for the audio
+// counters.
+var x264AACArgs = []string{"-re", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30",
+	"-re", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
+	"-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-bf", "0", "-g", "60", "-b:v", "500k",
+	"-c:a", "aac", "-b:a", "64k"}
+
+// counterWatch scrapes the server's /metrics and keeps, for every srtwhep_*
+// counter, the highest value any scrape showed. A counter is its family and
+// its labels other than path: each reason is an event of its own.
+type counterWatch struct {
+	addr string
+	max  map[string]float64
+}
+
+func (w *counterWatch) scrape(t *testing.T) map[string]*dto.MetricFamily {
+	t.Helper()
+	fams := scrapeMetrics(t, w.addr)
+	for name, f := range fams {
+		if !strings.HasPrefix(name, "srtwhep_") || f.GetType() != dto.MetricType_COUNTER {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			k := counterKey(name, m, "path")
+			w.max[k] = max(w.max[k], m.GetCounter().GetValue())
+		}
+	}
+	return fams
+}
+
+// waitAbove scrapes until the sample of name with labels (pairs of name
+// and value) is above 0.
+func (w *counterWatch) waitAbove(t *testing.T, name string, labels ...string) {
+	t.Helper()
+	testkit.WaitFor(t, 15*time.Second, fmt.Sprintf("%s%q above 0", name, labels), func() bool {
+		v, _ := series(w.scrape(t), name, labels...)
+		return v > 0
+	})
+}
+
+// pathCounters returns path's srtwhep_path_* counter samples by key.
+func (w *counterWatch) pathCounters(fams map[string]*dto.MetricFamily, path string) map[string]float64 {
+	out := map[string]float64{}
+	for name, f := range fams {
+		if !strings.HasPrefix(name, "srtwhep_path_") || f.GetType() != dto.MetricType_COUNTER {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if labelOf(m, "path") == path {
+				out[counterKey(name, m)] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	return out
+}
+
+func (w *counterWatch) wantPublisherUp(t *testing.T, fams map[string]*dto.MetricFamily, path string, want float64) {
+	t.Helper()
+	if v, ok := series(fams, "srtwhep_path_publisher_up", "path", path); !ok || v != want {
+		t.Errorf("srtwhep_path_publisher_up{path=%q} = %v (exported: %v), want %v", path, v, ok, want)
+	}
+}
+
+// checkAllMoved fails for every counter that stayed 0 and is not listed
+// in notProducible, and for every listed one the server no longer exports.
+func (w *counterWatch) checkAllMoved(t *testing.T) {
+	t.Helper()
+	var moved, still []string
+	families := map[string]bool{}
+	for k, v := range w.max {
+		family, _, _ := strings.Cut(k, "{")
+		families[family] = true
+		switch {
+		case v > 0:
+			moved = append(moved, k)
+		case notProducible[family] == "":
+			still = append(still, k)
+		}
+	}
+	sort.Strings(moved)
+	sort.Strings(still)
+	t.Logf("counters that moved (%d): %s", len(moved), strings.Join(moved, ", "))
+	for _, k := range still {
+		t.Errorf("counter %s stayed 0 although the test produced its event", k)
+	}
+	for family := range notProducible {
+		if !families[family] {
+			t.Errorf("notProducible lists %s, which the server does not export: remove it", family)
+		}
+	}
+	if len(moved) == 0 {
+		t.Error("no srtwhep_* counter found in any scrape")
+	}
+}
+
+// counterKey writes a sample as family{label="value",...}, leaving out
+// the labels named in skip.
+func counterKey(family string, m *dto.Metric, skip ...string) string {
+	var labels []string
+	for _, l := range m.GetLabel() {
+		if !slices.Contains(skip, l.GetName()) {
+			labels = append(labels, l.GetName()+"="+strconv.Quote(l.GetValue()))
+		}
+	}
+	if len(labels) == 0 {
+		return family
+	}
+	sort.Strings(labels)
+	return family + "{" + strings.Join(labels, ",") + "}"
+}
+
+// dialOne dials a viewer when the server's only handshake slot is free,
+// and returns once the server has it too: the slot is taken from the
+// offer until the server sees the connection.
+func (ts *testServer) dialOne(t *testing.T, path string) *viewer {
+	t.Helper()
+	free := func() bool { return ts.whep.Stats().HandshakesInFlight == 0 }
+	testkit.WaitFor(t, 15*time.Second, "a free handshake slot", free)
+	v := dialViewer(t, ts, path, func(o *whepclient.Options) { o.Audio = true })
+	testkit.WaitFor(t, 15*time.Second, "the server to see the viewer connected", free)
+	return v
+}
