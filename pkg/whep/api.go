@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"slices"
+	"time"
 
 	"github.com/pion/dtls/v3"
 	"github.com/pion/ice/v4"
@@ -27,6 +28,7 @@ var h264Profiles = []string{"42e01f", "42001f", "4d001f", "640c1f"}
 
 // muxes are the sockets every session shares.
 type muxes struct {
+	log      *slog.Logger
 	udpConn  *net.UDPConn
 	udpBatch *udpbatch.Conn
 	udpAddr  *net.UDPAddr
@@ -52,13 +54,33 @@ func (m *muxes) close() {
 		_ = m.udpBatch.Close()
 	}
 	_ = m.udpConn.Close()
-	if m.tcp != nil {
-		_ = m.tcp.Close()
-	}
 	if m.tcpLn != nil {
 		_ = m.tcpLn.Close()
 	}
+	if m.tcp != nil {
+		// pion/ice v4.4.8's TCPMuxDefault.Close waits for every connection
+		// it is setting up; when a browser opens two ICE-TCP connections
+		// with the same ufrag, one of them is dropped from its map without
+		// being closed and the wait never ends. Shutdown must finish
+		// within its budget, so the wait is bounded: past it the stuck
+		// goroutine is left to the exiting process.
+		done := make(chan struct{})
+		go func() {
+			_ = m.tcp.Close()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(tcpMuxCloseWait):
+			if m.log != nil {
+				m.log.Warn("ICE-TCP mux did not close in time; leaving it to process exit", "wait", tcpMuxCloseWait)
+			}
+		}
+	}
 }
+
+// tcpMuxCloseWait bounds the wait for pion's ICE-TCP mux on shutdown.
+const tcpMuxCloseWait = time.Second
 
 // filteredNet hides interfaces the config excludes and, with public IPs,
 // the addresses of families that have none. The UDP mux on an unspecified
@@ -115,7 +137,7 @@ func listenMuxes(cfg Config, log *slog.Logger) (*muxes, error) {
 	if err != nil {
 		return nil, fmt.Errorf("whep: listen on UDP %s: %w; is another process (or srtwhep) using the port?", cfg.UDPListen, err)
 	}
-	m := &muxes{udpConn: uc, udpAddr: uc.LocalAddr().(*net.UDPAddr)}
+	m := &muxes{log: log, udpConn: uc, udpAddr: uc.LocalAddr().(*net.UDPAddr)}
 	// Every viewer's media leaves through this one socket: batching its
 	// writes into sendmmsg(2) is what keeps the kernel's per-packet cost
 	// from dominating fan-out.

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/rtph264"
 )
 
