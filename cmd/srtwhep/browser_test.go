@@ -32,6 +32,12 @@ type playerStats struct {
 	PacketsLost     int     `json:"packetsLost"`
 	Codec           string  `json:"codec"`
 	FirstFrameMs    *int    `json:"firstFrameMs"`
+
+	HasAudio             bool `json:"hasAudio"`
+	Muted                bool `json:"muted"`
+	AudioPacketsReceived int  `json:"audioPacketsReceived"`
+	TotalSamplesReceived int  `json:"totalSamplesReceived"`
+	ConcealedSamples     int  `json:"concealedSamples"`
 }
 
 // TestBrowserPlays opens the player page in headless Debian Chromium while
@@ -68,7 +74,13 @@ webrtc:
 metrics:
   listen: ""
 `)
-	publishInNetns(t, srvNS, srv, "live/cam1")
+	// The reference stream with AAC sound, which the server turns into
+	// Opus for the browser.
+	testkit.StartProcess(t, "ffmpeg", srvNS.command("ffmpeg", "-hide_banner", "-loglevel", "warning", "-nostdin",
+		"-re", "-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=30", "-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=48000",
+		"-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-bf", "0", "-g", "60", "-b:v", "2500k",
+		"-c:a", "aac", "-b:a", "128k", "-f", "mpegts", srv.SRTURL("publish:live/cam1")))
+	srv.WaitLog(t, 15*time.Second, "stream parameters", "path=live/cam1")
 
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(960, 540), chromedp.Navigate("http://10.210.0.1:8889/live/cam1")); err != nil {
 		t.Fatalf("open the player page: %v", err)
@@ -146,6 +158,32 @@ metrics:
 		t.Errorf("first frame %v after the offer (median of 3), want ≤ 1 s: is the last GOP sent at once?", d)
 	}
 	st = poll()
+
+	// Sound: the page starts muted (browsers block unmuted autoplay) and
+	// one click on the video unmutes it. Audio is received and decoded
+	// either way; over 3 s of steady playback the decoder must have had
+	// to conceal (invent) less than 5 % of what it played.
+	testkit.WaitFor(t, 5*time.Second, "the page to report audio packets", func() bool {
+		st = poll()
+		return st.HasAudio && st.AudioPacketsReceived > 0
+	})
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("v"))); err != nil {
+		t.Fatalf("click the video to unmute: %v", err)
+	}
+	a0 := poll()
+	testkit.WaitFor(t, 10*time.Second, "3 s of audio samples", func() bool {
+		st = poll()
+		return st.TotalSamplesReceived-a0.TotalSamplesReceived >= 3*48000
+	})
+	samples, concealed := st.TotalSamplesReceived-a0.TotalSamplesReceived, st.ConcealedSamples-a0.ConcealedSamples
+	fmt.Printf("browser: audio %d packets, %d samples in the last window, %.2f %% concealed, muted=%v after a click\n",
+		st.AudioPacketsReceived, samples, 100*float64(concealed)/float64(samples), st.Muted)
+	if st.Muted {
+		t.Error("the page is still muted after a click on the video")
+	}
+	if float64(concealed) > 0.05*float64(samples) {
+		t.Errorf("audio: %d of %d samples concealed, want < 5 %%", concealed, samples)
+	}
 
 	// The screenshot is of steady playback, once the catch-up burst has
 	// left the browser's frame rate figure (up to a few seconds).
