@@ -2,6 +2,8 @@ package main
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -245,4 +247,41 @@ func TestUnplayableAudio(t *testing.T) {
 			t.Errorf("%s announces audio %q → %q", p.Path, p.AudioIn, p.AudioOut)
 		}
 	}
+}
+
+// TestDamagedAudio: an AAC track with every fourth frame's header broken
+// keeps its video at the full frame rate and its sound going; the damage
+// is counted and summarised in one warning.
+func TestDamagedAudio(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "clip.ts")
+	testkit.FFmpeg(t, "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30",
+		"-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=48000", "-t", "8",
+		"-c:v", "libx264", "-preset", "ultrafast", "-bf", "0", "-g", "30", "-c:a", "aac", "-f", "mpegts", file)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	breakADTS(data)
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t, nil)
+	startFFmpeg(t, []string{"-re", "-i", file, "-c", "copy"}, ts.srtURL("publish:live/damaged"))
+	ts.waitPublisher(t, "live/damaged")
+	v := dialViewer(t, ts, "live/damaged", func(o *whepclient.Options) { o.Audio = true })
+	testkit.WaitFor(t, 20*time.Second, "3 s of video and audio", func() bool {
+		aus, audio := v.snapshot()
+		return len(aus) >= 90 && len(audio) >= 100
+	})
+	if fps := liveFrameRate(v.units()); fps < 28 || fps > 32 {
+		t.Errorf("video at %.1f fps, want 30", fps)
+	}
+	var errs uint64
+	for _, p := range ts.ingest.Stats() {
+		errs += p.Totals.AudioErrors
+	}
+	if errs == 0 {
+		t.Error("no audio errors counted for a track with broken frames")
+	}
+	ts.logs.WaitLog(t, 10*time.Second, "audio decode errors", "path=live/damaged")
 }
