@@ -1,8 +1,8 @@
 // Package audio turns a publisher's audio track into Opus for WebRTC, once
 // per path: AAC (from ADTS or LATM) and MPEG-1 audio layer II/III are
-// decoded in process with FFmpeg (libavcodec through go-astiav),
-// resampled to 48 kHz stereo with FFmpeg's aresample filter, and encoded
-// with libopus in 20 ms frames; Opus passes through untouched.
+// decoded in process with FFmpeg's libavcodec, resampled to 48 kHz stereo
+// with libswresample, and encoded with libopus in 20 ms frames; Opus
+// passes through untouched.
 //
 // Timestamps stay on the demuxer's 90 kHz clock, the clock of the video,
 // so lip sync survives transcoding: each output frame's PTS is the PTS of
@@ -169,8 +169,8 @@ func (t *Transcoder) forward(u av.AudioUnit) error {
 }
 
 func (t *Transcoder) transcode(u av.AudioUnit) error {
-	if t.pcm.graph != nil {
-		expect := t.anchor + t.segIn*av.ClockRate/int64(t.pcm.inRate)
+	if t.pcm.running() {
+		expect := t.anchor + t.segIn*av.ClockRate/int64(t.pcm.inRate())
 		if d := u.PTS - expect; d > maxSkew || d < -maxSkew {
 			if err := t.pcm.drain(); err != nil {
 				t.fail(err)

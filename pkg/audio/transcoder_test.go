@@ -313,3 +313,40 @@ func TestNewRefusesUnknownInput(t *testing.T) {
 		t.Errorf("Write after Close: %+v", s)
 	}
 }
+
+// When the input PTS goes back, the frames that would overlap what was
+// already sent are dropped, and only those: once the input is past the
+// old end, one run continues without restarts.
+func TestRecoversAfterOverlap(t *testing.T) {
+	p := runPipeline(t, ffmpegTS(t, clipSeconds, 44100, "-c:a", "aac", "-b:a", "128k", "-ac", "2"), Config{})
+	const first, back = 60, 20
+	var frames []*av.AudioFrame
+	tr, err := New(p.tracks[0], Config{}, func(f *av.AudioFrame) { frames = append(frames, f) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.Close)
+	units := append(append([]av.AudioUnit(nil), p.units[:first]...), p.units[back:]...)
+	for _, u := range units {
+		tr.Write(u)
+	}
+	// Each replayed unit (~23 ms) completes about one frame, all refused.
+	if s := tr.Stats(); s.Errors > first-back+2 {
+		t.Errorf("%d errors for %d replayed units: %+v", s.Errors, first-back, s)
+	}
+	restarts := 0
+	for i := 1; i < len(frames); i++ {
+		if step := frames[i].PTS - frames[i-1].PTS; step < frameTicks {
+			t.Errorf("frame %d at %d overlaps frame %d at %d", i, frames[i].PTS, i-1, frames[i-1].PTS)
+		} else if step != frameTicks {
+			restarts++
+		}
+	}
+	if restarts > 1 {
+		t.Errorf("%d restarts, want 1", restarts)
+	}
+	last := p.units[len(p.units)-1].PTS
+	if end := frames[len(frames)-1].PTS; end < last-2*frameTicks {
+		t.Errorf("output ends at %d, input at %d", end, last)
+	}
+}
