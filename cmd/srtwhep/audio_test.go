@@ -253,16 +253,8 @@ func TestUnplayableAudio(t *testing.T) {
 // keeps its video at the full frame rate and its sound going; the damage
 // is counted and summarised in one warning.
 func TestDamagedAudio(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "clip.ts")
-	testkit.FFmpeg(t, "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30",
-		"-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=48000", "-t", "8",
-		"-c:v", "libx264", "-preset", "ultrafast", "-bf", "0", "-g", "30", "-c:a", "aac", "-f", "mpegts", file)
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	breakADTS(data)
-	if err := os.WriteFile(file, data, 0o644); err != nil {
+	file := filepath.Join(t.TempDir(), "damaged.ts")
+	if err := os.WriteFile(file, damagedAACClip(t, "8"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ts := startServer(t, nil)

@@ -136,15 +136,7 @@ func TestBadInputs(t *testing.T) {
 // replaced by random bytes, as a lossy or broken encoder would.
 func sendCorruptedTS(t *testing.T, ts *testServer) {
 	t.Helper()
-	file := filepath.Join(t.TempDir(), "clip.ts")
-	testkit.FFmpeg(t, "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30",
-		"-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-t", "3",
-		"-c:v", "libx264", "-preset", "ultrafast", "-bf", "0", "-g", "30", "-c:a", "aac", "-f", "mpegts", file)
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	breakADTS(data)
+	data := damagedAACClip(t, "3")
 	addr := ts.srt.Addr()
 	sock := srtgo.NewSrtSocket(addr.IP.String(), uint16(addr.Port), map[string]string{
 		"blocking": "1", "transtype": "live", "streamid": "publish:live/garbage", "mode": "caller"})
@@ -167,6 +159,22 @@ func sendCorruptedTS(t *testing.T, ts *testServer) {
 		}
 		time.Sleep(5 * time.Millisecond) // pace like a live sender so the receive buffer never overflows
 	}
+}
+
+// damagedAACClip makes a seconds-long H.264 + AAC TS with every fourth
+// audio frame's header broken (breakADTS) and returns its bytes.
+func damagedAACClip(t *testing.T, seconds string) []byte {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "clip.ts")
+	testkit.FFmpeg(t, "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30",
+		"-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-t", seconds,
+		"-c:v", "libx264", "-preset", "ultrafast", "-bf", "0", "-g", "30", "-c:a", "aac", "-f", "mpegts", file)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	breakADTS(data)
+	return data
 }
 
 // breakADTS clears the ADTS sync word of every fourth audio PES in a TS
