@@ -31,10 +31,14 @@ func main() {
 }
 
 const usage = `usage:
-  whep-loadgen run    -url URL -n N [-ramp 20/s] [-hold 30s] [-decode-every 10]
-  whep-loadgen ladder -url URL -pid SERVERPID [-steps 10,20,40,80,160] [-hold 20s]
+  whep-loadgen run    -url URL -n N [-ramp 20/s] [-hold 30s] [-decode-every 10] [-audio]
+  whep-loadgen ladder -url URL -pid SERVERPID [-steps 10,20,40,80,160] [-hold 20s] [-audio]
                       [-metrics http://127.0.0.1:9998/metrics] [-out DIR]
   whep-loadgen plot   -in DIR/ladder.json -out ladder.png
+  whep-loadgen compare -video DIR/ladder.json -audio DIR/ladder.json
+  whep-loadgen soak   -server bin/srtwhep [-duration 10m] [-viewers 100] [-churn 10]
+                      [-restart-every 2m]
+  whep-loadgen g2g    -srt SRTURL -url URL [-duration 20s] [-metrics URL]
 Run "whep-loadgen COMMAND -h" for every flag.
 `
 
@@ -52,6 +56,12 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return cmdLadder(ctx, args[1:], stdout, stderr)
 	case "plot":
 		return cmdPlot(args[1:], stderr)
+	case "compare":
+		return cmdCompare(args[1:], stdout, stderr)
+	case "soak":
+		return cmdSoak(ctx, args[1:], stdout, stderr)
+	case "g2g":
+		return cmdG2G(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -69,6 +79,8 @@ type common struct {
 	connectTimeout   time.Duration
 	pace             time.Duration
 	verbose          bool
+	audio, nack, gro bool
+	audioPPS         float64
 	cpuProfile       string
 	rate             float64
 	criteria         loadgen.Criteria
@@ -86,6 +98,10 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.Float64Var(&c.maxLoss, "max-loss", 0.001, "largest lost/expected packet ratio a verified viewer may have")
 	fs.DurationVar(&c.connectTimeout, "connect-timeout", 15*time.Second, "limit for one session's offer, ICE and DTLS")
 	fs.DurationVar(&c.pace, "pace", loadgen.DefaultPace, "sleep between receive rounds (batches packets per system call); 0 reads as soon as packets arrive")
+	fs.BoolVar(&c.audio, "audio", false, "offer Opus audio too; a viewer is then verified only if it also gets the audio at ≥ 90% of -audio-pps")
+	fs.Float64Var(&c.audioPPS, "audio-pps", 50, "Opus packets per second the server sends (50 for 20 ms frames)")
+	fs.BoolVar(&c.nack, "nack", true, "offer generic NACK as browsers do (PLI is always offered)")
+	fs.BoolVar(&c.gro, "gro", false, "receive with UDP_GRO (cheaper for the generator, and on loopback for the server too; browsers do not, so headline figures keep it off)")
 	fs.BoolVar(&c.verbose, "v", false, "log session warnings to stderr")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write the generator's own CPU profile to this file (go tool pprof)")
 }
@@ -119,7 +135,7 @@ func (c *common) finish() error {
 	if c.verbose {
 		level = slog.LevelWarn
 	}
-	c.criteria = loadgen.Criteria{FPS: c.fps, MaxLoss: c.maxLoss}
+	c.criteria = loadgen.Criteria{FPS: c.fps, MaxLoss: c.maxLoss, Audio: c.audio, AudioPPS: c.audioPPS}
 	c.poolCfg = loadgen.Config{
 		URL:            c.url,
 		BearerToken:    c.token,
@@ -127,6 +143,9 @@ func (c *common) finish() error {
 		MaxDecode:      c.maxDecode,
 		ConnectTimeout: c.connectTimeout,
 		Pace:           paceOrNone(c.pace),
+		Audio:          c.audio,
+		NACK:           c.nack,
+		GRO:            c.gro,
 		Logger:         slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: level})),
 	}
 	return nil
@@ -251,6 +270,41 @@ func cmdPlot(args []string, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "whep-loadgen plot: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// cmdCompare sets a video-only ladder against one with audio, from their
+// JSON, so make bench can state audio's marginal cost per viewer.
+func cmdCompare(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("whep-loadgen compare", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	video := fs.String("video", "", "ladder.json of a video-only ladder (required)")
+	audio := fs.String("audio", "", "ladder.json of a ladder run with -audio against the same server (required)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *video == "" || *audio == "" {
+		fmt.Fprintln(stderr, "whep-loadgen compare: -video and -audio are required, e.g. -video bench/results/STAMP/video/ladder.json -audio bench/results/STAMP/audio/ladder.json")
+		return 2
+	}
+	v, err := ladder.ReadReport(*video)
+	if err != nil {
+		fmt.Fprintf(stderr, "whep-loadgen compare: %v\n", err)
+		return 1
+	}
+	a, err := ladder.ReadReport(*audio)
+	if err != nil {
+		fmt.Fprintf(stderr, "whep-loadgen compare: %v\n", err)
+		return 1
+	}
+	if v.Audio || !a.Audio {
+		fmt.Fprintf(stderr, "whep-loadgen compare: %s must be a ladder without -audio and %s one with it\n", *video, *audio)
+		return 2
+	}
+	if err := ladder.CompareAudio(v, a).WriteMarkdown(stdout); err != nil {
+		fmt.Fprintf(stderr, "whep-loadgen compare: %v\n", err)
 		return 1
 	}
 	return 0

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"image/png"
 	"io"
 	"os"
@@ -34,6 +35,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"ladder", "-url", "http://127.0.0.1:1/x/whep"}, "-pid is required"},
 		{[]string{"ladder", "-url", "http://127.0.0.1:1/x/whep", "-pid", "1", "-steps", "5,4"}, "ascend"},
 		{[]string{"plot", "-in", "ladder.json"}, "-in and -out are required"},
+		{[]string{"compare", "-video", "ladder.json"}, "-video and -audio are required"},
 	}
 	for _, c := range cases {
 		var stderr strings.Builder
@@ -71,5 +73,34 @@ func TestPlotFromJSON(t *testing.T) {
 	}
 	if code := realMain([]string{"plot", "-in", filepath.Join(dir, "missing.json"), "-out", out}, io.Discard, &stderr); code != 1 {
 		t.Errorf("a missing input gave exit %d, want 1", code)
+	}
+}
+
+// TestCompareFromJSON is how make bench states audio's cost: two
+// ladder.json in, the ratio of their marginal costs out.
+func TestCompareFromJSON(t *testing.T) {
+	dir := t.TempDir()
+	video, audio := filepath.Join(dir, "video.json"), filepath.Join(dir, "audio.json")
+	write := func(name string, withAudio bool, slope float64) {
+		js := fmt.Sprintf(`{"audio": %v, "steps": [{"n": 0, "cpuMeanPct": 2},
+			{"n": 100, "verified": 100, "cpuMeanPct": %g, "generatorCpuPct": 1},
+			{"n": 200, "verified": 200, "cpuMeanPct": %g, "generatorCpuPct": 2}]}`, withAudio, 2+100*slope, 2+200*slope)
+		if err := os.WriteFile(name, []byte(js), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(video, false, 0.1)
+	write(audio, true, 0.11)
+	var stdout, stderr strings.Builder
+	if code := realMain([]string{"compare", "-video", video, "-audio", audio}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "1.10× (+10 %)") {
+		t.Errorf("comparison:\n%s", stdout.String())
+	}
+	// Swapped files are refused rather than compared upside down.
+	stderr.Reset()
+	if code := realMain([]string{"compare", "-video", audio, "-audio", video}, io.Discard, &stderr); code != 2 {
+		t.Errorf("swapped ladders: exit %d, want 2 (%s)", code, stderr.String())
 	}
 }

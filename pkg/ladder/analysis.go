@@ -18,20 +18,27 @@ const (
 
 // Step is one rung of the ladder.
 type Step struct {
-	N             int      `json:"n"`
-	Connected     int      `json:"connected"`
-	Verified      int      `json:"verified"`
-	Failed        int      `json:"failedToConnect"`
-	CPUMean       float64  `json:"cpuMeanPct"`
-	CPUPeak       float64  `json:"cpuPeakPct"`
-	RSSMiB        float64  `json:"rssMiB"`
-	KbpsPerViewer float64  `json:"kbpsPerViewer"`
-	Loss          float64  `json:"loss"`
-	Drops         *float64 `json:"drops"`    // nil: the server exports no drop counter
-	SRTRTTms      *float64 `json:"srtRttMs"` // nil: not exported
-	GenCPU        float64  `json:"generatorCpuPct"`
-	Verdict       string   `json:"verdict"`
-	Why           []string `json:"why,omitempty"` // first reasons viewers were not verified
+	N             int     `json:"n"`
+	Connected     int     `json:"connected"`
+	Verified      int     `json:"verified"`
+	Failed        int     `json:"failedToConnect"`
+	CPUMean       float64 `json:"cpuMeanPct"`
+	CPUPeak       float64 `json:"cpuPeakPct"`
+	RSSMiB        float64 `json:"rssMiB"`
+	KbpsPerViewer float64 `json:"kbpsPerViewer"` // video
+	Loss          float64 `json:"loss"`          // video
+	Packets       uint64  `json:"videoPackets"`  // over the hold, all viewers
+	Bytes         uint64  `json:"videoBytes"`
+	// The audio track, when the ladder offered it.
+	AudioKbpsPerViewer float64  `json:"audioKbpsPerViewer,omitempty"`
+	AudioLoss          float64  `json:"audioLoss,omitempty"`
+	AudioPackets       uint64   `json:"audioPackets,omitempty"`
+	AudioBytes         uint64   `json:"audioBytes,omitempty"`
+	Drops              *float64 `json:"drops"`    // nil: the server exports no drop counter
+	SRTRTTms           *float64 `json:"srtRttMs"` // nil: not exported
+	GenCPU             float64  `json:"generatorCpuPct"`
+	Verdict            string   `json:"verdict"`
+	Why                []string `json:"why,omitempty"` // first reasons viewers were not verified
 }
 
 // Judge sets the step's verdict. Saturation wins over degradation because

@@ -39,6 +39,11 @@ type Report struct {
 	StoppedEarly string         `json:"stoppedEarly,omitempty"`
 	Failures     map[string]int `json:"connectFailures,omitempty"`
 	Lost         int            `json:"sessionsEndedByThemselves"`
+	Retries      int            `json:"offersRetriedAfter503,omitempty"`
+	// How the viewers were set up, which the figures depend on.
+	Audio bool `json:"audio"`
+	NACK  bool `json:"nackOffered"`
+	GRO   bool `json:"receiverGRO"`
 }
 
 // Run steps through cfg.Steps, keeping the sessions of earlier steps, and
@@ -68,7 +73,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	httpc := &http.Client{Timeout: 5 * time.Second}
 	defer httpc.CloseIdleConnections()
 
-	rep := &Report{URL: cfg.Pool.URL, Started: time.Now(), Hold: cfg.Hold, Rate: cfg.Rate, PlannedSteps: cfg.Steps}
+	rep := &Report{URL: cfg.Pool.URL, Started: time.Now(), Hold: cfg.Hold, Rate: cfg.Rate, PlannedSteps: cfg.Steps,
+		Audio: cfg.Pool.Audio, NACK: cfg.Pool.NACK, GRO: cfg.Pool.GRO}
 	steps := append([]int{0}, cfg.Steps...)
 	for i, n := range steps {
 		if err := ctx.Err(); err != nil {
@@ -90,8 +96,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		st.Failed = failed
 		st.Judge()
 		rep.Steps = append(rep.Steps, st)
-		fmt.Fprintf(progress, "step N=%d: connected %d, verified %d, server CPU %.1f%% (peak %.1f%%), generator %.1f%%: %s\n",
-			st.N, st.Connected, st.Verified, st.CPUMean, st.CPUPeak, st.GenCPU, st.Verdict)
+		audio := ""
+		if cfg.Pool.Audio {
+			audio = fmt.Sprintf(", audio %.0f kbit/s per viewer", st.AudioKbpsPerViewer)
+		}
+		fmt.Fprintf(progress, "step N=%d: connected %d, verified %d, server CPU %.1f%% (peak %.1f%%), generator %.1f%%%s: %s\n",
+			st.N, st.Connected, st.Verified, st.CPUMean, st.CPUPeak, st.GenCPU, audio, st.Verdict)
 		if srvErr != nil {
 			// Without the server's CPU the step's figures mean nothing.
 			rep.StoppedEarly = fmt.Sprintf("step N=%d: %v", n, srvErr)
@@ -104,6 +114,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep.Summary = Summarize(rep.Steps)
 	rep.Failures, rep.Lost = pool.Failures()
+	rep.Retries = pool.Retries()
 	return rep, nil
 }
 
@@ -135,8 +146,8 @@ func runStep(ctx context.Context, pool *loadgen.Pool, n int, hold time.Duration,
 	st.RSSMiB = float64(use.RSS) / (1 << 20)
 	st.GenCPU = h.GenCPU
 
-	var kbps float64
-	var pkts, gaps uint64
+	var kbps, akbps float64
+	var gaps, agaps uint64
 	for i, w := range h.Windows(cfg.Criteria) {
 		if h.After[i].Alive {
 			st.Connected++
@@ -147,14 +158,23 @@ func runStep(ctx context.Context, pool *loadgen.Pool, n int, hold time.Duration,
 			st.Why = append(st.Why, fmt.Sprintf("session %d: %s", h.Sessions[i].ID, w.Reason))
 		}
 		kbps += w.Kbps
-		pkts += w.Packets
+		akbps += w.AudioKbps
+		st.Packets += w.Packets
+		st.Bytes += h.After[i].Bytes - h.Before[i].Bytes
 		gaps += w.Gaps
+		st.AudioPackets += w.AudioPackets
+		st.AudioBytes += w.AudioBytes
+		agaps += w.AudioGaps
 	}
 	if len(h.Sessions) > 0 {
 		st.KbpsPerViewer = kbps / float64(len(h.Sessions))
+		st.AudioKbpsPerViewer = akbps / float64(len(h.Sessions))
 	}
-	if pkts+gaps > 0 {
-		st.Loss = float64(gaps) / float64(pkts+gaps)
+	if st.Packets+gaps > 0 {
+		st.Loss = float64(gaps) / float64(st.Packets+gaps)
+	}
+	if st.AudioPackets+agaps > 0 {
+		st.AudioLoss = float64(agaps) / float64(st.AudioPackets+agaps)
 	}
 	return st, use.Err
 }

@@ -25,12 +25,21 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	if r.Summary.Invalid {
 		fmt.Fprintf(&b, "**INVALID RUN**: %s.\n\n", r.Summary.InvalidReason)
 	}
-	fmt.Fprintf(&b, "URL %s, hold %s per step, ramp %.0f sessions/s.\n\n", r.URL, r.Hold, r.Rate)
-	b.WriteString("| N | connected | verified | server CPU mean % | CPU peak % | RSS MiB | kbit/s per viewer | loss % | drops | SRT RTT ms | generator CPU % | verdict |\n")
-	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	fmt.Fprintf(&b, "URL %s, hold %s per step, ramp %.0f sessions/s. Viewers: %s.\n\n", r.URL, r.Hold, r.Rate, r.viewers())
+	head, rule := "", ""
+	if r.Audio {
+		head, rule = " audio kbit/s per viewer | audio loss % |", "---:|---:|"
+	}
+	b.WriteString("| N | connected | verified | server CPU mean % | CPU peak % | RSS MiB | video kbit/s per viewer | video loss % |" + head +
+		" drops | SRT RTT ms | generator CPU % | verdict |\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|" + rule + "---:|---:|---:|---|\n")
 	for _, s := range r.Steps {
-		fmt.Fprintf(&b, "| %d | %d | %d | %.1f | %.1f | %.1f | %.0f | %.3f | %s | %s | %.1f | %s |\n",
-			s.N, s.Connected, s.Verified, s.CPUMean, s.CPUPeak, s.RSSMiB, s.KbpsPerViewer, 100*s.Loss,
+		audio := ""
+		if r.Audio {
+			audio = fmt.Sprintf(" %.0f | %.3f |", s.AudioKbpsPerViewer, 100*s.AudioLoss)
+		}
+		fmt.Fprintf(&b, "| %d | %d | %d | %.1f | %.1f | %.1f | %.0f | %.3f |%s %s | %s | %.1f | %s |\n",
+			s.N, s.Connected, s.Verified, s.CPUMean, s.CPUPeak, s.RSSMiB, s.KbpsPerViewer, 100*s.Loss, audio,
 			optFloat(s.Drops, "%.0f"), optFloat(s.SRTRTTms, "%.1f"), s.GenCPU, s.Verdict)
 	}
 	sm := r.Summary
@@ -64,11 +73,36 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintf(&b, "- Failed to connect (%d×): %s\n", r.Failures[k], k)
 		}
 	}
+	if r.Retries > 0 {
+		fmt.Fprintf(&b, "- Offers repeated after 503 with Retry-After (the server's handshake limit): %d\n", r.Retries)
+	}
 	if r.Lost > 0 {
 		fmt.Fprintf(&b, "- Sessions that ended by themselves: %d\n", r.Lost)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// viewers describes how the sessions received, since the server's cost
+// per viewer depends on it.
+func (r *Report) viewers() string {
+	var parts []string
+	if r.Audio {
+		parts = append(parts, "video and Opus audio")
+	} else {
+		parts = append(parts, "video only")
+	}
+	if r.NACK {
+		parts = append(parts, "NACK and PLI offered")
+	} else {
+		parts = append(parts, "PLI offered, no NACK")
+	}
+	if r.GRO {
+		parts = append(parts, "UDP GRO receive (not browser-like)")
+	} else {
+		parts = append(parts, "plain UDP receive")
+	}
+	return strings.Join(parts, ", ")
 }
 
 // WriteFiles writes dir/ladder.md, dir/ladder.json and dir/ladder.png.

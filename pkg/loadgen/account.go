@@ -4,6 +4,8 @@ import "sync/atomic"
 
 // counters are written by one socket-reading goroutine and read by
 // snapshots from anywhere; atomics keep the per-packet path lock-free.
+// The unprefixed media counters are the video track's: verification and
+// the ladder's headline are about video, and audio is judged on its own.
 type counters struct {
 	packets, bytes, frames   atomic.Uint64
 	gaps, reordered, dups    atomic.Uint64
@@ -11,6 +13,31 @@ type counters struct {
 	firstPacket, lastPacket  atomic.Int64 // unix nanoseconds, 0 = none
 	rtcp, stun, dtls, others atomic.Uint64
 	passDrops                atomic.Uint64 // datagrams for pion lost to a full queue
+
+	audioPackets, audioBytes atomic.Uint64
+	audioGaps, audioDups     atomic.Uint64
+	audioFirst               atomic.Int64 // unix nanoseconds, 0 = none
+
+	// audioPT holds the payload types the server's answer gave its audio
+	// m-section. It is written from the dialling goroutine while the
+	// reactor may already read the socket, hence atomic.
+	audioPT ptSet
+	// audioAnswered: the answer accepted our audio m-section.
+	audioAnswered atomic.Bool
+}
+
+// ptSet is a set of RTP payload types (0..127) readable per packet without
+// a lock.
+type ptSet struct{ bits [2]atomic.Uint64 }
+
+func (s *ptSet) add(pt uint8) {
+	pt &= 0x7f
+	s.bits[pt>>6].Or(1 << (pt & 63))
+}
+
+func (s *ptSet) has(pt uint8) bool {
+	pt &= 0x7f
+	return s.bits[pt>>6].Load()&(1<<(pt&63)) != 0
 }
 
 // seqWindow tracks which of the last 64 sequence numbers arrived, so a late
@@ -55,16 +82,44 @@ func (w *seqWindow) push(seq uint16) (missing int, late, dup bool) {
 	return -1, true, false
 }
 
-// accountant classifies the datagrams of one session and counts its RTP
-// media from the clear header. It belongs to the one goroutine that reads
-// the session's socket (the reactor), which owns seq and ssrc; only the
-// counters are shared.
-type accountant struct {
-	c        *counters
-	swallow  bool // light mode: media never reaches pion
+// rtpStream is the receive state of one track: audio and video have their
+// own SSRC and sequence space, so each needs its own window.
+type rtpStream struct {
 	seq      seqWindow
 	ssrc     uint32
 	haveSSRC bool
+}
+
+// push accounts a packet of this stream and returns the change in missing
+// packets, whether it was late or a duplicate, and whether the SSRC
+// changed (the server restarted its sender; the numbers start afresh).
+func (s *rtpStream) push(h RTPHeader) (missing int, late, dup, newSSRC bool) {
+	if s.haveSSRC && h.SSRC != s.ssrc {
+		newSSRC = true
+		s.seq = seqWindow{}
+	}
+	s.ssrc, s.haveSSRC = h.SSRC, true
+	missing, late, dup = s.seq.push(h.Seq)
+	return missing, late, dup, newSSRC
+}
+
+// addGaps applies a change in missing packets to a gap counter.
+func addGaps(c *atomic.Uint64, missing int) {
+	if missing > 0 {
+		c.Add(uint64(missing))
+	} else if missing < 0 {
+		c.Add(^uint64(0)) // a late packet filled a counted gap
+	}
+}
+
+// accountant classifies the datagrams of one session and counts its RTP
+// media from the clear header. It belongs to the one goroutine that reads
+// the session's socket (the reactor), which owns the stream state; only
+// the counters are shared.
+type accountant struct {
+	c            *counters
+	swallow      bool // light mode: media never reaches pion
+	video, audio rtpStream
 }
 
 // inspect accounts for one datagram and reports whether pion must get it:
@@ -88,20 +143,22 @@ func (a *accountant) inspect(p []byte, now int64) bool {
 		return true
 	}
 	h, _ := ParseRTPHeader(p)
+	// The payload type is in clear and the answer bound it to one
+	// m-section, so it tells the kinds apart without decrypting.
+	if c.audioPT.has(h.PayloadType) {
+		a.inspectAudio(h, len(p), now)
+		return !a.swallow
+	}
 	if c.firstPacket.Load() == 0 {
 		c.firstPacket.Store(now)
 	}
 	c.lastPacket.Store(now)
 	c.packets.Add(1)
 	c.bytes.Add(uint64(len(p)))
-	if a.haveSSRC && h.SSRC != a.ssrc {
-		// A new stream (the server restarted its sender); its numbers
-		// are unrelated to the old ones.
+	missing, late, dup, newSSRC := a.video.push(h)
+	if newSSRC {
 		c.ssrcChanges.Add(1)
-		a.seq = seqWindow{}
 	}
-	a.ssrc, a.haveSSRC = h.SSRC, true
-	missing, late, dup := a.seq.push(h.Seq)
 	switch {
 	case dup:
 		c.dups.Add(1)
@@ -109,13 +166,27 @@ func (a *accountant) inspect(p []byte, now int64) bool {
 	case late:
 		c.reordered.Add(1)
 	}
-	if missing > 0 {
-		c.gaps.Add(uint64(missing))
-	} else if missing < 0 {
-		c.gaps.Add(^uint64(0)) // a late packet filled a counted gap
-	}
+	addGaps(&c.gaps, missing)
 	if h.Marker {
 		c.frames.Add(1)
 	}
 	return !a.swallow
+}
+
+func (a *accountant) inspectAudio(h RTPHeader, n int, now int64) {
+	c := a.c
+	if c.audioFirst.Load() == 0 {
+		c.audioFirst.Store(now)
+	}
+	c.audioPackets.Add(1)
+	c.audioBytes.Add(uint64(n))
+	missing, _, dup, newSSRC := a.audio.push(h)
+	if newSSRC {
+		c.ssrcChanges.Add(1)
+	}
+	if dup {
+		c.audioDups.Add(1)
+		return
+	}
+	addGaps(&c.audioGaps, missing)
 }

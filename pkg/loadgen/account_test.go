@@ -109,3 +109,64 @@ func BenchmarkAccountantInspect(b *testing.B) {
 		a.inspect(p, int64(i))
 	}
 }
+
+// TestAccountantAudio interleaves an audio stream (the answer's payload
+// type 111) with the video: each kind has its own counters and sequence
+// space, so neither looks like a loss or a new SSRC to the other.
+func TestAccountantAudio(t *testing.T) {
+	var c counters
+	c.audioPT.add(111)
+	a := accountant{c: &c, swallow: true}
+	pkts := [][]byte{
+		rtpPacket(false, 102, 500, 0, 7, 1000),
+		rtpPacket(true, 111, 9000, 0, 42, 200), // Opus carries marker on talkspurts only
+		rtpPacket(true, 102, 501, 0, 7, 1000),
+		rtpPacket(false, 111, 9001, 960, 42, 200),
+		rtpPacket(false, 111, 9004, 3840, 42, 200), // two audio packets lost
+		rtpPacket(false, 111, 9004, 3840, 42, 200), // and a duplicate
+		rtpPacket(true, 102, 502, 3000, 7, 1000),
+	}
+	for i, p := range pkts {
+		if a.inspect(p, int64(10+i)) {
+			t.Fatalf("packet %d: light mode passed media to pion", i)
+		}
+	}
+	if c.packets.Load() != 3 || c.bytes.Load() != 3*1012 || c.frames.Load() != 2 || c.gaps.Load() != 0 {
+		t.Errorf("video: packets %d bytes %d frames %d gaps %d, want 3, %d, 2, 0",
+			c.packets.Load(), c.bytes.Load(), c.frames.Load(), c.gaps.Load(), 3*1012)
+	}
+	if c.audioPackets.Load() != 4 || c.audioBytes.Load() != 4*212 || c.audioGaps.Load() != 2 || c.audioDups.Load() != 1 {
+		t.Errorf("audio: packets %d bytes %d gaps %d dups %d, want 4, %d, 2, 1",
+			c.audioPackets.Load(), c.audioBytes.Load(), c.audioGaps.Load(), c.audioDups.Load(), 4*212)
+	}
+	if c.ssrcChanges.Load() != 0 {
+		t.Errorf("%d SSRC changes from interleaved kinds, want 0", c.ssrcChanges.Load())
+	}
+	if c.firstPacket.Load() != 10 || c.audioFirst.Load() != 11 {
+		t.Errorf("first video/audio packet at %d/%d, want 10/11", c.firstPacket.Load(), c.audioFirst.Load())
+	}
+
+	// Before the answer is known nothing is audio: payload types are the
+	// only thing that tells the kinds apart.
+	var c2 counters
+	b := accountant{c: &c2}
+	if !b.inspect(pkts[1], 1) {
+		t.Error("decode mode did not pass RTP media to pion")
+	}
+	if c2.audioPackets.Load() != 0 || c2.packets.Load() != 1 {
+		t.Errorf("without audio payload types: audio %d video %d, want 0 and 1", c2.audioPackets.Load(), c2.packets.Load())
+	}
+}
+
+func TestPTSet(t *testing.T) {
+	var s ptSet
+	for _, pt := range []uint8{0, 63, 64, 111, 127} {
+		s.add(pt)
+	}
+	for pt := 0; pt < 128; pt++ {
+		want := pt == 0 || pt == 63 || pt == 64 || pt == 111 || pt == 127
+		if s.has(uint8(pt)) != want {
+			t.Errorf("has(%d) = %v, want %v", pt, !want, want)
+		}
+	}
+}

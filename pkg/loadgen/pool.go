@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -36,6 +38,21 @@ type Config struct {
 	// Pace is the receive loop's sleep between rounds; 0 means
 	// DefaultPace, negative means none (lowest latency, highest cost).
 	Pace time.Duration
+
+	// Audio offers a recvonly Opus m-section besides the video, as a
+	// browser does; the server then sends audio when the path has it.
+	Audio bool
+
+	// NACK offers generic NACK (and, in decode sessions, sends NACKs on
+	// loss) as browsers do, so the server keeps its retransmission state
+	// per viewer. PLI is always offered.
+	NACK bool
+
+	// GRO turns UDP_GRO on for the light receivers: the kernel then hands
+	// a socket a sender's GSO run as one message. Browsers do not do this,
+	// and on loopback it also spares the server splitting its GSO sends,
+	// so it lowers the server's measured cost; off for headline figures.
+	GRO bool
 
 	Logger *slog.Logger // nil discards
 }
@@ -74,6 +91,7 @@ type Pool struct {
 	decoders int            // decode sessions opened
 	failures map[string]int // error text → count, for the summary
 	lost     int            // sessions that ended on their own
+	retries  int            // offers repeated after a 503 with Retry-After
 }
 
 // NewPool checks the URL and picks the local address the server is reached
@@ -91,7 +109,7 @@ func NewPool(cfg Config) (*Pool, error) {
 	if pace == 0 {
 		pace = DefaultPace
 	}
-	r, err := newReactor(max(pace, 0))
+	r, err := newReactor(max(pace, 0), cfg.GRO)
 	if err != nil {
 		return nil, err
 	}
@@ -162,13 +180,13 @@ func (p *Pool) Grow(ctx context.Context, target int, rate float64) (added, faile
 			defer wg.Done()
 			dctx, cancel := context.WithTimeout(ctx, p.cfg.connectTimeout())
 			defer cancel()
-			s, err := dialSession(dctx, id, decode, p.local, p.reactor, &p.cfg, p.httpc)
+			s, err := p.dialRetrying(dctx, id, decode)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
 				failed++
 				p.recordFailure(err)
-				p.cfg.logger().Warn("session failed to connect", "session", id, "error", err)
+				p.cfg.logger().Warn("session failed to connect", "session", id, "err", err)
 				return
 			}
 			added++
@@ -182,6 +200,41 @@ func (p *Pool) Grow(ctx context.Context, target int, rate float64) (added, faile
 	sort.Slice(p.sessions, func(i, j int) bool { return p.sessions[i].ID < p.sessions[j].ID })
 	p.mu.Unlock()
 	return added, failed
+}
+
+// dialRetrying opens a session, repeating the offer while the server
+// answers 503 with Retry-After (its handshake limit under a ramp), as a
+// player does, until ctx ends. The retries are counted: a ladder must show
+// them, not hide them.
+func (p *Pool) dialRetrying(ctx context.Context, id int, decode bool) (*Session, error) {
+	for {
+		s, err := dialSession(ctx, id, decode, p.local, p.reactor, &p.cfg, p.httpc)
+		wait, again := retryAfter(err)
+		if !again {
+			return s, err
+		}
+		p.mu.Lock()
+		p.retries++
+		p.mu.Unlock()
+		if !waitCtx(ctx, wait) {
+			return nil, err
+		}
+	}
+}
+
+// retryAfter tells whether err is a 503 the server asks to retry, and
+// when. Waits are capped so a ramp keeps its pace, and spread so the
+// refused sessions do not all come back at once.
+func retryAfter(err error) (time.Duration, bool) {
+	var he *whepclient.HTTPError
+	if !errors.As(err, &he) || he.StatusCode != http.StatusServiceUnavailable || he.RetryAfter == "" {
+		return 0, false
+	}
+	secs, perr := strconv.Atoi(he.RetryAfter)
+	if perr != nil || secs < 0 {
+		return 0, false
+	}
+	return min(time.Duration(secs)*time.Second, 2*time.Second) + time.Duration(rand.IntN(250))*time.Millisecond, true
 }
 
 func (p *Pool) recordFailure(err error) {
@@ -213,7 +266,7 @@ func (p *Pool) prune() {
 	p.lost += len(dead)
 	p.mu.Unlock()
 	for _, s := range dead {
-		p.cfg.logger().Warn("session ended", "session", s.ID, "error", s.Err())
+		p.cfg.logger().Warn("session ended", "session", s.ID, "err", s.Err())
 		_ = s.Close()
 	}
 }
@@ -232,6 +285,13 @@ func (p *Pool) Sessions() []*Session {
 	return append([]*Session(nil), p.sessions...)
 }
 
+// Retries is how many offers were repeated after a 503 with Retry-After.
+func (p *Pool) Retries() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.retries
+}
+
 // Failures returns connection errors seen so far (text → count) and the
 // number of sessions that ended by themselves.
 func (p *Pool) Failures() (map[string]int, int) {
@@ -244,8 +304,9 @@ func (p *Pool) Failures() (map[string]int, int) {
 	return out, p.lost
 }
 
-// WaitFlowing waits until every session has received a media packet, or
-// until timeout. It reports how many still had nothing.
+// WaitFlowing waits until every session has received video, and audio
+// when the server answered audio, or until timeout. It reports how many
+// still had nothing.
 func (p *Pool) WaitFlowing(ctx context.Context, timeout time.Duration) int {
 	deadline := time.Now().Add(timeout)
 	tick := time.NewTicker(50 * time.Millisecond)
@@ -253,7 +314,7 @@ func (p *Pool) WaitFlowing(ctx context.Context, timeout time.Duration) int {
 	for {
 		waiting := 0
 		for _, s := range p.Sessions() {
-			if s.Alive() && s.cnt.firstPacket.Load() == 0 {
+			if s.Alive() && !s.flowing() {
 				waiting++
 			}
 		}

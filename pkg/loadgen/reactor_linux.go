@@ -53,6 +53,7 @@ type mmsghdr struct {
 type reactor struct {
 	epfd int
 	pace time.Duration
+	gro  bool // UDP_GRO on new sockets
 
 	mu    sync.RWMutex // write-held to add or remove a socket
 	socks map[int32]*rsock
@@ -70,7 +71,7 @@ type reactor struct {
 	pool   sync.Pool // *[]byte of datagramSize for datagrams handed to pion
 }
 
-func newReactor(pace time.Duration) (*reactor, error) {
+func newReactor(pace time.Duration, gro bool) (*reactor, error) {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: epoll_create1: %w", err)
@@ -78,6 +79,7 @@ func newReactor(pace time.Duration) (*reactor, error) {
 	r := &reactor{
 		epfd:  epfd,
 		pace:  pace,
+		gro:   gro,
 		socks: map[int32]*rsock{},
 		done:  make(chan struct{}),
 		buf:   make([]byte, batchLen*messageSize),
@@ -269,8 +271,10 @@ func (r *reactor) open(local netip.Addr, acc *accountant) (*rsock, error) {
 	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, socketBuffer) != nil {
 		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, socketBuffer)
 	}
-	// Best effort: without UDP_GRO every datagram is its own message.
-	_ = unix.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_GRO, 1)
+	if r.gro {
+		// Best effort: without UDP_GRO every datagram is its own message.
+		_ = unix.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_GRO, 1)
+	}
 	if err := unix.Bind(fd, sa); err != nil {
 		return fail("bind UDP socket to "+local.String(), err)
 	}

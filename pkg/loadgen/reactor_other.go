@@ -20,6 +20,6 @@ type reactor struct{}
 
 type rsock struct{ net.PacketConn }
 
-func newReactor(time.Duration) (*reactor, error)              { return nil, errNotLinux }
+func newReactor(time.Duration, bool) (*reactor, error)        { return nil, errNotLinux }
 func (*reactor) open(netip.Addr, *accountant) (*rsock, error) { return nil, errNotLinux }
 func (*reactor) Close() error                                 { return nil }

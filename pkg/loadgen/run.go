@@ -42,13 +42,19 @@ type RunReport struct {
 	Failed                     int
 	Hold                       time.Duration
 	Sessions                   []SessionResult
-	Packets, Gaps              uint64
-	KbpsPerViewer              float64
+	Packets, Gaps              uint64  // video
+	Bytes                      uint64  // video
+	KbpsPerViewer              float64 // video
+	Audio                      bool    // audio was offered and judged
+	AudioPackets, AudioGaps    uint64
+	AudioBytes                 uint64
+	AudioKbpsPerViewer         float64
 	FirstPacketP50, FirstPkP95 time.Duration
 	FirstIDRP50, FirstIDRP95   time.Duration // over decode sessions
 	GenCPUHold                 float64       // % of one core while holding
 	GenCPUAll                  float64       // % of one core over the whole run, ramp included
 	Failures                   map[string]int
+	Retries                    int // offers repeated after a 503 with Retry-After
 }
 
 // Run opens cfg.N sessions, holds them for cfg.Hold and evaluates every one.
@@ -77,8 +83,9 @@ func Run(ctx context.Context, cfg RunConfig) (*RunReport, error) {
 	waitCtx(ctx, cfg.Hold)
 	h.Finish()
 
-	rep := &RunReport{URL: cfg.Pool.URL, N: cfg.N, Failed: failed, Hold: h.Duration(), GenCPUHold: h.GenCPU}
-	var kbps float64
+	rep := &RunReport{URL: cfg.Pool.URL, N: cfg.N, Failed: failed, Hold: h.Duration(), GenCPUHold: h.GenCPU,
+		Audio: cfg.Criteria.Audio}
+	var kbps, akbps float64
 	var ttfp, ttidr []time.Duration
 	for i, w := range h.Windows(cfg.Criteria) {
 		s, a := h.Sessions[i], h.After[i]
@@ -93,8 +100,13 @@ func Run(ctx context.Context, cfg RunConfig) (*RunReport, error) {
 			Width: a.Width, Height: a.Height, Keyframes: a.Keyframes,
 		})
 		kbps += w.Kbps
+		akbps += w.AudioKbps
 		rep.Packets += w.Packets
 		rep.Gaps += w.Gaps
+		rep.Bytes += h.After[i].Bytes - h.Before[i].Bytes
+		rep.AudioPackets += w.AudioPackets
+		rep.AudioGaps += w.AudioGaps
+		rep.AudioBytes += w.AudioBytes
 		if a.FirstPacket > 0 {
 			ttfp = append(ttfp, a.FirstPacket)
 		}
@@ -104,10 +116,12 @@ func Run(ctx context.Context, cfg RunConfig) (*RunReport, error) {
 	}
 	if len(h.Sessions) > 0 {
 		rep.KbpsPerViewer = kbps / float64(len(h.Sessions))
+		rep.AudioKbpsPerViewer = akbps / float64(len(h.Sessions))
 	}
 	rep.FirstPacketP50, rep.FirstPkP95 = Quantile(ttfp, 0.5), Quantile(ttfp, 0.95)
 	rep.FirstIDRP50, rep.FirstIDRP95 = Quantile(ttidr, 0.5), Quantile(ttidr, 0.95)
 	rep.Failures, _ = pool.Failures()
+	rep.Retries = pool.Retries()
 	if cpu1, err := SelfCPU(); err == nil {
 		rep.GenCPUAll = CPUPercent(cpu1-cpu0, time.Since(t0))
 	}
@@ -125,7 +139,11 @@ func ms(d time.Duration) string {
 func (r *RunReport) WriteText(w io.Writer) error {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "session\tmode\tverified\tfps\tkbit/s\tpackets\tgaps\tloss %\tfirst pkt\tfirst IDR\tsize\tkeyframes\t")
+	audioHead := ""
+	if r.Audio {
+		audioHead = "audio pkt/s\taudio kbit/s\taudio loss %\t"
+	}
+	fmt.Fprintln(tw, "session\tmode\tverified\tfps\tkbit/s\tpackets\tgaps\tloss %\t"+audioHead+"first pkt\tfirst IDR\tsize\tkeyframes\t")
 	for _, s := range r.Sessions {
 		mode, size, idr, kf := "light", "-", "-", "-"
 		if s.Decode {
@@ -135,8 +153,12 @@ func (r *RunReport) WriteText(w io.Writer) error {
 		if !s.Window.Verified {
 			ver = "NO: " + s.Window.Reason
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%.1f\t%.0f\t%d\t%d\t%.3f\t%s\t%s\t%s\t%s\t\n", s.ID, mode, ver, s.Window.FPS, s.Window.Kbps,
-			s.Window.Packets, s.Window.Gaps, 100*s.Window.Loss, ms(s.FirstPacket), idr, size, kf)
+		audio := ""
+		if r.Audio {
+			audio = fmt.Sprintf("%.1f\t%.0f\t%.3f\t", s.Window.AudioPPS, s.Window.AudioKbps, 100*s.Window.AudioLoss)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%.1f\t%.0f\t%d\t%d\t%.3f\t%s%s\t%s\t%s\t%s\t\n", s.ID, mode, ver, s.Window.FPS, s.Window.Kbps,
+			s.Window.Packets, s.Window.Gaps, 100*s.Window.Loss, audio, ms(s.FirstPacket), idr, size, kf)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -147,7 +169,16 @@ func (r *RunReport) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "\nsessions: %d requested, %d connected, %d verified, %d failed to connect (hold %s, %s)\n",
 		r.N, r.Connected, r.Verified, r.Failed, r.Hold.Round(time.Millisecond), r.URL)
-	fmt.Fprintf(&b, "media: %d packets, %d sequence gaps (loss %.3f%%), %.0f kbit/s per viewer\n", r.Packets, r.Gaps, 100*loss, r.KbpsPerViewer)
+	fmt.Fprintf(&b, "video: %d packets, %d bytes, %d sequence gaps (loss %.3f%%), %.0f kbit/s per viewer\n",
+		r.Packets, r.Bytes, r.Gaps, 100*loss, r.KbpsPerViewer)
+	if r.Audio {
+		aloss := 0.0
+		if r.AudioPackets+r.AudioGaps > 0 {
+			aloss = float64(r.AudioGaps) / float64(r.AudioPackets+r.AudioGaps)
+		}
+		fmt.Fprintf(&b, "audio: %d packets, %d bytes, %d sequence gaps (loss %.3f%%), %.0f kbit/s per viewer\n",
+			r.AudioPackets, r.AudioBytes, r.AudioGaps, 100*aloss, r.AudioKbpsPerViewer)
+	}
 	fmt.Fprintf(&b, "time to first packet: median %s, p95 %s; to first IDR (decode sessions): median %s, p95 %s\n",
 		ms(r.FirstPacketP50), ms(r.FirstPkP95), ms(r.FirstIDRP50), ms(r.FirstIDRP95))
 	per := 0.0
@@ -155,6 +186,9 @@ func (r *RunReport) WriteText(w io.Writer) error {
 		per = r.GenCPUHold / float64(r.Connected)
 	}
 	fmt.Fprintf(&b, "generator CPU: %.1f%% of one core while holding (%.3f%% per session), %.1f%% over the whole run\n", r.GenCPUHold, per, r.GenCPUAll)
+	if r.Retries > 0 {
+		fmt.Fprintf(&b, "offers repeated after 503 with Retry-After: %d\n", r.Retries)
+	}
 	for _, k := range slices.Sorted(maps.Keys(r.Failures)) {
 		fmt.Fprintf(&b, "failed to connect (%d×): %s\n", r.Failures[k], k)
 	}

@@ -41,16 +41,18 @@ readers:
 }
 
 // makeClip encodes the bench clip's format (1280x720@30, ~2.5 Mbit/s, GOP
-// 60, no B-frames) and returns it with its video bitrate, measured from
+// 60, no B-frames, AAC 128 kbit/s stereo at 44.1 kHz, which the server
+// transcodes to Opus) and returns it with its video bitrate, measured from
 // the elementary stream's size.
 func makeClip(t *testing.T, dir string) (string, float64) {
 	t.Helper()
 	ts := filepath.Join(dir, "clip.ts")
 	testkit.FFmpeg(t, "-f", "lavfi", "-i", fmt.Sprintf("testsrc2=size=1280x720:rate=30:duration=%d", clipSeconds),
+		"-f", "lavfi", "-i", fmt.Sprintf("sine=frequency=1000:sample_rate=44100:duration=%d", clipSeconds),
 		"-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-b:v", "2500k", "-maxrate", "2500k",
-		"-bufsize", "5000k", "-g", "60", "-bf", "0", "-f", "mpegts", ts)
+		"-bufsize", "5000k", "-g", "60", "-bf", "0", "-c:a", "aac", "-b:a", "128k", "-ac", "2", "-f", "mpegts", ts)
 	es := filepath.Join(dir, "clip.h264")
-	testkit.FFmpeg(t, "-i", ts, "-c", "copy", "-f", "h264", es)
+	testkit.FFmpeg(t, "-i", ts, "-map", "0:v", "-c", "copy", "-f", "h264", es)
 	fi, err := os.Stat(es)
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 type Session struct {
 	ID        int
 	Decode    bool      // full pion decode (sample session) rather than light mode
+	Audio     bool      // an Opus m-section was offered
 	DialStart time.Time // when the offer was started; first-packet times count from here
 
 	cnt    counters
@@ -40,12 +41,19 @@ type Snapshot struct {
 	FirstPacket                   time.Duration // from DialStart; 0 = none yet
 	LastPacketAt                  time.Time
 
+	// The audio track, counted apart from the video above.
+	AudioAnswered             bool // the server's answer accepted the offered audio
+	AudioPackets, AudioBytes  uint64
+	AudioGaps, AudioDuplicate uint64
+	AudioFirstPacket          time.Duration // from DialStart; 0 = none yet
+
 	// Decode mode only.
-	Keyframes     uint64
-	DecodedFrames uint64
-	Width, Height int
-	FirstIDR      time.Duration // from DialStart; 0 = none yet
-	IDRFirst      int           // 1 yes, -1 no, 0 not known yet
+	Keyframes      uint64
+	DecodedFrames  uint64
+	Width, Height  int
+	FirstIDR       time.Duration // from DialStart; 0 = none yet
+	IDRFirst       int           // 1 yes, -1 no, 0 not known yet
+	AudioDecrypted uint64        // audio packets pion decrypted (SRTP authenticated)
 }
 
 // pionDiscard silences the UDP mux's own logger; session warnings go
@@ -55,7 +63,7 @@ var pionDiscard = logging.NewDefaultLeveledLoggerForScope("loadgen", logging.Log
 // dialSession opens one WHEP session on its own socket bound to local and
 // waits until ICE and DTLS are up.
 func dialSession(ctx context.Context, id int, decode bool, local netip.Addr, r *reactor, cfg *Config, httpc *http.Client) (*Session, error) {
-	s := &Session{ID: id, Decode: decode}
+	s := &Session{ID: id, Decode: decode, Audio: cfg.Audio}
 	sock, err := r.open(local, &accountant{c: &s.cnt, swallow: !decode})
 	if err != nil {
 		return nil, err
@@ -63,11 +71,25 @@ func dialSession(ctx context.Context, id int, decode bool, local netip.Addr, r *
 	mux := webrtc.NewICEUDPMux(pionDiscard, sock)
 	s.mux = mux
 
+	log := cfg.logger().With("session", id)
+	base := httpc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	tapped := &http.Client{Timeout: httpc.Timeout, Transport: &answerTap{base: base, onAnswer: func(answer []byte) {
+		// A bad answer also fails whepclient's SetRemoteDescription,
+		// which is the error the session reports.
+		if err := s.cnt.learnAnswer(answer); err != nil {
+			log.Warn("reading the SDP answer's audio section", "err", err)
+		}
+	}}}
 	opt := whepclient.Options{
 		Decode:      decode,
+		Audio:       cfg.Audio,
+		NACK:        cfg.NACK,
 		BearerToken: cfg.BearerToken,
-		HTTPClient:  httpc,
-		Logger:      cfg.logger().With("session", id),
+		HTTPClient:  tapped,
+		Logger:      log,
 		SettingEngine: func(se *webrtc.SettingEngine) {
 			se.SetICEUDPMux(mux)
 			nt := webrtc.NetworkTypeUDP4
@@ -117,6 +139,15 @@ func (s *Session) Snapshot() Snapshot {
 		Duplicate:   c.dups.Load(),
 		SSRCChanges: c.ssrcChanges.Load(),
 		Alive:       s.Alive(),
+
+		AudioAnswered:  c.audioAnswered.Load(),
+		AudioPackets:   c.audioPackets.Load(),
+		AudioBytes:     c.audioBytes.Load(),
+		AudioGaps:      c.audioGaps.Load(),
+		AudioDuplicate: c.audioDups.Load(),
+	}
+	if t := c.audioFirst.Load(); t != 0 {
+		out.AudioFirstPacket = time.Unix(0, t).Sub(s.DialStart)
 	}
 	if t := c.firstPacket.Load(); t != 0 {
 		out.FirstPacket = time.Unix(0, t).Sub(s.DialStart)
@@ -133,6 +164,7 @@ func (s *Session) Snapshot() Snapshot {
 			out.FirstIDR = st.FirstIDRAt.Sub(s.DialStart)
 		}
 		out.IDRFirst = int(s.idrFirst.Load())
+		out.AudioDecrypted = st.AudioPackets
 	}
 	return out
 }
@@ -168,4 +200,14 @@ func (s *Session) Close() error {
 		err = cerr
 	}
 	return err
+}
+
+// flowing reports whether every track the server agreed to send has
+// delivered a packet.
+func (s *Session) flowing() bool {
+	c := &s.cnt
+	if c.firstPacket.Load() == 0 {
+		return false
+	}
+	return !c.audioAnswered.Load() || c.audioFirst.Load() != 0
 }
