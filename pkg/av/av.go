@@ -6,6 +6,8 @@
 // of the byte slices it holds.
 package av
 
+import "time"
+
 // ClockRate is the RTP clock of H.264 video and also the unit of MPEG-TS
 // timestamps, which is why PTS values travel unconverted end to end.
 const ClockRate = 90000
@@ -30,6 +32,12 @@ type AccessUnit struct {
 
 	// Size is the sum of the NAL unit sizes, kept for byte counters.
 	Size int
+
+	// Arrival is when the demuxer had the whole picture from SRT: the
+	// start of the server's own share of the latency, which the WHEP side
+	// measures up to the write of the picture's last packet. Zero when
+	// unknown (access units made by tests).
+	Arrival time.Time
 }
 
 // StreamInfo describes a published H.264 stream as read from its SPS.

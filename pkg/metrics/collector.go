@@ -19,6 +19,9 @@ type def struct {
 const (
 	gauge   = prometheus.GaugeValue
 	counter = prometheus.CounterValue
+	// histogram marks a def emitted with NewConstHistogram; the value
+	// type is never used for it.
+	histogram = prometheus.UntypedValue
 )
 
 var (
@@ -51,6 +54,8 @@ const (
 	srtPktsDropped
 	srtBytesRecv
 	srtDecodeErrors
+	srtLatency
+	srtRecommendedLatency
 	webrtcSessions
 	webrtcHandshakesInFlight
 	webrtcHandshakesFailed
@@ -58,6 +63,8 @@ const (
 	webrtcRejected
 	webrtcUDPDatagrams
 	webrtcUDPRefused
+	webrtcUDPReceiveDrops
+	serverLatency
 	buildInfo
 	numDefs
 )
@@ -72,7 +79,7 @@ var defs = [numDefs]def{
 	pathIngestFrames: {"srtwhep_path_ingest_frames_total",
 		"Access units (video frames) the publisher wrote into the path.", counter, lPath},
 	pathFramesDropped: {"srtwhep_path_frames_dropped_total",
-		"Frames not delivered, by reason and kind (video, audio): slow_reader = a viewer's queue was full (video then waits for the next IDR; audio is kept while there is room), decode_error = broken input, bframes = input with B-frames, which WebRTC cannot play.", counter, lReason},
+		"Frames not delivered, by reason and kind (video, audio): slow_reader = a viewer's queue was full (video then waits for the next IDR; audio is kept while there is room), decode_error = broken input, srt_late = skipped to the next IDR because SRT dropped packets that arrived after srt.latency (raise it: see srtwhep_srt_recommended_latency_seconds), bframes = input with B-frames, which WebRTC cannot play.", counter, lReason},
 	pathSentBytes: {"srtwhep_path_sent_bytes_total",
 		"RTP payload bytes sent to the path's viewers, including viewers that have left.", counter, lPath},
 	pathSentPackets: {"srtwhep_path_sent_packets_total",
@@ -109,6 +116,10 @@ var defs = [numDefs]def{
 		"SRT payload bytes received from the publisher on the current connection.", counter, lPath},
 	srtDecodeErrors: {"srtwhep_srt_decode_errors_total",
 		"MPEG-TS/H.264 decode errors in the publisher's stream on the current connection.", counter, lPath},
+	srtLatency: {"srtwhep_srt_latency_seconds",
+		"SRT receive latency in effect for the publisher: the larger of srt.latency and the publisher's own latency setting.", gauge, lPath},
+	srtRecommendedLatency: {"srtwhep_srt_recommended_latency_seconds",
+		"SRT latency the publisher's RTT and loss call for (SRT's rule: 3 to 6 times the RTT for 1 to 10 % loss, more once late packets were dropped); a latency below it makes viewers skip frames.", gauge, lPath},
 	webrtcSessions: {"srtwhep_webrtc_sessions",
 		"WHEP sessions by state: connecting = ICE/DTLS in progress, connected = receiving media.", gauge, []string{"state"}},
 	webrtcHandshakesInFlight: {"srtwhep_webrtc_handshakes_in_flight",
@@ -123,6 +134,10 @@ var defs = [numDefs]def{
 		"Datagrams the shared WebRTC media socket handed to the kernel.", counter, nil},
 	webrtcUDPRefused: {"srtwhep_webrtc_udp_datagrams_refused_total",
 		"Datagrams the kernel refused on the shared WebRTC media socket (send buffer full); viewers lose them. Raise net.core.wmem_max if this grows.", counter, nil},
+	webrtcUDPReceiveDrops: {"srtwhep_webrtc_udp_receive_drops_total",
+		"Datagrams the kernel dropped on their way into the shared WebRTC media socket (receive buffer full: viewers' RTCP, NACKs, keepalives). Raise webrtc.socketBuffer and net.core.rmem_max if this grows.", counter, nil},
+	serverLatency: {"srtwhep_server_latency_seconds",
+		"The server's own share of the delay, per video frame and viewer: from the demuxer having the whole frame from SRT to the write of its last RTP packet (the cached GOP a new viewer starts with is left out).", histogram, nil},
 	buildInfo: {"srtwhep_build_info",
 		"Always 1; the labels tell the srtwhep version and the Go version it was built with.", gauge, []string{"version", "goversion"}},
 }
@@ -220,6 +235,8 @@ func (c *collector) collectSRT(ch chan<- prometheus.Metric, samples []SRTSample)
 		c.emit(ch, srtPktsDropped, float64(s.PacketsDropped), p)
 		c.emit(ch, srtBytesRecv, float64(s.BytesReceived), p)
 		c.emit(ch, srtDecodeErrors, float64(s.DecodeErrors), p)
+		c.emit(ch, srtLatency, s.LatencySeconds, p)
+		c.emit(ch, srtRecommendedLatency, s.RecommendedLatencySeconds, p)
 	}
 }
 
@@ -242,6 +259,18 @@ func (c *collector) collectWebRTC(ch chan<- prometheus.Metric, s WebRTCSample) {
 	}
 	c.emit(ch, webrtcUDPDatagrams, float64(s.UDPDatagrams))
 	c.emit(ch, webrtcUDPRefused, float64(s.UDPRefused))
+	c.emit(ch, webrtcUDPReceiveDrops, float64(s.UDPReceiveDrops))
+	if h := s.ServerLatency; len(h.UpperBounds) > 0 && len(h.Cumulative) == len(h.UpperBounds) {
+		buckets := make(map[float64]uint64, len(h.UpperBounds))
+		for i, b := range h.UpperBounds {
+			buckets[b] = h.Cumulative[i]
+		}
+		m, err := prometheus.NewConstHistogram(c.descs[serverLatency], h.Count, h.SumSeconds, buckets)
+		if err != nil {
+			m = prometheus.NewInvalidMetric(c.descs[serverLatency], err)
+		}
+		ch <- m
+	}
 }
 
 func (c *collector) emit(ch chan<- prometheus.Metric, i int, v float64, labels ...string) {

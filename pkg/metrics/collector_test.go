@@ -31,13 +31,15 @@ func fixedSources() Sources {
 				Path: "live/cam1", RTTSeconds: 0.012, ReceiveRateBitsPerSecond: 2.5e6,
 				PacketsReceived: 1000, PacketsLost: 3, PacketsRetransmitted: 2, PacketsDropped: 1,
 				BytesReceived: 1_316_000, DecodeErrors: 5,
+				LatencySeconds: 0.12, RecommendedLatencySeconds: 0.18,
 			}}
 		},
 		WebRTC: func() WebRTCSample {
 			return WebRTCSample{
 				SessionsByState:    map[string]int{"connecting": 1, "connected": 2},
 				HandshakesInFlight: 1, HandshakesFailed: 4, SessionsTotal: 7,
-				RejectedTotal: map[string]uint64{"reader_cap": 2, "auth": 1}, UDPDatagrams: 900, UDPRefused: 3,
+				RejectedTotal: map[string]uint64{"reader_cap": 2, "auth": 1}, UDPDatagrams: 900, UDPRefused: 3, UDPReceiveDrops: 6,
+				ServerLatency: Histogram{UpperBounds: []float64{0.001, 0.01}, Cumulative: []uint64{5, 9}, Count: 10, SumSeconds: 0.05},
 			}
 		},
 		Build: BuildInfo{Version: "v0.1.0", GoVersion: "go1.26.8"},
@@ -49,8 +51,11 @@ func helpOf(name string) string {
 	for _, d := range defs {
 		if d.name == name {
 			typ := "gauge"
-			if d.typ == counter {
+			switch d.typ {
+			case counter:
 				typ = "counter"
+			case histogram:
+				typ = "histogram"
 			}
 			return "# HELP " + name + " " + d.help + "\n# TYPE " + name + " " + typ + "\n"
 		}
@@ -73,9 +78,11 @@ srtwhep_path_frames_dropped_total{kind="audio",path="live/cam2",reason="slow_rea
 srtwhep_path_frames_dropped_total{kind="video",path="live/cam1",reason="bframes"} 0
 srtwhep_path_frames_dropped_total{kind="video",path="live/cam1",reason="decode_error"} 1
 srtwhep_path_frames_dropped_total{kind="video",path="live/cam1",reason="slow_reader"} 12
+srtwhep_path_frames_dropped_total{kind="video",path="live/cam1",reason="srt_late"} 0
 srtwhep_path_frames_dropped_total{kind="video",path="live/cam2",reason="bframes"} 0
 srtwhep_path_frames_dropped_total{kind="video",path="live/cam2",reason="decode_error"} 0
 srtwhep_path_frames_dropped_total{kind="video",path="live/cam2",reason="slow_reader"} 0
+srtwhep_path_frames_dropped_total{kind="video",path="live/cam2",reason="srt_late"} 0
 ` + helpOf("srtwhep_path_audio_info") + `srtwhep_path_audio_info{codec_in="AAC",codec_out="Opus",path="live/cam1"} 1
 ` + helpOf("srtwhep_path_audio_frames_in_total") + `srtwhep_path_audio_frames_in_total{path="live/cam1"} 430
 srtwhep_path_audio_frames_in_total{path="live/cam2"} 0
@@ -103,6 +110,8 @@ srtwhep_path_video_fps{path="live/cam2"} 0
 ` + helpOf("srtwhep_srt_packets_dropped_total") + `srtwhep_srt_packets_dropped_total{path="live/cam1"} 1
 ` + helpOf("srtwhep_srt_received_bytes_total") + `srtwhep_srt_received_bytes_total{path="live/cam1"} 1.316e+06
 ` + helpOf("srtwhep_srt_decode_errors_total") + `srtwhep_srt_decode_errors_total{path="live/cam1"} 5
+` + helpOf("srtwhep_srt_latency_seconds") + `srtwhep_srt_latency_seconds{path="live/cam1"} 0.12
+` + helpOf("srtwhep_srt_recommended_latency_seconds") + `srtwhep_srt_recommended_latency_seconds{path="live/cam1"} 0.18
 ` + helpOf("srtwhep_webrtc_sessions") + `srtwhep_webrtc_sessions{state="connected"} 2
 srtwhep_webrtc_sessions{state="connecting"} 1
 ` + helpOf("srtwhep_webrtc_handshakes_in_flight") + `srtwhep_webrtc_handshakes_in_flight 1
@@ -115,7 +124,13 @@ srtwhep_webrtc_rejected_total{reason="no_publisher"} 0
 srtwhep_webrtc_rejected_total{reason="reader_cap"} 2
 srtwhep_webrtc_rejected_total{reason="server_full"} 0
 ` + helpOf("srtwhep_webrtc_udp_datagrams_refused_total") + `srtwhep_webrtc_udp_datagrams_refused_total 3
+` + helpOf("srtwhep_webrtc_udp_receive_drops_total") + `srtwhep_webrtc_udp_receive_drops_total 6
 ` + helpOf("srtwhep_webrtc_udp_datagrams_sent_total") + `srtwhep_webrtc_udp_datagrams_sent_total 900
+` + helpOf("srtwhep_server_latency_seconds") + `srtwhep_server_latency_seconds_bucket{le="0.001"} 5
+srtwhep_server_latency_seconds_bucket{le="0.01"} 9
+srtwhep_server_latency_seconds_bucket{le="+Inf"} 10
+srtwhep_server_latency_seconds_sum 0.05
+srtwhep_server_latency_seconds_count 10
 ` + helpOf("srtwhep_build_info") + `srtwhep_build_info{goversion="go1.26.8",version="v0.1.0"} 1
 `
 	if err := testutil.CollectAndCompare(m.col, strings.NewReader(want)); err != nil {

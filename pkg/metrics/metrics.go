@@ -62,6 +62,18 @@ type SRTSample struct {
 	// Counters for the life of the connection.
 	PacketsReceived, PacketsLost, PacketsRetransmitted, PacketsDropped, BytesReceived uint64
 	DecodeErrors                                                                      uint64
+
+	// LatencySeconds is the receive latency in effect on the connection;
+	// RecommendedLatencySeconds what its RTT and loss call for.
+	LatencySeconds, RecommendedLatencySeconds float64
+}
+
+// Histogram is a histogram's state at scrape time, in Prometheus' form.
+type Histogram struct {
+	UpperBounds []float64 // ascending, in the metric's unit; +Inf is implied
+	Cumulative  []uint64  // observations <= the bound at the same index
+	Count       uint64    // every observation, those above the last bound included
+	SumSeconds  float64
 }
 
 // WebRTCSample is the WHEP server's state at scrape time.
@@ -77,6 +89,12 @@ type WebRTCSample struct {
 	// UDPDatagrams and UDPRefused count the shared media socket's sends
 	// and the kernel's refusals.
 	UDPDatagrams, UDPRefused uint64
+	// UDPReceiveDrops is the kernel's drop count on the way in.
+	UDPReceiveDrops uint64
+	// ServerLatency is the server's own share of the delay: a whole video
+	// frame from SRT to its last RTP packet written to a viewer. Not
+	// exported while it has no buckets.
+	ServerLatency Histogram
 }
 
 // BuildInfo labels the srtwhep_build_info series.
@@ -107,7 +125,7 @@ type Sources struct {
 // scrape; values not listed here are still exported when a source reports
 // them.
 var (
-	DropReasons   = []string{"slow_reader", "decode_error", "bframes"}
+	DropReasons   = []string{"slow_reader", "decode_error", "srt_late", "bframes"}
 	SessionStates = []string{"connecting", "connected"}
 	RejectReasons = []string{"reader_cap", "server_full", "no_publisher", "bad_offer", "auth", "handshake_limit"}
 )

@@ -30,6 +30,9 @@ type Stats struct {
 	PacketsLost          int64   // detected as lost by the receiver
 	PacketsRetransmitted int64   // retransmitted packets received
 	PacketsDropped       int64   // arrived too late to play and were skipped
+	// LatencyMs is the receive latency in effect (SRT's TSBPD delay): the
+	// larger of the server's srt.latency and the publisher's latency=.
+	LatencyMs int
 }
 
 // ConnInfo describes one connected publisher (see Server.Conns).
@@ -215,6 +218,7 @@ func (c *Conn) snapshotStats() Stats {
 				PacketsLost:          int64(s.PktRcvLossTotal),
 				PacketsRetransmitted: c.retransCt,
 				PacketsDropped:       int64(s.PktRcvDropTotal),
+				LatencyMs:            s.MsRcvTsbPdDelay,
 			}
 		}
 	}

@@ -79,18 +79,43 @@ type Config struct {
 	// the codec parameters change (a consumer then rebuilds its decoder).
 	// May be nil.
 	OnAudioTrack func(av.AudioTrack)
+	// OnSkip is called on Run's goroutine when damage makes the output
+	// skip to the next IDR (not for the wait for the first IDR). The
+	// demuxer sees only the damage; a consumer that knows its transport
+	// lost data returns true, and the skipped pictures then also count in
+	// Stats.DroppedTransport. May be nil.
+	OnSkip func(cause error) (transportLoss bool)
+	// OnSkipped is called on Run's goroutine when the output resumes at
+	// the IDR that ends a skip. May be nil.
+	OnSkipped func(Skip)
+	// OnStart is called once on Run's goroutine when the stream is
+	// recognised (program tables read, H.264 track found), before any
+	// other callback and before the first access unit. A consumer that
+	// must not act on garbage (claim a path, announce it) does it here;
+	// an error ends Run with it. May be nil.
+	OnStart func() error
+}
+
+// Skip describes one finished skip to the next IDR.
+type Skip struct {
+	Frames        uint64 // pictures dropped, the damaged one included
+	Cause         error  // the damage that started it
+	TransportLoss bool   // what OnSkip returned
 }
 
 // Stats is a snapshot of a Demuxer's counters.
 type Stats struct {
-	DecodeErrors   uint64 // TS and H.264 problems skipped (garbage, lost pictures, PTS jumps, ...)
-	AccessUnits    uint64 // access units emitted
-	IDRs           uint64 // IDR access units emitted
-	DroppedAUs     uint64 // access units dropped while waiting for a decodable IDR
-	BFramesDropped uint64 // B-frame access units refused (Run ends with ErrBFrames at the first)
-	Bytes          uint64 // MPEG-TS bytes read from the reader
-	AudioUnits     uint64 // audio frames handed to OnAudio
-	AudioErrors    uint64 // audio PES or frames skipped (parse errors, implausible PTS)
+	DecodeErrors uint64 // TS and H.264 problems skipped (garbage, lost pictures, PTS jumps, ...)
+	AccessUnits  uint64 // access units emitted
+	IDRs         uint64 // IDR access units emitted
+	DroppedAUs   uint64 // access units dropped while waiting for a decodable IDR
+	// DroppedTransport is the part of DroppedAUs dropped in skips that
+	// OnSkip blamed on the transport.
+	DroppedTransport uint64
+	BFramesDropped   uint64 // B-frame access units refused (Run ends with ErrBFrames at the first)
+	Bytes            uint64 // MPEG-TS bytes read from the reader
+	AudioUnits       uint64 // audio frames handed to OnAudio
+	AudioErrors      uint64 // audio PES or frames skipped (parse errors, implausible PTS)
 }
 
 // Demuxer reads MPEG-TS from an io.Reader and emits H.264 access units.
@@ -102,6 +127,9 @@ type Demuxer struct {
 	onAudio      func(av.AudioUnit)
 	onAudioTrack func(av.AudioTrack)
 	onAudioFound func(av.AudioCodec)
+	onSkip       func(error) bool
+	onSkipped    func(Skip)
+	onStart      func() error
 
 	initLimit int64 // initPMTLimit, lowered by tests
 
@@ -109,6 +137,7 @@ type Demuxer struct {
 	accessUnits    atomic.Uint64
 	idrs           atomic.Uint64
 	droppedAUs     atomic.Uint64
+	droppedTransp  atomic.Uint64
 	bFramesDropped atomic.Uint64
 	bytes          atomic.Uint64
 	audioUnits     atomic.Uint64
@@ -127,21 +156,24 @@ func New(r io.Reader, cfg Config) *Demuxer {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Demuxer{r: r, log: log, onInfo: cfg.OnInfo, onAudio: cfg.OnAudio, onAudioTrack: cfg.OnAudioTrack,
-		onAudioFound: cfg.OnAudioFound,
-		initLimit:    initPMTLimit}
+		onAudioFound: cfg.OnAudioFound, onSkip: cfg.OnSkip, onSkipped: cfg.OnSkipped, onStart: cfg.OnStart,
+		initLimit: initPMTLimit}
 }
 
 // Stats returns a snapshot of the counters.
 func (d *Demuxer) Stats() Stats {
 	return Stats{
-		DecodeErrors:   d.decodeErrors.Load(),
-		AccessUnits:    d.accessUnits.Load(),
-		IDRs:           d.idrs.Load(),
-		DroppedAUs:     d.droppedAUs.Load(),
-		BFramesDropped: d.bFramesDropped.Load(),
-		Bytes:          d.bytes.Load(),
-		AudioUnits:     d.audioUnits.Load(),
-		AudioErrors:    d.audioErrors.Load(),
+		DecodeErrors: d.decodeErrors.Load(),
+		AccessUnits:  d.accessUnits.Load(),
+		IDRs:         d.idrs.Load(),
+		// Loaded before droppedAUs, which counts every one of them
+		// first, so the part never exceeds the whole.
+		DroppedTransport: d.droppedTransp.Load(),
+		DroppedAUs:       d.droppedAUs.Load(),
+		BFramesDropped:   d.bFramesDropped.Load(),
+		Bytes:            d.bytes.Load(),
+		AudioUnits:       d.audioUnits.Load(),
+		AudioErrors:      d.audioErrors.Load(),
 	}
 }
 
@@ -239,6 +271,13 @@ func (d *Demuxer) pickTrack(tr *mpegts.Reader) (*mpegts.Track, error) {
 		return nil, fmt.Errorf("%w; found: %s — %s", ErrNoH264, found, hint)
 	}
 	d.log.Info("MPEG-TS tracks", "tracks", found, "video_pid", video.PID)
+	// Here and not after the audio track is picked: OnAudioFound may
+	// already need what OnStart sets up.
+	if d.onStart != nil {
+		if err := d.onStart(); err != nil {
+			return nil, err
+		}
+	}
 
 	var audio *mpegts.Track
 	if d.onAudio != nil {

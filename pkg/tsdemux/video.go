@@ -3,6 +3,7 @@ package tsdemux
 import (
 	"bytes"
 	"fmt"
+	"time"
 
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/h264"
 	"github.com/bluenviron/mediacommon/v2/pkg/formats/mpegts"
@@ -29,6 +30,12 @@ type videoState struct {
 	// needIDR holds output back: at start, and after a reference picture
 	// was lost, since the following pictures cannot be decoded correctly.
 	needIDR bool
+	// skipping is a needIDR caused by damage (not the start), reported to
+	// OnSkipped when the output resumes; skipFrom is droppedAUs then.
+	skipping  bool
+	skipCause error
+	skipFrom  uint64
+	skipTrans bool // OnSkip blamed the transport
 
 	refFrameNumOK bool
 	prevRefFrame  uint32
@@ -97,8 +104,9 @@ func (d *Demuxer) onAccessUnit(rawPTS, rawDTS int64, au [][]byte, emit func(*av.
 		var err error
 		hdr, err = parseSliceHeader(firstVCL, v.spsParsed)
 		if err != nil {
-			d.decodeError(fmt.Errorf("H.264 slice header: %w", err))
-			v.needIDR = true
+			err = fmt.Errorf("H.264 slice header: %w", err)
+			d.decodeError(err)
+			d.skipToIDR(err)
 		} else {
 			hdrOK = true
 		}
@@ -116,9 +124,13 @@ func (d *Demuxer) onAccessUnit(rawPTS, rawDTS int64, au [][]byte, emit func(*av.
 	if v.needIDR {
 		if !idr || v.sps == nil || v.pps == nil {
 			d.droppedAUs.Add(1)
+			if v.skipTrans {
+				d.droppedTransp.Add(1)
+			}
 			return nil
 		}
 		v.needIDR = false
+		d.resumed()
 	}
 
 	if idr && (!hasSPS || !hasPPS) {
@@ -129,7 +141,35 @@ func (d *Demuxer) onAccessUnit(rawPTS, rawDTS int64, au [][]byte, emit func(*av.
 	if idr {
 		d.idrs.Add(1)
 	}
-	return emit(&av.AccessUnit{PTS: pts, NALUs: nalus, IDR: idr, Size: size})
+	// Taken here, once the picture is whole: the PES that carried it ended
+	// only when the next one began (video PES have no length in TS).
+	return emit(&av.AccessUnit{PTS: pts, NALUs: nalus, IDR: idr, Size: size, Arrival: time.Now()})
+}
+
+// skipToIDR holds the output back until the next IDR because damage made
+// the following pictures undecodable.
+func (d *Demuxer) skipToIDR(cause error) {
+	v := &d.video
+	if v.needIDR {
+		return // already skipping (or not started): the first cause stands
+	}
+	v.needIDR = true
+	v.skipping, v.skipCause, v.skipFrom = true, cause, d.droppedAUs.Load()
+	v.skipTrans = d.onSkip != nil && d.onSkip(cause)
+}
+
+// resumed reports a finished skip to OnSkipped.
+func (d *Demuxer) resumed() {
+	v := &d.video
+	if !v.skipping {
+		return
+	}
+	v.skipping = false
+	sk := Skip{Frames: d.droppedAUs.Load() - v.skipFrom, Cause: v.skipCause, TransportLoss: v.skipTrans}
+	v.skipTrans = false
+	if d.onSkipped != nil {
+		d.onSkipped(sk)
+	}
 }
 
 // withParameterSets puts the cached SPS/PPS where an IDR lacks them: SPS
@@ -206,8 +246,9 @@ func (d *Demuxer) trackFrameNum(hdr sliceHeader, idr bool) {
 		next := (v.prevRefFrame + 1) % hdr.maxFrameNum
 		// Equal is the second field of a field pair.
 		if hdr.frameNum != next && hdr.frameNum != v.prevRefFrame {
-			d.decodeError(fmt.Errorf("H.264 frame_num %d, expected %d: a reference picture was lost", hdr.frameNum, next))
-			v.needIDR = true
+			err := fmt.Errorf("H.264 frame_num %d, expected %d: a reference picture was lost", hdr.frameNum, next)
+			d.decodeError(err)
+			d.skipToIDR(err)
 		}
 	}
 	if hdr.refIdc != 0 {

@@ -81,6 +81,12 @@ type Options struct {
 
 	// Logger receives the client's and pion's warnings; nil discards them.
 	Logger *slog.Logger
+
+	// RewriteAnswer, when set, may change the server's SDP answer before
+	// it is applied. Tests use it to point the client at a relay that
+	// stands for a lossy or narrow network in front of the server's
+	// candidates.
+	RewriteAnswer func(sdp string) string
 }
 
 // AccessUnit is one picture as reassembled from RTP in Decode mode. The
@@ -328,7 +334,11 @@ func (s *Session) negotiate(ctx context.Context, endpoint *url.URL) error {
 	}
 	s.sessionURL = sessionURL.String()
 
-	err = s.pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: string(answer)})
+	sdp := string(answer)
+	if s.opt.RewriteAnswer != nil {
+		sdp = s.opt.RewriteAnswer(sdp)
+	}
+	err = s.pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: sdp})
 	if err != nil {
 		// The server created a session for us; release it.
 		_ = s.deleteSession()
