@@ -10,6 +10,7 @@
 # the cloud metadata service), --no-stun (no STUN query), --ready-timeout SECONDS (default 90).
 # Environment: PUBLIC_IP; DEPLOY_METADATA_URL (default http://169.254.169.254) and
 # DEPLOY_STUN_SERVER (default stun.l.google.com:19302); empty skips that lookup.
+# It also raises net.core.rmem_max/wmem_max to 8 MiB (/etc/sysctl.d/60-srtwhep.conf).
 # Run it as root or as a user with sudo. Running it again is safe: it only changes what differs.
 set -euo pipefail
 
@@ -25,8 +26,16 @@ http_port=8889
 # Published ports (DESIGN.md §1); 9998/tcp (metrics) stays on localhost on purpose.
 fw_ports=(8890/udp 8889/tcp 8189/udp 8189/tcp)
 
+# UDP socket buffers (srt.socketBuffer, webrtc.socketBuffer: 4 MiB) are
+# capped by these host-wide limits, 212992 bytes on stock kernels; the
+# limits are not per network namespace, so the host's apply in Docker too.
+sock_buf_max=8388608
+sysctl_conf=/etc/sysctl.d/60-srtwhep.conf
+# Where the current limits are read; tests point it at a fake tree.
+proc_sys=${DEPLOY_PROC_SYS:-/proc/sys}
+
 usage() {
-	sed -n '2,13s/^# \{0,1\}//p' "$0"
+	sed -n '2,14s/^# \{0,1\}//p' "$0"
 	exit "${1:-0}"
 }
 
@@ -349,6 +358,31 @@ compose_run() {
 	run "${cmd[@]}" -f docker-compose.yml "${args[@]}" "$@"
 }
 
+# tune_kernel raises net.core.rmem_max/wmem_max to sock_buf_max, never
+# lowers them, and keeps them across reboots in sysctl_conf.
+tune_kernel() {
+	local key cur lines=()
+	for key in rmem_max wmem_max; do
+		cur=$(cat "$proc_sys/net/core/$key" 2>/dev/null || echo 0)
+		if ((cur < sock_buf_max)); then
+			lines+=("net.core.$key=$sock_buf_max")
+		else
+			log "net.core.$key is already $cur (>= $sock_buf_max)"
+		fi
+	done
+	[[ ${#lines[@]} -gt 0 ]] || return 0
+	if [[ $dry_run -eq 1 ]]; then
+		echo "[dry-run] would write $sysctl_conf: ${lines[*]}"
+	else
+		{
+			echo '# srtwhep: UDP socket buffers for SRT ingest and WebRTC (deploy.sh)'
+			printf '%s\n' "${lines[@]}"
+		} | "${as_root[@]}" tee "$sysctl_conf" >/dev/null
+	fi
+	run "${as_root[@]}" sysctl -q -p "$sysctl_conf"
+	log "socket buffer limits: ${lines[*]} (see deploy/README.md)"
+}
+
 # ufw_active is false when ufw is absent; only an active ufw needs rules.
 ufw_active() {
 	command -v ufw >/dev/null 2>&1 || return 1
@@ -426,6 +460,8 @@ if [[ $mode == uninstall ]]; then
 		log "Docker is not installed; no container to stop"
 	fi
 	run rm -f "$env_file"
+	# The limits stay raised until reboot; only the file that keeps them goes.
+	[[ ! -e $sysctl_conf ]] || run "${as_root[@]}" rm -f "$sysctl_conf"
 	firewall delete
 	if [[ $dry_run -eq 1 ]]; then
 		:
@@ -442,6 +478,7 @@ command -v curl >/dev/null 2>&1 || apt_install curl ca-certificates
 find_public_ip
 write_env
 ensure_docker
+tune_kernel
 firewall add
 compose_run up -d --build
 wait_ready

@@ -28,6 +28,7 @@ var notProducible = map[string]string{
 	// namespace, the machine's own, whose firewall tests never touch, and
 	// loopback at a few test streams never fills a send buffer.
 	"srtwhep_webrtc_udp_datagrams_refused_total": "needs the kernel to refuse a send in the root namespace",
+	"srtwhep_webrtc_udp_receive_drops_total":     "needs the kernel to overflow a 4 MiB receive buffer (pkg/sockbuf's TestDrops moves it on a small one)",
 }
 
 // TestCountersMove produces, against one real server, the event behind
@@ -102,6 +103,9 @@ func TestCountersMove(t *testing.T) {
 		naks := fmt.Sprintf("INPUT -p udp --sport %d -j DROP", relay)
 		pubNS.exec(t, append([]string{"iptables", "-A"}, strings.Fields(naks)...)...)
 		w.waitAbove(t, "srtwhep_srt_packets_dropped_total", "path", "live/lossy")
+		// The pictures those packets belonged to are skipped, and blamed
+		// on SRT's latency rather than on the stream.
+		w.waitAbove(t, "srtwhep_path_frames_dropped_total", "path", "live/lossy", "reason", "srt_late")
 		pubNS.exec(t, append([]string{"iptables", "-D"}, strings.Fields(naks)...)...)
 	})
 

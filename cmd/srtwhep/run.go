@@ -74,14 +74,15 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 
 	var err error
 	s.srt, err = srt.New(srt.Config{
-		Listen:      cfg.SRT.Listen,
-		Latency:     time.Duration(cfg.SRT.Latency),
-		PBKeyLen:    cfg.SRT.PBKeyLen,
-		ReadTimeout: time.Duration(cfg.SRT.ReadTimeout),
-		Passphrase:  func(path string) string { return s.config().Passphrase(path) },
-		Admit:       s.ingest.Admit,
-		Serve:       s.ingest.Serve,
-		Logger:      log,
+		Listen:       cfg.SRT.Listen,
+		Latency:      time.Duration(cfg.SRT.Latency),
+		PBKeyLen:     cfg.SRT.PBKeyLen,
+		ReadTimeout:  time.Duration(cfg.SRT.ReadTimeout),
+		SocketBuffer: cfg.SRT.SocketBuffer,
+		Passphrase:   func(path string) string { return s.config().Passphrase(path) },
+		Admit:        s.ingest.Admit,
+		Serve:        s.ingest.Serve,
+		Logger:       log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("srt: %w", err)
@@ -93,21 +94,23 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		s.playerICE = append(s.playerICE, player.ICEServer(is))
 	}
 	wcfg := whep.Config{
-		UDPListen:         cfg.WebRTC.UDPListen(),
-		TCPListen:         cfg.WebRTC.TCPListen(),
-		PublicIPs:         cfg.WebRTC.PublicIPStrings(),
-		Interfaces:        cfg.WebRTC.Interfaces,
-		IncludeLoopback:   cfg.WebRTC.AdvertiseLoopback(),
-		ICEServers:        servers,
-		HandshakeTimeout:  time.Duration(cfg.WebRTC.HandshakeTimeout),
-		DisconnectTimeout: time.Duration(cfg.WebRTC.DisconnectTimeout),
-		Keepalive:         time.Duration(cfg.WebRTC.Keepalive),
-		AllowOrigin:       cfg.HTTP.AllowOrigin,
-		MaxBodyBytes:      cfg.HTTP.MaxBodyBytes,
-		MaxHandshakes:     cfg.HTTP.MaxHandshakes,
-		Source:            whep.HubSource(s.hub),
-		Authorizer:        s.policy,
-		Logger:            log.With("component", "whep"),
+		UDPListen:              cfg.WebRTC.UDPListen(),
+		TCPListen:              cfg.WebRTC.TCPListen(),
+		PublicIPs:              cfg.WebRTC.PublicIPStrings(),
+		Interfaces:             cfg.WebRTC.Interfaces,
+		IncludeLoopback:        cfg.WebRTC.AdvertiseLoopback(),
+		ICEServers:             servers,
+		HandshakeTimeout:       time.Duration(cfg.WebRTC.HandshakeTimeout),
+		DisconnectTimeout:      time.Duration(cfg.WebRTC.DisconnectTimeout),
+		Keepalive:              time.Duration(cfg.WebRTC.Keepalive),
+		AllowOrigin:            cfg.HTTP.AllowOrigin,
+		MaxBodyBytes:           cfg.HTTP.MaxBodyBytes,
+		MaxHandshakes:          cfg.HTTP.MaxHandshakes,
+		MaxHandshakesPerClient: cfg.HTTP.MaxHandshakesPerClient,
+		SocketBuffer:           cfg.WebRTC.SocketBuffer,
+		Source:                 whep.HubSource(s.hub),
+		Authorizer:             s.policy,
+		Logger:                 log.With("component", "whep"),
 	}
 	for _, opt := range whepOpts {
 		opt(&wcfg)

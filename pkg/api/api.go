@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/srtwhep/srtwhep/pkg/auth"
+	"github.com/srtwhep/srtwhep/pkg/pathname"
 )
 
 // Path is one published path as GET /v1/paths shows it.
@@ -178,6 +179,9 @@ func (a *handler) listPaths(w http.ResponseWriter, _ *http.Request) {
 
 func (a *handler) getPath(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("path")
+	if !validPath(w, name) {
+		return
+	}
 	for _, p := range a.cfg.Paths.APIPaths() {
 		if p.Name == name {
 			writeJSON(w, http.StatusOK, p)
@@ -210,12 +214,25 @@ func (a *handler) kickSession(w http.ResponseWriter, r *http.Request) {
 
 func (a *handler) kickPublisher(w http.ResponseWriter, r *http.Request) {
 	path := r.PathValue("path")
+	if !validPath(w, path) {
+		return
+	}
 	if !a.cfg.Paths.KickPublisher(path) {
 		writeError(w, http.StatusNotFound, "no publisher on path "+quote(path)+"; list paths with GET /v1/paths")
 		return
 	}
 	a.log.Info("publisher kicked through the API", "path", path, "remote", r.RemoteAddr)
 	writeJSON(w, http.StatusOK, map[string]string{"kicked": path})
+}
+
+// validPath answers 400 for a name no path can have, so a probe never
+// reaches a lookup and its answer never echoes more than the cap of it.
+func validPath(w http.ResponseWriter, name string) bool {
+	if err := pathname.Check(name); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return false
+	}
+	return true
 }
 
 func nonNil[T any](s []T) []T {

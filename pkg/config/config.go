@@ -47,6 +47,9 @@ type SRT struct {
 	Passphrase  string   `yaml:"passphrase" reload:"live"`
 	PBKeyLen    int      `yaml:"pbKeyLen" reload:"restart"`
 	ReadTimeout Duration `yaml:"readTimeout" reload:"restart"`
+	// SocketBuffer is the kernel receive buffer of the SRT UDP socket in
+	// bytes (SRTO_UDP_RCVBUF), capped by net.core.rmem_max.
+	SocketBuffer int `yaml:"socketBuffer" reload:"restart"`
 }
 
 // HTTP configures the WHEP/player/API listener.
@@ -55,6 +58,9 @@ type HTTP struct {
 	AllowOrigin   string `yaml:"allowOrigin" reload:"restart"`
 	MaxBodyBytes  int64  `yaml:"maxBodyBytes" reload:"restart"`
 	MaxHandshakes int    `yaml:"maxHandshakes" reload:"restart"`
+	// MaxHandshakesPerClient caps them per client address (per /64 for
+	// IPv6).
+	MaxHandshakesPerClient int `yaml:"maxHandshakesPerClient" reload:"restart"`
 	// IdleTimeout closes a kept-alive connection without a new request;
 	// BodyTimeout cuts a request body that has not fully arrived in time.
 	IdleTimeout Duration `yaml:"idleTimeout" reload:"restart"`
@@ -98,6 +104,9 @@ type WebRTC struct {
 	HandshakeTimeout  Duration    `yaml:"handshakeTimeout" reload:"restart"`
 	DisconnectTimeout Duration    `yaml:"disconnectTimeout" reload:"restart"`
 	Keepalive         Duration    `yaml:"keepalive" reload:"restart"`
+	// SocketBuffer is the receive and send buffer of the shared WebRTC UDP
+	// socket in bytes, capped by net.core.rmem_max/wmem_max.
+	SocketBuffer int `yaml:"socketBuffer" reload:"restart"`
 }
 
 // PublicIPStrings returns PublicIPs in the string form pion's
@@ -166,6 +175,13 @@ type Path struct {
 	Audio string `yaml:"audio" reload:"live"`
 	// AudioBitrate is the Opus bitrate of transcoded audio, in bit/s.
 	AudioBitrate int `yaml:"audioBitrate" reload:"live"`
+	// OverridePublisher lets a new publisher take a busy path over (an
+	// encoder reconnecting after a blip must not wait until the server
+	// notices that its old connection died); false refuses it as busy.
+	OverridePublisher bool `yaml:"overridePublisher" reload:"live"`
+	// PublisherGrace is how long viewers stay attached after the publisher
+	// left; the next publisher continues their sessions.
+	PublisherGrace Duration `yaml:"publisherGrace" reload:"live"`
 }
 
 // Default returns the built-in configuration; configs/srtwhep.yml documents
@@ -176,9 +192,12 @@ func Default() *Config {
 		LogFormat: "text",
 		SRT: SRT{
 			Listen:      ":8890",
-			Latency:     Duration(200 * time.Millisecond),
+			Latency:     Duration(120 * time.Millisecond),
 			PBKeyLen:    16,
-			ReadTimeout: Duration(10 * time.Second),
+			ReadTimeout: Duration(2 * time.Second),
+			// The packages' defaults (srt.DefaultSocketBuffer,
+			// whep.DefaultSocketBuffer), which config cannot import.
+			SocketBuffer: 4 << 20,
 		},
 		HTTP: HTTP{
 			Listen:            ":8889",
@@ -190,6 +209,8 @@ func Default() *Config {
 			MaxConns:          4096,
 			MaxConnsPerClient: 128,
 			TLS:               TLS{CacheDir: "/var/lib/srtwhep/acme"},
+
+			MaxHandshakesPerClient: 16, // whep.DefaultMaxHandshakesPerClient
 		},
 		WebRTC: WebRTC{
 			UDPPort:           8189,
@@ -197,6 +218,7 @@ func Default() *Config {
 			HandshakeTimeout:  Duration(10 * time.Second),
 			DisconnectTimeout: Duration(5 * time.Second),
 			Keepalive:         Duration(2 * time.Second),
+			SocketBuffer:      4 << 20,
 		},
 		// Loopback: outside Docker nothing else keeps the metrics (and
 		// pprof) private; the compose file listens on all addresses inside
@@ -207,8 +229,9 @@ func Default() *Config {
 			Timeout:  Duration(2 * time.Second),
 			CacheTTL: Duration(10 * time.Second),
 		},
-		PathDefaults: Path{Audio: AudioAuto, AudioBitrate: 96000},
-		Paths:        map[string]Path{},
+		PathDefaults: Path{Audio: AudioAuto, AudioBitrate: 96000, OverridePublisher: true,
+			PublisherGrace: Duration(15 * time.Second)},
+		Paths: map[string]Path{},
 	}
 }
 

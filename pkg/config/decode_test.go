@@ -20,13 +20,13 @@ var errorCases = []struct {
 	name, yaml, want string
 }{
 	{"unknown key with suggestion", "webrtc:\n  udpPort: 8189\n  publicIp: [203.0.113.7]\n",
-		"srtwhep.yml:3: webrtc.publicIp: unknown key; did you mean publicIPs? valid keys: listenIP, udpPort, tcpPort, publicIPs, interfaces, iceServers, handshakeTimeout, disconnectTimeout, keepalive"},
+		"srtwhep.yml:3: webrtc.publicIp: unknown key; did you mean publicIPs? valid keys: listenIP, udpPort, tcpPort, publicIPs, interfaces, iceServers, handshakeTimeout, disconnectTimeout, keepalive, socketBuffer"},
 	{"unknown top-level key", "logLevel: info\nwebrtcc: {}\n",
 		"srtwhep.yml:2: webrtcc: unknown key; did you mean webrtc? valid keys: logLevel, logFormat, srt, http, webrtc, metrics, readers, api, authHook, pathDefaults, paths"},
 	{"unknown key no suggestion", "srt:\n  frobnicate: 1\n",
-		"srtwhep.yml:2: srt.frobnicate: unknown key; valid keys: listen, latency, passphrase, pbKeyLen, readTimeout"},
+		"srtwhep.yml:2: srt.frobnicate: unknown key; valid keys: listen, latency, passphrase, pbKeyLen, readTimeout, socketBuffer"},
 	{"snake case key", "srt:\n  read_timeout: 5s\n",
-		"srtwhep.yml:2: srt.read_timeout: unknown key; did you mean readTimeout? valid keys: listen, latency, passphrase, pbKeyLen, readTimeout"},
+		"srtwhep.yml:2: srt.read_timeout: unknown key; did you mean readTimeout? valid keys: listen, latency, passphrase, pbKeyLen, readTimeout, socketBuffer"},
 	{"bad duration", "srt:\n  latency: fast\n",
 		`srtwhep.yml:2: srt.latency: "fast" is not a duration; write a number with a unit (ms, s, m, h), e.g. 10s or 200ms`},
 	{"duration without unit", "webrtc:\n\n  keepalive: 2\n",
@@ -53,7 +53,7 @@ var errorCases = []struct {
 	{"tcp port negative", "webrtc:\n  tcpPort: -1\n",
 		`srtwhep.yml:2: webrtc.tcpPort: -1 is not a port; use 1 to 65535, e.g. 8189, or 0 to disable ICE-TCP`},
 	{"section is a scalar", "srt: 8890\n",
-		`srtwhep.yml:1: srt: expected a mapping of keys, found a value ("8890"); valid keys: listen, latency, passphrase, pbKeyLen, readTimeout`},
+		`srtwhep.yml:1: srt: expected a mapping of keys, found a value ("8890"); valid keys: listen, latency, passphrase, pbKeyLen, readTimeout, socketBuffer`},
 	{"scalar is a mapping", "logLevel: {a: 1}\n",
 		`srtwhep.yml:1: logLevel: expected a single value, found a mapping; write e.g. logLevel: info`},
 	{"empty scalar", "metrics:\n  listen:\n",
@@ -63,7 +63,7 @@ var errorCases = []struct {
 	{"empty list item", "webrtc:\n  publicIPs: [~]\n",
 		`srtwhep.yml:2: webrtc.publicIPs[0]: has no value; write one or delete the line`},
 	{"empty duration", "srt:\n  latency:\n",
-		`srtwhep.yml:2: srt.latency: has no value; write one such as 200ms, or delete the line to keep the default`},
+		`srtwhep.yml:2: srt.latency: has no value; write one such as 120ms, or delete the line to keep the default`},
 	{"duplicate key", "srt:\n  listen: \":1\"\n  listen: \":2\"\n",
 		`srtwhep.yml:3: srt.listen: set twice (first at line 2); keep one`},
 	{"anchor under an unknown key", "base: &b {maxReaders: 5}\n",
@@ -87,7 +87,7 @@ var errorCases = []struct {
 	{"negative latency", "srt:\n  latency: -5ms\n",
 		`srtwhep.yml:2: srt.latency: -5ms is negative; use 0 or more, e.g. 200ms (SRTO_LATENCY)`},
 	{"zero read timeout", "srt:\n  readTimeout: 0s\n",
-		`srtwhep.yml:2: srt.readTimeout: 0s is not positive; use a duration such as 10s`},
+		`srtwhep.yml:2: srt.readTimeout: 0s is not positive; use a duration such as 2s`},
 	{"tiny body limit", "http:\n  maxBodyBytes: 100\n",
 		`srtwhep.yml:2: http.maxBodyBytes: 100 is too small for an SDP offer (browsers send 3 to 10 KB); use at least 1024, e.g. 65536`},
 	{"keepalive vs disconnect (cross-field, line of the key set)", "webrtc:\n  handshakeTimeout: 10s\n  disconnectTimeout: 1s\n",
@@ -114,7 +114,7 @@ var errorCases = []struct {
 	{"path name empty segment", "paths:\n  live//x: {}\n",
 		`srtwhep.yml:2: paths: "live//x" is not a valid path name: it has an empty segment ('//'); use segments of letters, digits, '.', '_', '~', '-' separated by '/', e.g. live/cam1`},
 	{"path unknown key", "paths:\n  live/cam1:\n    maxReader: 5\n",
-		`srtwhep.yml:3: paths[live/cam1].maxReader: unknown key; did you mean maxReaders? valid keys: maxReaders, passphrase, publishUser, publishPass, readTokens, publishIPs, readIPs, audio, audioBitrate`},
+		`srtwhep.yml:3: paths[live/cam1].maxReader: unknown key; did you mean maxReaders? valid keys: maxReaders, passphrase, publishUser, publishPass, readTokens, publishIPs, readIPs, audio, audioBitrate, overridePublisher, publisherGrace`},
 	{"audio mode", "pathDefaults:\n  audio: aac\n",
 		`srtwhep.yml:2: pathDefaults.audio: "aac" is not an audio mode; use auto (pass Opus, transcode AAC and MP2/MP3 to Opus) or off (video only)`},
 	{"audio bitrate", "paths:\n  live/cam1:\n    audioBitrate: 1000000\n",
@@ -224,10 +224,10 @@ paths:
 	if len(c.WebRTC.ICEServers) != 2 || c.WebRTC.ICEServers[1].Credential != "c" {
 		t.Errorf("iceServers = %+v", c.WebRTC.ICEServers)
 	}
-	def := Path{MaxReaders: 10, PublishUser: "cam", PublishPass: "s3cret", Audio: AudioAuto, AudioBitrate: 96000}
+	def := Path{MaxReaders: 10, PublishUser: "cam", PublishPass: "s3cret", Audio: AudioAuto, AudioBitrate: 96000, OverridePublisher: true, PublisherGrace: Duration(15 * time.Second)}
 	for path, want := range map[string]Path{
-		"live/cam1":  {MaxReaders: 0, PublishUser: "cam", PublishPass: "s3cret", Audio: AudioAuto, AudioBitrate: 96000},
-		"live/cam2":  {MaxReaders: 10, Passphrase: "cam2-passphrase", PublishUser: "cam", PublishPass: "s3cret", Audio: AudioAuto, AudioBitrate: 96000},
+		"live/cam1":  {MaxReaders: 0, PublishUser: "cam", PublishPass: "s3cret", Audio: AudioAuto, AudioBitrate: 96000, OverridePublisher: true, PublisherGrace: Duration(15 * time.Second)},
+		"live/cam2":  {MaxReaders: 10, Passphrase: "cam2-passphrase", PublishUser: "cam", PublishPass: "s3cret", Audio: AudioAuto, AudioBitrate: 96000, OverridePublisher: true, PublisherGrace: Duration(15 * time.Second)},
 		"live/cam3":  def,
 		"not/listed": def,
 	} {

@@ -163,7 +163,7 @@ func TestDumpRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(back, c) {
 		t.Errorf("round trip differs:\n%s", out)
 	}
-	for _, want := range []string{"\n  latency: 200ms\n", "- 2001:db8::1\n", "\n  live/cam1:\n"} {
+	for _, want := range []string{"\n  latency: 120ms\n", "- 2001:db8::1\n", "\n  live/cam1:\n"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("dump lacks %q:\n%s", want, out)
 		}

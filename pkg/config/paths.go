@@ -42,11 +42,17 @@ func (w *walker) decodePaths(c *Config, n *yaml.Node) {
 	}
 }
 
+// maxPathLen is pathname.MaxLen (config imports no package of ours): a
+// longer name could never be published to or watched.
+const maxPathLen = 128
+
 // pathNameProblem says why name cannot be a path, or "" when it can.
 func pathNameProblem(name string) string {
 	switch {
 	case name == "":
 		return "it is empty"
+	case len(name) > maxPathLen:
+		return fmt.Sprintf("it is %d bytes long, more than the %d a publisher could use", len(name), maxPathLen)
 	case strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/"):
 		return "it starts or ends with '/'"
 	}

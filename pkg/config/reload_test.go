@@ -57,7 +57,8 @@ func TestLiveKeys(t *testing.T) {
 		"authHook.url", "authHook.timeout", "authHook.cacheTTL",
 		"pathDefaults.maxReaders", "pathDefaults.passphrase", "pathDefaults.publishUser", "pathDefaults.publishPass",
 		"pathDefaults.readTokens", "pathDefaults.publishIPs", "pathDefaults.readIPs",
-		"pathDefaults.audio", "pathDefaults.audioBitrate"}
+		"pathDefaults.audio", "pathDefaults.audioBitrate",
+		"pathDefaults.overridePublisher", "pathDefaults.publisherGrace"}
 	var live []string
 	for _, key := range allKeys(configType, "") {
 		if f, ok := fieldByKey(key); ok && f.Tag.Get("reload") == "live" {
@@ -97,7 +98,7 @@ func TestDiff(t *testing.T) {
 		live, restart []string
 	}{
 		{"identical", pathsFile, pathsFile, nil, nil},
-		{"comments and defaults spelled out change nothing", "", "# hi\nsrt:\n  latency: 200ms\nwebrtc:\n  publicIPs: []\n", nil, nil},
+		{"comments and defaults spelled out change nothing", "", "# hi\nsrt:\n  latency: 120ms\nwebrtc:\n  publicIPs: []\n", nil, nil},
 		{"restart key", "", "srt:\n  latency: 300ms\n", nil, []string{"srt.latency"}},
 		{"live key in a restart section", "", "srt:\n  passphrase: 0123456789\n", []string{"srt.passphrase"}, nil},
 		{"both kinds, schema order", "", "logLevel: debug\nreaders:\n  maxTotal: 5\n  queueSize: 64\napi:\n  token: abc\nwebrtc:\n  publicIPs: [203.0.113.7]\n",

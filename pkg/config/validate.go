@@ -91,7 +91,8 @@ func (v *validator) srt() {
 	default:
 		v.fail("srt.pbKeyLen", "%d is not an AES key length; use 16, 24 or 32 (bytes), or 0 for the libsrt default", s.PBKeyLen)
 	}
-	v.positive("srt.readTimeout", s.ReadTimeout, "10s")
+	v.positive("srt.readTimeout", s.ReadTimeout, "2s")
+	v.socketBuffer("srt.socketBuffer", s.SocketBuffer)
 }
 
 func (v *validator) webrtc() {
@@ -125,6 +126,7 @@ func (v *validator) webrtc() {
 	v.positive("webrtc.handshakeTimeout", r.HandshakeTimeout, "10s")
 	v.positive("webrtc.disconnectTimeout", r.DisconnectTimeout, "5s")
 	v.positive("webrtc.keepalive", r.Keepalive, "2s")
+	v.socketBuffer("webrtc.socketBuffer", r.SocketBuffer)
 	if r.Keepalive > 0 && r.DisconnectTimeout > 0 && r.Keepalive >= r.DisconnectTimeout {
 		key := "webrtc.keepalive"
 		if !v.set(key) && v.set("webrtc.disconnectTimeout") {
@@ -214,6 +216,11 @@ func (v *validator) path(key string, p Path, def *Path) {
 		// libopus accepts 6 to 510 kbit/s.
 		if p.AudioBitrate < 6000 || p.AudioBitrate > 510000 {
 			v.fail(key+".audioBitrate", "%d is outside Opus's range; use 6000 to 510000 bit/s, e.g. 96000", p.AudioBitrate)
+		}
+	}
+	if def == nil || p.PublisherGrace != def.PublisherGrace {
+		if p.PublisherGrace < 0 {
+			v.fail(key+".publisherGrace", "%s is negative; use 0 to end viewers with their publisher, or a duration such as 15s", p.PublisherGrace)
 		}
 	}
 }

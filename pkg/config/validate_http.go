@@ -18,6 +18,9 @@ func (v *validator) http() {
 	if h.MaxHandshakes < 1 {
 		v.fail("http.maxHandshakes", "%d allows no WHEP handshake at all; use 1 or more, e.g. 32", h.MaxHandshakes)
 	}
+	if h.MaxHandshakesPerClient < 1 {
+		v.fail("http.maxHandshakesPerClient", "%d allows no WHEP handshake at all; use 1 or more, e.g. 16", h.MaxHandshakesPerClient)
+	}
 	v.positive("http.idleTimeout", h.IdleTimeout, "15s")
 	v.positive("http.bodyTimeout", h.BodyTimeout, "5s")
 	if h.MaxConns < 1 {

@@ -18,6 +18,8 @@ import (
 	"strings"
 
 	_ "embed"
+
+	"github.com/srtwhep/srtwhep/pkg/pathname"
 )
 
 //go:embed page.html
@@ -26,12 +28,15 @@ var pageSrc string
 //go:embed whep.js
 var helpersSrc string
 
+//go:embed liveness.js
+var livenessSrc string
+
 //go:embed player.js
 var mainSrc string
 
-// scriptSrc is the page's one inline script: both files share a function
+// scriptSrc is the page's one inline script: the files share a function
 // scope so nothing but window.srtwhepStats leaks into the global object.
-var scriptSrc = "(() => {\n\"use strict\";\n" + helpersSrc + "\n" + mainSrc + "})();\n"
+var scriptSrc = "(() => {\n\"use strict\";\n" + helpersSrc + "\n" + livenessSrc + "\n" + mainSrc + "})();\n"
 
 //go:embed player.css
 var styleSrc string
@@ -39,8 +44,9 @@ var styleSrc string
 var pageTmpl = template.Must(template.New("page.html").Parse(pageSrc))
 
 // maxPathLen bounds the stream path so a page request cannot make us render
-// (and the browser POST) arbitrarily long URLs.
-const maxPathLen = 512
+// (and the browser POST) arbitrarily long URLs; no longer name could be
+// published anyway.
+const maxPathLen = pathname.MaxLen
 
 // DefaultTitle is shown in the browser tab after the stream path when
 // Config.Title is empty.

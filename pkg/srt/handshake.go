@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/haivision/srtgo"
+
+	"github.com/srtwhep/srtwhep/pkg/pathname"
 )
 
 // whepHint tells a caller who tried to read over SRT where reading works.
@@ -24,7 +26,7 @@ func (s *Server) onHandshake(sock *srtgo.SrtSocket, _ int, peer *net.UDPAddr, st
 		// The reason travels back to the caller in the handshake response.
 		_ = sock.SetRejectReason(reason)
 		s.log.Warn("srt publisher rejected", append([]any{"path", path, "remote", remote,
-			"streamid", redactStreamID(streamid), "reason", reasonName(reason), "err", why}, attrs...)...)
+			"streamid", clipStreamID(redactStreamID(streamid)), "reason", reasonName(reason), "err", why}, attrs...)...)
 		return false
 	}
 
@@ -62,7 +64,27 @@ func (s *Server) onHandshake(sock *srtgo.SrtSocket, _ int, peer *net.UDPAddr, st
 			delete(s.pending, k)
 		}
 	}
+	if len(s.pending) >= maxPending {
+		s.mu.Unlock()
+		return reject(srtgo.RejectionReasonOverload, id.Path,
+			fmt.Sprintf("%d handshakes are waiting to be accepted; retry in a moment", maxPending))
+	}
 	s.pending[int(sock.GetSocket())] = pendingConn{id: id, remote: remote, at: now}
 	s.mu.Unlock()
 	return true
 }
+
+// clipStreamID keeps a rejected streamid (up to 512 bytes) in a log line
+// to about a path name's length.
+func clipStreamID(s string) string {
+	if n := pathname.MaxLen + 16; len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// maxPending bounds the handshakes parked for Accept: accepted ones leave
+// at once and failed ones after pendingTTL, so only a flood of completed
+// handshakes that then fail (a wrong passphrase, from many addresses)
+// reaches it.
+const maxPending = 1024

@@ -20,7 +20,6 @@ static int srtwhep_sockport(SRTSOCKET u) {
 import "C"
 
 import (
-	"context"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -32,6 +31,10 @@ import (
 // the process, so the sink is the logger of the running Server (set by Run);
 // with no server running there is no socket that could log.
 var libsrtLog atomic.Pointer[slog.Logger]
+
+// libsrtLimit rate-limits libsrt's lines for the whole process, as libsrt
+// logging is global.
+var libsrtLimit = newLogLimiter(libsrtLogEvery)
 
 // Init starts libsrt and routes its log lines (warnings and errors only)
 // into the running Server's logger. Call once from main, before Run.
@@ -48,6 +51,7 @@ func Init() {
 // Cleanup stops libsrt. Call once from main after every Server.Run returned.
 func Cleanup() {
 	srtgo.SrtUnsetLogHandler()
+	libsrtLimit.stop()
 	srtgo.CleanupSRT()
 }
 
@@ -64,7 +68,7 @@ func forwardLibsrtLog(level srtgo.SrtLogLevel, file string, line int, area, msg 
 		lvl = slog.LevelError
 	}
 	msg = strings.TrimSpace(strings.TrimPrefix(msg, ": "))
-	log.Log(context.Background(), lvl, msg, "component", "libsrt", "area", area)
+	libsrtLimit.log(limitedLine{log: log, level: lvl, msg: msg, area: area})
 }
 
 // handshakeDetail are libsrt functions that explain a failed handshake in

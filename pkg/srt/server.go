@@ -1,7 +1,8 @@
 // Package srt is the SRT ingest transport: a libsrt listener (via srtgo)
-// that checks the streamid and credentials during the handshake and hands
-// each accepted publisher to Config.Serve as an io.Reader. It knows nothing
-// of MPEG-TS or the hub.
+// that parses the streamid during the handshake, asks Config.Admit, and
+// hands each accepted publisher to Config.Serve as an io.Reader. It knows
+// nothing of MPEG-TS; of the access policy and the hub it only knows their
+// refusals, which it maps to SRT reject reasons in one table (reject.go).
 //
 // srtgo is used in blocking mode only: in its non-blocking mode a Close does
 // not wake a pending Read or Accept (see TOOLCHAIN.md §1), which would leak
@@ -39,6 +40,12 @@ type Config struct {
 	// ReadTimeout closes a publisher that sends nothing for this long
 	// (0 = only libsrt's own 5 s peer-idle timeout).
 	ReadTimeout time.Duration
+
+	// SocketBuffer is the kernel receive buffer of the UDP socket every
+	// publisher's packets arrive on, in bytes (SRTO_UDP_RCVBUF): 0 takes
+	// DefaultSocketBuffer, a negative value keeps libsrt's request. The
+	// kernel caps it at net.core.rmem_max; Run warns with the sysctl.
+	SocketBuffer int
 
 	// Admit decides during the handshake; a non-nil error rejects it (see
 	// rejectReason for how errors become reject reasons). It runs on
@@ -160,9 +167,10 @@ func (s *Server) Run(ctx context.Context) error {
 		return errors.New("cannot create the listening socket (was srt.Init called?)")
 	}
 	ln.SetListenCallback(s.onHandshake)
+	bufSize := s.setSocketBuffer(ln)
 	if err := ln.Listen(16); err != nil {
 		runtime.SetFinalizer(ln, nil) // Listen already closed it
-		return fmt.Errorf("listen on udp %s: %w (is the port in use?)", s.cfg.Listen, err)
+		return fmt.Errorf("srt listen on udp %s: %w (is the port in use?)", s.cfg.Listen, err)
 	}
 	closeListener := sync.OnceFunc(closeSocket(ln))
 	defer closeListener()
@@ -172,6 +180,7 @@ func (s *Server) Run(ctx context.Context) error {
 	libsrtLog.Store(s.base)
 	defer libsrtLog.CompareAndSwap(s.base, nil)
 	s.log.Info("srt listening", "addr", addr.String())
+	s.reportSocketBuffer(bufSize)
 	close(s.ready)
 
 	connCtx, cancelConns := context.WithCancel(ctx)
@@ -195,7 +204,7 @@ func (s *Server) Run(ctx context.Context) error {
 				break
 			}
 			if errors.Is(err, srtgo.EInvSock) || errors.Is(err, srtgo.ENoListen) || errors.Is(err, &srtgo.SrtSocketClosed{}) {
-				runErr = fmt.Errorf("listener on %s failed: %w", addr, err)
+				runErr = fmt.Errorf("srt listener on %s failed: %w", addr, err)
 				break
 			}
 			s.log.Warn("srt accept failed", "err", err)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/srtwhep/srtwhep/pkg/pathname"
 )
 
 // Modes a StreamID can carry. Only ModePublish is served over SRT; viewers
@@ -125,6 +127,10 @@ func parseAccessControl(s string) (StreamID, error) {
 func checkPath(p string) error {
 	if p == "" {
 		return errors.New("empty path")
+	}
+	// Checked first so that no message below quotes more than the cap.
+	if len(p) > pathname.MaxLen {
+		return fmt.Errorf("path is %d bytes long, more than the %d allowed", len(p), pathname.MaxLen)
 	}
 	for seg := range strings.SplitSeq(p, "/") {
 		if seg == "" {

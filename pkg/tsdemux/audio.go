@@ -388,6 +388,18 @@ func (d *Demuxer) emitAudio(pts int64, data []byte) {
 	if len(data) == 0 {
 		return
 	}
+	// A frame is stamped from its PES's PTS plus the samples before it at
+	// its own header's rate: a damaged header that changes the rate inside
+	// a PES can move it back. Consumers rely on PTS never going back.
+	if pts < d.audio.lastOut {
+		d.audioError(fmt.Errorf("audio frame PTS went back by %.3f s inside a PES (its sample rate changed?)",
+			float64(d.audio.lastOut-pts)/av.ClockRate))
+		return
+	}
+	// Later frames of a PES are stamped past the PES's own PTS, so
+	// audioPTS must compare the next PES with the last frame sent, not
+	// with the last PES: one starting between the two would go back.
+	d.audio.lastOut = pts
 	d.audioUnits.Add(1)
 	d.onAudio(av.AudioUnit{PTS: pts, Data: data})
 }

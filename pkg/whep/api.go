@@ -15,6 +15,7 @@ import (
 	"github.com/pion/webrtc/v4"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/sockbuf"
 	"github.com/srtwhep/srtwhep/pkg/udpbatch"
 
 	"github.com/srtwhep/srtwhep/pkg/pionslog"
@@ -32,6 +33,7 @@ type muxes struct {
 	udpConn  *net.UDPConn
 	udpBatch *udpbatch.Conn
 	udpAddr  *net.UDPAddr
+	udpDrops *sockbuf.Drops // nil when /proc cannot tell
 	udp      ice.UDPMux
 	tcpLn    net.Listener
 	tcp      ice.TCPMux
@@ -138,6 +140,7 @@ func listenMuxes(cfg Config, log *slog.Logger) (*muxes, error) {
 		return nil, fmt.Errorf("whep: listen on UDP %s: %w; is another process (or srtwhep) using the port?", cfg.UDPListen, err)
 	}
 	m := &muxes{log: log, udpConn: uc, udpAddr: uc.LocalAddr().(*net.UDPAddr)}
+	m.udpDrops = sizeUDPBuffers(uc, cfg.SocketBuffer, log)
 	// Every viewer's media leaves through this one socket: batching its
 	// writes into sendmmsg(2) is what keeps the kernel's per-packet cost
 	// from dominating fan-out.
@@ -167,9 +170,9 @@ func listenMuxes(cfg Config, log *slog.Logger) (*muxes, error) {
 		}
 		m.tcpLn = ln
 		if len(cfg.PublicIPs) > 0 && ln.Addr().(*net.TCPAddr).IP.IsUnspecified() {
-			m.tcp = familyTCPMux{webrtc.NewICETCPMux(lf.NewLogger("tcpmux"), familyListener{ln}, 8)}
+			m.tcp = familyTCPMux{newTCPMux(lf.NewLogger("tcpmux"), familyListener{ln})}
 		} else {
-			m.tcp = webrtc.NewICETCPMux(lf.NewLogger("tcpmux"), ln, 8)
+			m.tcp = newTCPMux(lf.NewLogger("tcpmux"), ln)
 		}
 	}
 	return m, nil

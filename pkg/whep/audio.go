@@ -27,9 +27,12 @@ type opusStamper struct {
 // count: a frame the hub dropped then leaves a gap the decoder conceals,
 // instead of shifting all later sound against the picture. Sequence
 // numbers stay contiguous across drops, so a drop triggers no NACK.
-func (o *opusStamper) stamp(af *av.AudioFrame) rtp.Packet {
-	ts := uint32(af.PTS*av.OpusClockRate/av.ClockRate) + o.offset
-	o.lastTS, o.lastPTS = ts, af.PTS
+//
+// pts is af's PTS on the session's timeline (see timeline), which differs
+// from af.PTS once a second publisher continues the stream.
+func (o *opusStamper) stamp(af *av.AudioFrame, pts int64) rtp.Packet {
+	ts := uint32(pts*av.OpusClockRate/av.ClockRate) + o.offset
+	o.lastTS, o.lastPTS = ts, pts
 	p := rtp.Packet{
 		Header: rtp.Header{
 			Version:        2,
@@ -48,11 +51,11 @@ func (o *opusStamper) stamp(af *av.AudioFrame) rtp.Packet {
 // the clock is anchored at the live edge, the track's sender report when
 // one is due. A session without audio never gets audio frames (its reader
 // is attached for video only); it ignores them all the same.
-func (sess *session) sendAudio(o *opusStamper, af *av.AudioFrame, reports *senderReporter, clock *mediaClock) {
+func (sess *session) sendAudio(o *opusStamper, af *av.AudioFrame, pts int64, reports *senderReporter, clock *mediaClock) {
 	if sess.audioTrack == nil {
 		return
 	}
-	pkt := o.stamp(af)
+	pkt := o.stamp(af, pts)
 	// A write error means the transport is going away; the state callback
 	// ends the session.
 	if sess.audioTrack.WriteRTP(&pkt) != nil {

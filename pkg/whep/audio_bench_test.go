@@ -54,7 +54,7 @@ func BenchmarkAudioFrameFanout(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					v.pkt = v.st.stamp(f.Audio)
+					v.pkt = v.st.stamp(f.Audio, f.Audio.PTS)
 				}
 			}
 		})

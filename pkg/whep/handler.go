@@ -14,6 +14,7 @@ import (
 
 	"github.com/srtwhep/srtwhep/pkg/auth"
 	"github.com/srtwhep/srtwhep/pkg/hub"
+	"github.com/srtwhep/srtwhep/pkg/pathname"
 )
 
 const (
@@ -133,6 +134,13 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, wantType, what
 }
 
 func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string) {
+	// A name no publisher could use is refused before anything keyed by
+	// it (the auth hook's cache, the hub, a log line) sees it.
+	if err := pathname.Check(path); err != nil {
+		s.stats.reject(rejectBadOffer)
+		httpError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	// Access is decided before the offer is even read, so a refused viewer
 	// costs no parsing and no handshake slot.
 	if !s.authorize(w, r, path) {
@@ -154,16 +162,23 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 		unavailable(w, retryAfterStarting, err.Error())
 		return
 	}
-	if !s.tryHandshake() {
+	clientKey := handshakeKey(r)
+	switch s.handshakes.acquire(clientKey) {
+	case handshakeServerFull:
 		s.stats.reject(rejectHandshakeLimit)
 		unavailable(w, retryAfterHandshakes,
 			fmt.Sprintf("too many WebRTC handshakes in progress (limit %d); retry in a moment", s.cfg.MaxHandshakes))
+		return
+	case handshakeClientFull:
+		s.stats.reject(rejectHandshakeLimit)
+		unavailable(w, retryAfterHandshakes,
+			fmt.Sprintf("too many WebRTC handshakes in progress from your address (limit %d); retry in a moment", s.cfg.MaxHandshakesPerClient))
 		return
 	}
 	handshakeOwned := true
 	defer func() {
 		if handshakeOwned {
-			s.doneHandshake()
+			s.handshakes.release(clientKey)
 		}
 	}()
 
@@ -194,6 +209,7 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 		return
 	}
 	sess.id, sess.path, sess.remote, sess.since = id, path, r.RemoteAddr, time.Now()
+	sess.clientKey = clientKey
 	sess.reader = reader
 	sess.log = s.log.With("path", path, "session", id, "remote", r.RemoteAddr)
 	if !s.addSession(sess) {

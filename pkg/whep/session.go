@@ -28,6 +28,10 @@ type session struct {
 	log              *slog.Logger
 	reader           Reader
 
+	// clientKey is whose handshake slot the session holds until it is
+	// connected (see awaitConnected).
+	clientKey string
+
 	pc     *webrtc.PeerConnection
 	track  *webrtc.TrackLocalStaticRTP
 	sender *webrtc.RTPSender
@@ -245,6 +249,7 @@ func (s *Server) runSession(sess *session) {
 
 	sess.cancel(reason)
 	reason = context.Cause(sess.ctx)
+	sess.sayGoodbye()
 	_ = sess.pc.GracefulClose()
 	rtcpWG.Wait()
 	sess.reader.Close()
@@ -261,22 +266,8 @@ func (s *Server) runSession(sess *session) {
 // serve waits for the connection, then writes access units until the
 // session ends, and returns why it ended.
 func (s *Server) serve(sess *session) error {
-	t := time.NewTimer(s.cfg.HandshakeTimeout)
-	select {
-	case <-sess.connected:
-		t.Stop()
-		s.doneHandshake()
-	case <-t.C:
-		s.doneHandshake()
-		s.stats.handshakeFailures.Add(1)
-		return errHandshakeTimeout
-	case <-sess.ctx.Done():
-		t.Stop()
-		s.doneHandshake()
-		if c := context.Cause(sess.ctx); errors.Is(c, errICEFailed) || errors.Is(c, errPCClosed) {
-			s.stats.handshakeFailures.Add(1)
-		}
-		return context.Cause(sess.ctx)
+	if err := s.awaitConnected(sess); err != nil {
+		return err
 	}
 
 	// Attach only now, so a viewer still in ICE never fills a queue.
@@ -306,6 +297,9 @@ func (s *Server) serve(sess *session) error {
 	videoReports := senderReporter{sender: sess.sender}
 	audioReports := senderReporter{sender: sess.audioSender}
 	videoLive := false // the last video AU went out on its PTS timeline
+	// Frames are stamped from their place on the session's timeline, which
+	// goes on across publishers (see timeline).
+	var tl timeline
 	for {
 		// Checked first because a reader may prefer queued frames over a
 		// done context, and an ended session must not drain its queue.
@@ -325,21 +319,29 @@ func (s *Server) serve(sess *session) error {
 		if s.cfg.BeforeWrite != nil {
 			s.cfg.BeforeWrite(sess.id)
 		}
+		changes := tl.changes
+		pts, ok := tl.place(f, time.Now())
+		if !ok {
+			continue
+		}
+		if tl.changes != changes {
+			sess.log.Info("viewer continues with a new publisher")
+		}
 		backlog := sess.reader.Backlog()
 		catchingUp = catchingUp && (f.CatchUp || backlog > 0)
 		if !clock.set && !catchingUp && !f.CatchUp {
-			clock.anchor(framePTS(f), time.Now())
+			clock.anchor(pts, time.Now())
 		}
 		if f.Audio != nil {
 			// Audio goes out as it comes, between the paced video
 			// frames, so the two stay interleaved in PTS order and a
 			// one-packet frame adds no burst worth pacing.
-			sess.sendAudio(&audio, f.Audio, &audioReports, &clock)
+			sess.sendAudio(&audio, f.Audio, pts, &audioReports, &clock)
 			continue
 		}
 		au := f.Video
 		live := !(f.CatchUp || catchingUp)
-		pkts = st.Stamp(pkts, au, !live)
+		pkts = st.StampAt(pkts, au, pts, !live)
 		sess.history.record(au, pkts)
 		var sent, n uint64
 		for i := range pkts {
@@ -351,6 +353,9 @@ func (s *Server) serve(sess *session) error {
 			sent++
 			n += uint64(rtph264.HeaderLen + len(pkts[i].Payload))
 		}
+		if live && sent == uint64(len(pkts)) {
+			s.latency.observeSent(au)
+		}
 		sess.packets.Add(sent)
 		sess.bytes.Add(n)
 		sess.reader.CountSent(int(sent), int(n))
@@ -359,7 +364,7 @@ func (s *Server) serve(sess *session) error {
 			videoLive = live
 		}
 		if sent > 0 && videoLive && clock.set {
-			videoReports.maybeSend(sess.pc, time.Now(), st.LastTimestamp(), clock.at(au.PTS))
+			videoReports.maybeSend(sess.pc, time.Now(), st.LastTimestamp(), clock.at(pts))
 		}
 		// Behind the live edge (catch-up, or frames queued during a stall),
 		// space frames out instead of bursting a whole queue at line rate:

@@ -39,6 +39,8 @@ func (s *Server) MetricsSample() metrics.WebRTCSample {
 		RejectedTotal:      st.Rejected,
 		UDPDatagrams:       st.UDPDatagrams,
 		UDPRefused:         st.UDPRefused,
+		UDPReceiveDrops:    st.UDPReceiveDrops,
+		ServerLatency:      s.latency.snapshot(),
 	}
 }
 

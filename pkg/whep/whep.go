@@ -9,10 +9,13 @@
 // APIs: one that knows Opus, for sessions with audio, and one that does
 // not.
 //
-// When the publisher of a path goes away, every viewer of that path is closed
-// cleanly (the PeerConnection is closed, which the browser sees as a closed
-// connection); the player page is expected to reconnect by posting a new
-// offer.
+// A viewer outlives its publisher for the path's grace period (kept by the
+// hub): the next publisher's stream continues the same session with
+// contiguous RTP sequence numbers and timestamps (see timeline.go). When the
+// path ends for good, every viewer of it is closed cleanly: an RTCP BYE,
+// then the PeerConnection's close with its DTLS close_notify, which the
+// browser sees at once as a closed connection instead of waiting for ICE to
+// time out; the player page is expected to reconnect by posting a new offer.
 package whep
 
 import (
@@ -28,6 +31,7 @@ import (
 
 	"github.com/srtwhep/srtwhep/pkg/auth"
 	"github.com/srtwhep/srtwhep/pkg/hub"
+	"github.com/srtwhep/srtwhep/pkg/sockbuf"
 	"github.com/srtwhep/srtwhep/pkg/udpbatch"
 )
 
@@ -115,6 +119,19 @@ type Config struct {
 	// MaxHandshakes bounds the offers in flight (POST → connected); beyond
 	// it a POST gets 503 + Retry-After. Default 32.
 	MaxHandshakes int
+	// MaxHandshakesPerClient bounds them per client address (per /64 for
+	// IPv6), so one client cannot take every slot. Default
+	// DefaultMaxHandshakesPerClient, at most MaxHandshakes.
+	MaxHandshakesPerClient int
+	// SocketBuffer is the receive and send buffer of the shared UDP
+	// socket in bytes: 0 takes DefaultSocketBuffer, a negative value keeps
+	// the kernel's default. The kernel caps it at net.core.rmem_max and
+	// wmem_max; Run warns with the sysctl to raise them.
+	SocketBuffer int
+	// ICEStartTimeout closes an answered offer whose viewer sent no ICE
+	// check within it, giving its handshake slot back early. Default
+	// DefaultICEStartTimeout, at most HandshakeTimeout.
+	ICEStartTimeout time.Duration
 
 	Source Source
 	// Authorizer decides whether a viewer may watch a path (nil: everyone
@@ -136,6 +153,10 @@ const (
 	DefaultKeepalive         = 2 * time.Second
 	DefaultMaxBodyBytes      = 64 << 10
 	DefaultMaxHandshakes     = 32
+	// Half of the default total: a household or office behind one NAT
+	// rarely starts more viewers at the same moment, and what is left is
+	// enough for everyone else.
+	DefaultMaxHandshakesPerClient = 16
 )
 
 // Server is the WHEP server. New validates, Run binds and serves.
@@ -148,9 +169,11 @@ type Server struct {
 	udpAddr  atomic.Pointer[net.UDPAddr]
 	tcpAddr  atomic.Pointer[string]        // "" when ICE-TCP is off
 	udpBatch atomic.Pointer[udpbatch.Conn] // nil when batching is unavailable
+	udpDrops atomic.Pointer[sockbuf.Drops] // nil when /proc cannot tell
 	api      *apis
 	baseCtx  context.Context // set by Run before ready closes
-	handshks chan struct{}   // semaphore of handshakes in flight
+	// handshakes are the offers in flight, capped in total and per client.
+	handshakes *handshakes
 
 	mu       sync.Mutex
 	closing  bool
@@ -158,6 +181,8 @@ type Server struct {
 	wg       sync.WaitGroup
 
 	stats serverCounters
+	// latency is the server's share of each live frame's delay.
+	latency latencyHistogram
 }
 
 type serverCounters struct {
@@ -205,6 +230,9 @@ type Stats struct {
 	// handed to the kernel and what the kernel refused (a full socket
 	// buffer: those packets are lost for the viewers).
 	UDPDatagrams, UDPRefused uint64
+	// UDPReceiveDrops is the kernel's count of datagrams dropped on the
+	// way in (a full receive buffer: viewers' RTCP, NACKs, keepalives).
+	UDPReceiveDrops uint64
 	// Rejected counts refused offers by reason (reader_cap, server_full,
 	// no_publisher, bad_offer, auth, handshake_limit).
 	Rejected map[string]uint64
@@ -255,16 +283,24 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxHandshakes <= 0 {
 		cfg.MaxHandshakes = DefaultMaxHandshakes
 	}
+	if cfg.MaxHandshakesPerClient <= 0 {
+		cfg.MaxHandshakesPerClient = DefaultMaxHandshakesPerClient
+	}
+	cfg.MaxHandshakesPerClient = min(cfg.MaxHandshakesPerClient, cfg.MaxHandshakes)
+	if cfg.ICEStartTimeout <= 0 {
+		cfg.ICEStartTimeout = DefaultICEStartTimeout
+	}
+	cfg.ICEStartTimeout = min(cfg.ICEStartTimeout, cfg.HandshakeTimeout)
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Server{
-		cfg:      cfg,
-		log:      log,
-		ready:    make(chan struct{}),
-		handshks: make(chan struct{}, cfg.MaxHandshakes),
-		sessions: make(map[string]*session),
+		cfg:        cfg,
+		log:        log,
+		ready:      make(chan struct{}),
+		handshakes: newHandshakes(cfg.MaxHandshakes, cfg.MaxHandshakesPerClient),
+		sessions:   make(map[string]*session),
 	}, nil
 }
 
@@ -297,6 +333,7 @@ func (s *Server) Run(ctx context.Context) error {
 	tcp := m.tcpAddrString()
 	s.tcpAddr.Store(&tcp)
 	s.udpBatch.Store(m.udpBatch)
+	s.udpDrops.Store(m.udpDrops)
 	close(s.ready)
 	s.log.Info("whep ready", "udp", m.udpAddr.String(), "tcp", m.tcpAddrString())
 
@@ -355,7 +392,7 @@ func (s *Server) KickSession(id string) bool {
 // Stats returns counters for metrics.
 func (s *Server) Stats() Stats {
 	st := Stats{
-		HandshakesInFlight: len(s.handshks),
+		HandshakesInFlight: s.handshakes.inFlight(),
 		SessionsOpened:     s.stats.opened.Load(),
 		HandshakeFailures:  s.stats.handshakeFailures.Load(),
 		PacketsSent:        s.stats.closedPackets.Load(),
@@ -369,6 +406,7 @@ func (s *Server) Stats() Stats {
 		bs := bc.Stats()
 		st.UDPDatagrams, st.UDPRefused = bs.Datagrams, bs.Errors
 	}
+	st.UDPReceiveDrops = s.udpReceiveDrops()
 	st.StateCounts = map[string]int{}
 	s.mu.Lock()
 	st.Sessions = len(s.sessions)
@@ -421,18 +459,6 @@ func (s *Server) running() (*apis, context.Context, error) {
 	}
 	return s.api, s.baseCtx, nil
 }
-
-// tryHandshake takes a handshake slot without waiting.
-func (s *Server) tryHandshake() bool {
-	select {
-	case s.handshks <- struct{}{}:
-		return true
-	default:
-		return false
-	}
-}
-
-func (s *Server) doneHandshake() { <-s.handshks }
 
 // Reasons a session ends, as logged in "viewer closed".
 var (

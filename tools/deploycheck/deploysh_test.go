@@ -19,7 +19,7 @@ import (
 // and the metadata service is either a loopback httptest server or off.
 
 // trappedTools would change the host or talk to Docker; dry-run calls none.
-var trappedTools = []string{"docker", "docker-compose", "apt-get", "apt-cache", "ufw", "systemctl", "sudo"}
+var trappedTools = []string{"docker", "docker-compose", "apt-get", "apt-cache", "ufw", "systemctl", "sudo", "sysctl", "tee"}
 
 type deployRun struct {
 	stdout, stderr string

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/srtwhep/srtwhep/internal/testkit"
+)
+
+// TestGarbageNeverLive: a publisher that sends random bytes inside a valid
+// SRT connection never makes its path live: a viewer's POST is 404 the
+// whole time, and the hub never holds the path.
+func TestGarbageNeverLive(t *testing.T) {
+	ts := startServer(t, nil)
+	// Random bytes at 250 kB/s, written raw (no MPEG-TS) to the SRT URL.
+	ff := testkit.StartFFmpeg(t, "-re", "-f", "u8", "-ar", "250000", "-ac", "1", "-i", "/dev/urandom",
+		"-c", "copy", "-f", "u8", ts.srtURL("publish:live/junk"))
+	ts.logs.WaitLog(t, 10*time.Second, "publisher connected", "live/junk")
+	offer := offerSDP(t)
+	deadline := time.Now().Add(4 * time.Second)
+	posts := 0
+	for time.Now().Before(deadline) {
+		code, _, body := request(t, http.MethodPost, ts.httpURL("/live/junk/whep"), "", "application/sdp", offer)
+		if code != http.StatusNotFound {
+			t.Fatalf("POST %d while the publisher sends garbage: %d %q", posts, code, body)
+		}
+		posts++
+		for _, p := range ts.hub.Paths() {
+			if p.Name == "live/junk" {
+				t.Fatalf("the hub holds live/junk: %+v", p)
+			}
+		}
+		if exited, _ := ff.Exited(); exited {
+			t.Fatal("the garbage publisher stopped early; the test needs it connected")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if posts < 10 {
+		t.Fatalf("only %d POSTs in 4 s", posts)
+	}
+}
+
+// TestLongPathNames: a 10 kB path name gets a short 400 from WHEP and the
+// API, and an SRT reject (bad request) for a streamid over the cap; no
+// answer and no log line carries more than the cap of it.
+func TestLongPathNames(t *testing.T) {
+	ts := startServer(t, nil)
+	long := strings.Repeat("a", 10<<10)
+	for _, c := range []struct{ method, path, ctype, body string }{
+		{http.MethodPost, "/" + long + "/whep", "application/sdp", offerSDP(t)},
+		{http.MethodGet, "/v1/paths/" + long, "", ""},
+		{http.MethodDelete, "/v1/publishers/" + long, "", ""},
+	} {
+		code, _, body := request(t, c.method, ts.httpURL(c.path), "", c.ctype, c.body)
+		if code != http.StatusBadRequest || len(body) > 400 || !strings.Contains(body, "invalid path name") {
+			t.Errorf("%s %.30s…: %d, %d bytes: %.300s", c.method, c.path, code, len(body), body)
+		}
+	}
+
+	// The SRT streamid holds 512 bytes at most; 300 is past the path cap.
+	ff := testkit.StartFFmpeg(t, append(x264Args("320x240"), "-t", "5", "-f", "mpegts",
+		ts.srtURL("publish:live/"+strings.Repeat("b", 300)))...)
+	line := ts.logs.WaitLog(t, 10*time.Second, "srt publisher rejected", "bad request")
+	if !strings.Contains(line, "more than the 128 allowed") || len(line) > 1000 {
+		t.Errorf("rejection log line (%d bytes): %s", len(line), line)
+	}
+	if err := ff.Wait(t, 15*time.Second); err == nil {
+		t.Errorf("ffmpeg published to an over-long path")
+	}
+	for _, l := range strings.Split(ts.logs.String(), "\n") {
+		if len(l) > 2000 {
+			t.Errorf("a %d-byte log line: %.200s…", len(l), l)
+		}
+	}
+}
+
+// TestRogueSRTFlood: tens of thousands of garbage datagrams a second to the
+// SRT port (measured before the limit: 111,652 ERROR lines in 10 s) make
+// libsrt log about one line a second, with a count, while a real
+// publisher's viewer keeps its full frame rate.
+func TestRogueSRTFlood(t *testing.T) {
+	ts := startServer(t, nil)
+	startFFmpeg(t, x264Args("640x360"), ts.srtURL("publish:live/cam"))
+	ts.waitPublisher(t, "live/cam")
+	v := dialViewer(t, ts, "live/cam")
+	v.waitUnits(t, 30, 15*time.Second)
+
+	// The frame rate without the flood, on this (shared, possibly busy)
+	// machine, is what the flood must not lower.
+	const flood = 5 * time.Second
+	baseStart, baseIn := time.Now(), ts.framesIn("live/cam")
+	time.Sleep(3 * time.Second)
+	baseRate := float64(ts.framesIn("live/cam")-baseIn) / time.Since(baseStart).Seconds()
+
+	libsrtBefore := len(ts.logs.Lines("component=libsrt"))
+	unitsBefore, inBefore := v.count(), ts.framesIn("live/cam")
+	start := time.Now()
+	var wg sync.WaitGroup
+	// Two senders of 12,500 datagrams a second: the rate of the measured
+	// flood (248,800 in 10 s).
+	sent := make([]int, 2)
+	const perSender, burst = 12500, 25
+	for w := range sent {
+		wg.Go(func() {
+			c, err := net.DialUDP("udp", nil, ts.srt.Addr())
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			// A mix of what a scanner sends: handshakes addressed to the
+			// listener (socket id 0) with a junk body, which libsrt
+			// complains about, and plain junk.
+			pkt := make([]byte, 128)
+			for i := 0; time.Since(start) < flood; i++ {
+				for j := range pkt {
+					pkt[j] = byte(i*7 + j*13 + w)
+				}
+				n := 16 + i%112
+				if i%2 == 0 {
+					pkt[0], pkt[1], pkt[2], pkt[3] = 0x80, 0x00, 0x00, 0x00 // control, handshake
+					pkt[12], pkt[13], pkt[14], pkt[15] = 0, 0, 0, 0         // to the listener
+					n = 64 + i%64
+				}
+				if _, err := c.Write(pkt[:n]); err == nil {
+					sent[w]++
+				}
+				if i%burst == burst-1 {
+					next := start.Add(time.Duration(i+1) * time.Second / perSender)
+					time.Sleep(time.Until(next))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	units, in := v.count()-unitsBefore, int(ts.framesIn("live/cam")-inBefore)
+	total := 0
+	for _, n := range sent {
+		total += n
+	}
+	// Summaries of the last second come at most a second later.
+	time.Sleep(1500 * time.Millisecond)
+	lines := ts.logs.Lines("component=libsrt")[libsrtBefore:]
+	t.Logf("%d garbage datagrams in %v; %d libsrt lines; ingest %d frames (%.1f/s before the flood), viewer %d",
+		total, elapsed.Round(time.Millisecond), len(lines), in, baseRate, units)
+	// The race detector slows the senders down; 8,000 a second is still
+	// a flood that used to mean 8,000 log lines a second.
+	if total < 40000 {
+		t.Fatalf("only %d datagrams sent; the flood is too weak to test anything", total)
+	}
+	// One line a second of the flood's one kind of complaint ("ROGUE HS
+	// RECEIVED"), plus the first line and the last summary; any other
+	// kind (none is expected) is limited the same way.
+	secs := int(elapsed/time.Second) + 2
+	rogue := 0
+	for _, l := range lines {
+		if strings.Contains(l, "ROGUE") {
+			rogue++
+		}
+	}
+	if rogue == 0 || rogue > secs || len(lines) > 2*secs {
+		t.Errorf("%d libsrt lines (%d about the rogue handshakes) during a %v flood, want at most %d:\n%s",
+			len(lines), rogue, elapsed, secs, strings.Join(lines, "\n"))
+	}
+	// The publisher's frames get through at the rate they did before the
+	// flood, and the viewer gets every one of them.
+	if want := int(elapsed.Seconds()*baseRate*0.9) - 5; in < want {
+		t.Errorf("ingest got %d frames in %v of flood, want at least %d (%.1f fps before it)", in, elapsed, want, baseRate)
+	}
+	if units < in-3 {
+		t.Errorf("viewer got %d of the %d frames published during the flood", units, in)
+	}
+}

@@ -1,0 +1,152 @@
+package whep
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pion/webrtc/v4"
+
+	"github.com/srtwhep/srtwhep/internal/testkit"
+)
+
+func TestHandshakeTable(t *testing.T) {
+	h := newHandshakes(3, 2)
+	steps := []struct {
+		key  string
+		want handshakeRefusal
+	}{
+		{"a", handshakeOK},
+		{"a", handshakeOK},
+		{"a", handshakeClientFull},
+		{"b", handshakeOK},
+		{"c", handshakeServerFull},
+	}
+	for i, s := range steps {
+		if got := h.acquire(s.key); got != s.want {
+			t.Fatalf("step %d acquire(%q) = %d, want %d", i, s.key, got, s.want)
+		}
+	}
+	h.release("a")
+	if got := h.acquire("c"); got != handshakeOK {
+		t.Fatalf("after a release: acquire(c) = %d", got)
+	}
+	for _, k := range []string{"a", "b", "c"} {
+		h.release(k)
+	}
+	// A client without a handshake in flight leaves no entry behind, so
+	// the table never outgrows the total cap.
+	if h.inFlight() != 0 || h.clientCount() != 0 {
+		t.Fatalf("after releasing all: %d in flight, %d clients", h.inFlight(), h.clientCount())
+	}
+}
+
+// clientFrom is an HTTP client whose connections come from local, so one
+// test can be several clients on loopback.
+func clientFrom(local string) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext}}
+}
+
+func postFrom(t *testing.T, c *http.Client, url, sdp string) (int, string) {
+	t.Helper()
+	resp, err := c.Post(url, "application/sdp", strings.NewReader(sdp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") == "" {
+		t.Errorf("503 without Retry-After: %q", b)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// One client's pending offers are capped; another client still gets in.
+func TestHandshakesPerClient(t *testing.T) {
+	src := newTestSource()
+	src.publish("live/cam1")
+	srv, hs := startServer(t, src, func(c *Config) {
+		c.MaxHandshakes = 8
+		c.MaxHandshakesPerClient = 2
+	})
+	url := hs.URL + "/live/cam1/whep"
+	a, b := clientFrom("127.0.0.1"), clientFrom("127.0.0.2")
+	for i := range 2 {
+		if code, body := postFrom(t, a, url, testkit.Offer(t, testkit.OfferOptions{}).SDP); code != http.StatusCreated {
+			t.Fatalf("offer %d from a: %d %q", i, code, body)
+		}
+	}
+	code, body := postFrom(t, a, url, testkit.Offer(t, testkit.OfferOptions{}).SDP)
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "from your address (limit 2)") {
+		t.Fatalf("third offer from a: %d %q", code, body)
+	}
+	if code, body := postFrom(t, b, url, testkit.Offer(t, testkit.OfferOptions{}).SDP); code != http.StatusCreated {
+		t.Fatalf("offer from b while a is at its cap: %d %q", code, body)
+	}
+	if got := srv.Stats().Rejected["handshake_limit"]; got != 1 {
+		t.Errorf("handshake_limit rejections %d, want 1", got)
+	}
+}
+
+// An offer whose viewer never starts ICE gives its slot back after the ICE
+// start timeout, long before the handshake timeout, and is closed; a
+// viewer that does start ICE is not hurried by it.
+func TestICENotStartedFreesSlot(t *testing.T) {
+	src := newTestSource()
+	p := src.publish("live/cam1")
+	srv, hs := startServer(t, src, func(c *Config) {
+		c.MaxHandshakes = 1
+		c.HandshakeTimeout = 30 * time.Second
+		c.ICEStartTimeout = 300 * time.Millisecond
+	})
+	url := hs.URL + "/live/cam1/whep"
+	c := clientFrom("127.0.0.1")
+	if code, body := postFrom(t, c, url, testkit.Offer(t, testkit.OfferOptions{}).SDP); code != http.StatusCreated {
+		t.Fatalf("silent offer: %d %q", code, body)
+	}
+	start := time.Now()
+	testkit.WaitFor(t, 5*time.Second, "the silent offer's slot to come back", func() bool {
+		st := srv.Stats()
+		return st.HandshakesInFlight == 0 && st.Sessions == 0 && p.readerCount() == 0
+	})
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("slot came back after %v, want about the ICE start timeout", d)
+	}
+	if got := srv.Stats().HandshakeFailures; got != 1 {
+		t.Errorf("HandshakeFailures %d, want 1", got)
+	}
+
+	// A real viewer: ICE starts at once, so the short ICE start timeout
+	// never ends it.
+	off := testkit.Offer(t, testkit.OfferOptions{})
+	code, answer := postFrom(t, c, url, off.SDP)
+	if code != http.StatusCreated {
+		t.Fatalf("viewer: %d %q", code, answer)
+	}
+	connected := make(chan struct{})
+	off.PC.OnConnectionStateChange(func(s webrtc.PeerConnectionState) {
+		if s == webrtc.PeerConnectionStateConnected {
+			close(connected)
+		}
+	})
+	if err := off.PC.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: answer}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	select {
+	case <-connected:
+	case <-ctx.Done():
+		t.Fatal("viewer did not connect")
+	}
+	// Well past the ICE start timeout the viewer is still there.
+	time.Sleep(time.Second)
+	if st := srv.Stats(); st.Sessions != 1 || st.HandshakeFailures != 1 {
+		t.Fatalf("connected viewer: %d sessions, %d failures", st.Sessions, st.HandshakeFailures)
+	}
+}
