@@ -46,7 +46,7 @@ func TestConfigReload(t *testing.T) {
 		}
 	}
 	ts.logs.WaitLog(t, time.Second, "restart needed for: srt.latency")
-	if got := ts.config().SRT.Latency.String(); got != "200ms" {
+	if got := ts.config().SRT.Latency.String(); got != "120ms" {
 		t.Errorf("srt.latency now reads %s; a restart-only key must keep its running value", got)
 	}
 

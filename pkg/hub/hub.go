@@ -91,6 +91,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			h.endHeld()
 			h.flushDrops()
 			return nil
 		case <-t.C:
@@ -133,17 +134,11 @@ func (h *Hub) flushDrops() {
 	}
 }
 
-// Publish claims path for a new publisher. Every call creates a fresh path
-// generation, so readers of an earlier publisher never see this one.
+// Publish claims path for a new publisher, refusing a busy path and ending
+// the readers as soon as the publisher leaves: PublishWith and zero
+// options.
 func (h *Hub) Publish(name string, remote string) (*Publisher, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if _, ok := h.paths[name]; ok {
-		return nil, fmt.Errorf("publish %q: %w", name, ErrPathBusy)
-	}
-	p := newPath(name, remote, h.cfg.GOPCacheFrames)
-	h.paths[name] = p
-	return &Publisher{h: h, p: p}, nil
+	return h.PublishWith(name, remote, PublishOptions{})
 }
 
 // HasPublisher reports whether a publisher streams to path. It only takes a
@@ -151,8 +146,8 @@ func (h *Hub) Publish(name string, remote string) (*Publisher, error) {
 func (h *Hub) HasPublisher(name string) bool {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	_, ok := h.paths[name]
-	return ok
+	p, ok := h.paths[name]
+	return ok && p.pub != nil
 }
 
 // AddReader reserves a reader slot on path. The reader counts against the
@@ -167,7 +162,10 @@ func (h *Hub) AddReader(name, session string) (*Reader, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	p, ok := h.paths[name]
-	if !ok {
+	// A path waiting out its grace period keeps its viewers but takes no
+	// new one: it may never get a publisher again, and what it will carry
+	// (audio or not) is unknown until one comes.
+	if !ok || p.pub == nil {
 		return nil, fmt.Errorf("read %q: %w", name, ErrNoPublisher)
 	}
 	if h.cfg.MaxReaders != nil {
@@ -212,7 +210,8 @@ func (h *Hub) ReadersTotal() int {
 	return h.total
 }
 
-// PathStats is a snapshot of one published path.
+// PathStats is a snapshot of one published path, or of one whose viewers
+// wait for a publisher within its grace period (Publisher false).
 type PathStats struct {
 	Name          string
 	Publisher     bool
@@ -234,7 +233,7 @@ type ReaderStats struct {
 	Delivered uint64
 }
 
-// Paths returns a snapshot of every published path, sorted by name.
+// Paths returns a snapshot of every published or held path, sorted by name.
 func (h *Hub) Paths() []PathStats {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
@@ -245,7 +244,7 @@ func (h *Hub) Paths() []PathStats {
 		p.mu.Unlock()
 		ps := PathStats{
 			Name:          p.name,
-			Publisher:     true,
+			Publisher:     p.pub != nil,
 			Remote:        p.remote,
 			Info:          info,
 			Readers:       len(p.members),

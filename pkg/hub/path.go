@@ -9,20 +9,39 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/av"
 )
 
-// path is one publisher generation of a path name; a new publisher on the
-// same name gets a new path, so stale readers can never see its frames.
+// path is a path name's slot: it lives from its first publisher until the
+// last one leaves for longer than its grace period, so the viewers of a
+// publisher that reconnects (or is taken over) stay attached. Each
+// publisher is one generation of the slot; frames carry the generation so a
+// viewer knows where one publisher's timeline ends and the next begins.
 type path struct {
-	name   string
+	name string
+
+	// Guarded by Hub.mu: the publisher (nil while the slot waits out a
+	// grace period), its address and start, the grace timer, and how many
+	// publishers the slot has had, which tells a stale timer from a live one.
+	pub    *Publisher
 	remote string
 	since  time.Time
+	grace  *time.Timer
+	pubs   uint64
 
 	// members are the reserved and attached readers, guarded by Hub.mu
 	// because the caps are decided there.
 	members []*Reader
 
+	// wmu is held by Write and WriteAudio for the whole fan-out, and by a
+	// change of generation, so the readers' gates and the "only one
+	// goroutine pushes" rule survive a publisher taking over from another
+	// that is still writing. Lock order: Hub.mu, wmu, mu.
+	wmu sync.Mutex
+
 	mu     sync.Mutex
 	info   av.StreamInfo
 	closed bool
+	// gen is the current publisher's generation; a Write from any other
+	// is ignored.
+	gen uint32
 	// readers are the attached readers. The slice is copy-on-write: it is
 	// replaced, never changed in place, so Write loops over a snapshot
 	// without holding mu.
@@ -152,6 +171,7 @@ func (p *path) attach(r *Reader, withAudio bool) {
 			if f.Audio != nil && !withAudio {
 				continue
 			}
+			f.Gen = p.gen
 			r.queue <- f // fits: checked above, and nothing else pushes yet
 		}
 		r.gate = gateOpen
@@ -182,13 +202,24 @@ func (p *path) detach(r *Reader) {
 type Publisher struct {
 	h         *Hub
 	p         *path
+	gen       uint32
+	grace     time.Duration
 	closeOnce sync.Once
+	// replaced is closed when a newer publisher took the path over.
+	replaced chan struct{}
+	// base is the slot's counters when this publisher started, so Stats
+	// counts only its own frames; final freezes them when it stops being
+	// the path's publisher.
+	base  PublisherStats
+	final atomic.Pointer[PublisherStats]
 }
 
 // SetInfo records what the stream is, for the API and metrics.
 func (pub *Publisher) SetInfo(info av.StreamInfo) {
 	pub.p.mu.Lock()
-	pub.p.info = info
+	if pub.p.gen == pub.gen {
+		pub.p.info = info
+	}
 	pub.p.mu.Unlock()
 }
 
@@ -197,46 +228,11 @@ func (pub *Publisher) SetInfo(info av.StreamInfo) {
 // decides whether to receive audio; readers already there keep what they
 // negotiated. It may be called from any goroutine.
 func (pub *Publisher) SetAudio(has bool) {
-	pub.p.hasAudio.Store(has)
-}
-
-// PublisherStats is a snapshot of one publisher's path.
-type PublisherStats struct {
-	Readers       int    // reserved + attached
-	FramesIn      uint64 // video access units written
-	BytesIn       uint64 // their NAL unit bytes
-	AudioFramesIn uint64 // Opus frames written
-	AudioBytesIn  uint64 // their bytes
-	// FramesDropped counts every frame slow readers lost, departed readers
-	// included; VideoFramesDropped and AudioFramesDropped split it by
-	// kind (the metrics' kind="video"|"audio").
-	FramesDropped      uint64
-	VideoFramesDropped uint64
-	AudioFramesDropped uint64
-	PacketsOut         uint64 // sent to this path's readers, as their senders report
-	BytesOut           uint64
-}
-
-// Stats reads the publisher's own path; no lookup by name, so a snapshot
-// can never mix two generations of a path.
-func (pub *Publisher) Stats() PublisherStats {
-	p := pub.p
-	pub.h.mu.RLock()
-	readers := len(p.members)
-	pub.h.mu.RUnlock()
-	video, audio := p.dropped[kindVideo].Load(), p.dropped[kindAudio].Load()
-	return PublisherStats{
-		Readers:            readers,
-		FramesIn:           p.framesIn.Load(),
-		BytesIn:            p.bytesIn.Load(),
-		AudioFramesIn:      p.audioFramesIn.Load(),
-		AudioBytesIn:       p.audioBytesIn.Load(),
-		FramesDropped:      video + audio,
-		VideoFramesDropped: video,
-		AudioFramesDropped: audio,
-		PacketsOut:         p.packetsOut.Load(),
-		BytesOut:           p.bytesOut.Load(),
+	pub.p.mu.Lock()
+	if pub.p.gen == pub.gen {
+		pub.p.hasAudio.Store(has)
 	}
+	pub.p.mu.Unlock()
 }
 
 // Write hands au to every attached reader. It never blocks on a reader: a
@@ -247,8 +243,10 @@ func (pub *Publisher) Write(au *av.AccessUnit) {
 		return
 	}
 	p := pub.p
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
 	p.mu.Lock()
-	if p.closed {
+	if p.closed || p.gen != pub.gen {
 		p.mu.Unlock()
 		return
 	}
@@ -259,7 +257,7 @@ func (pub *Publisher) Write(au *av.AccessUnit) {
 	p.framesIn.Add(1)
 	p.bytesIn.Add(uint64(au.Size))
 	for _, r := range readers {
-		r.push(au)
+		r.push(au, pub.gen)
 	}
 }
 
@@ -274,8 +272,10 @@ func (pub *Publisher) WriteAudio(af *av.AudioFrame) {
 		return
 	}
 	p := pub.p
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
 	p.mu.Lock()
-	if p.closed {
+	if p.closed || p.gen != pub.gen {
 		p.mu.Unlock()
 		return
 	}
@@ -286,20 +286,41 @@ func (pub *Publisher) WriteAudio(af *av.AudioFrame) {
 	p.audioFramesIn.Add(1)
 	p.audioBytesIn.Add(uint64(len(af.Data)))
 	for _, r := range readers {
-		r.pushAudio(af)
+		r.pushAudio(af, pub.gen)
 	}
 }
 
-// Close ends every reader of the path with ErrEnded and frees the path for
-// the next publisher. It is safe to call more than once.
+// Close frees the path for the next publisher. With a grace period (see
+// PublishOptions) and readers on the path, they stay attached for that long
+// and the next publisher continues their stream; otherwise, or when the
+// grace period ends with no publisher, every reader ends with ErrEnded. A
+// publisher that was taken over leaves the path alone. It is safe to call
+// more than once.
 func (pub *Publisher) Close() {
-	pub.closeOnce.Do(func() { pub.h.endPath(pub.p) })
+	pub.closeOnce.Do(func() { pub.h.leave(pub) })
 }
 
 func (h *Hub) endPath(p *path) {
 	h.mu.Lock()
+	members := h.removePathLocked(p)
+	h.mu.Unlock()
+	h.finishPath(p, members)
+}
+
+// removePathLocked takes p out of the registry and frees its readers'
+// slots; it returns them for finishPath. Called with Hub.mu held, so a
+// decision to end p and the ending itself cannot be split by a Publish.
+func (h *Hub) removePathLocked(p *path) []*Reader {
 	if h.paths[p.name] == p {
 		delete(h.paths, p.name)
+	}
+	if p.grace != nil {
+		p.grace.Stop()
+		p.grace = nil
+	}
+	if p.pub != nil {
+		p.pub.freeze()
+		p.pub = nil
 	}
 	members := p.members
 	p.members = nil
@@ -310,8 +331,11 @@ func (h *Hub) endPath(p *path) {
 		}
 	}
 	h.total -= len(members)
-	h.mu.Unlock()
+	return members
+}
 
+// finishPath stops all delivery on p and ends its readers with ErrEnded.
+func (h *Hub) finishPath(p *path, members []*Reader) {
 	p.mu.Lock()
 	p.closed = true
 	p.readers = nil

@@ -33,6 +33,11 @@ type Frame struct {
 	Audio *av.AudioFrame
 	// CatchUp marks frames replayed from the GOP cache.
 	CatchUp bool
+	// Gen is the generation of the publisher that wrote the frame. It
+	// changes when a new publisher continues the path (after a takeover
+	// or within the grace period): its timestamps start from an origin
+	// of their own, and its first video frame is an IDR.
+	Gen uint32
 }
 
 // Drops are counted per kind because the two are dropped by different
@@ -102,7 +107,7 @@ func newReader(h *Hub, p *path, session string, queueSize, audioExtra int) *Read
 // push is the publisher's non-blocking hand-off. It drops to the next IDR
 // rather than single frames, because a decoder fed a P frame whose
 // reference was lost shows a smeared picture until the next IDR anyway.
-func (r *Reader) push(au *av.AccessUnit) {
+func (r *Reader) push(au *av.AccessUnit, gen uint32) {
 	if !au.IDR {
 		switch r.gate {
 		case gateStart:
@@ -116,7 +121,7 @@ func (r *Reader) push(au *av.AccessUnit) {
 	// vanish before the send; the select is belt and braces.
 	if len(r.queue) < r.videoLimit {
 		select {
-		case r.queue <- Frame{Video: au}:
+		case r.queue <- Frame{Video: au, Gen: gen}:
 			r.gate = gateOpen
 			return
 		default:
@@ -131,12 +136,12 @@ func (r *Reader) push(au *av.AccessUnit) {
 // sound, because people tolerate a frozen picture far better than broken
 // sound, and an Opus frame depends on no other frame. A full queue costs
 // this one frame (the decoder conceals a single lost frame).
-func (r *Reader) pushAudio(af *av.AudioFrame) {
+func (r *Reader) pushAudio(af *av.AudioFrame, gen uint32) {
 	if !r.wantAudio {
 		return
 	}
 	select {
-	case r.queue <- Frame{Audio: af}:
+	case r.queue <- Frame{Audio: af, Gen: gen}:
 	default:
 		r.dropAudio()
 	}

@@ -39,8 +39,12 @@ type Config struct {
 	// Audio returns the audio settings of a path (nil: AudioAuto at the
 	// transcoder's default bitrate). It is read when the publisher's audio
 	// track is found, so a reload applies to the next publisher.
-	Audio  func(path string) AudioSettings
-	Logger *slog.Logger
+	Audio func(path string) AudioSettings
+	// Handover returns how a path changes hands between publishers (nil:
+	// DefaultHandover). It is read when a publisher connects and when it
+	// claims the path, so a reload applies to the next publisher.
+	Handover func(path string) Handover
+	Logger   *slog.Logger
 }
 
 // AudioSettings say what a path does with its publisher's audio.
@@ -85,6 +89,10 @@ type publisher struct {
 	demux  atomic.Pointer[tsdemux.Demuxer]
 	info   atomic.Pointer[av.StreamInfo]
 	audio  audioPipeline
+	loss   *lossAdvisor // set before the publisher is shared
+	// replaced: a newer publisher took the path over (guarded by
+	// Manager.mu), so this one must not claim it back.
+	replaced bool
 }
 
 // New returns a Manager; it starts nothing.
@@ -117,7 +125,7 @@ func (m *Manager) Admit(req srt.Request) error {
 	m.mu.Lock()
 	_, busy := m.live[id.Path]
 	m.mu.Unlock()
-	if busy {
+	if busy && !m.handover(id.Path).Override {
 		return hub.ErrPathBusy
 	}
 	return nil
@@ -128,14 +136,18 @@ func (m *Manager) Admit(req srt.Request) error {
 // here waits on viewers.
 func (m *Manager) Serve(ctx context.Context, c *srt.Conn) error {
 	p := &publisher{conn: c, since: time.Now()}
+	p.loss = newLossAdvisor(c.Stats, m.log.With("path", c.Path(), "remote", c.Remote()))
 	path := c.Path()
 	m.mu.Lock()
-	if _, busy := m.live[path]; busy {
+	_, busy := m.live[path]
+	if busy && !m.handover(path).Override {
 		m.mu.Unlock()
 		// The listen callback's check raced with another publisher.
 		return fmt.Errorf("%w (another publisher took the path during the handshake)", hub.ErrPathBusy)
 	}
-	m.live[path] = p
+	if !busy {
+		m.live[path] = p
+	}
 	m.mu.Unlock()
 	defer m.retire(path, p)
 
@@ -143,32 +155,48 @@ func (m *Manager) Serve(ctx context.Context, c *srt.Conn) error {
 	if err := m.cfg.Policy.AskHookPublisher(ctx, auth.Publisher{Path: path, Remote: c.Remote(), User: id.User, Pass: id.Pass}); err != nil {
 		return err
 	}
-	pub, err := m.cfg.Hub.Publish(path, c.Remote())
-	if err != nil {
-		return err
-	}
-	defer pub.Close()
-	p.hubPub.Store(pub)
-
 	log := m.log.With("path", path, "remote", c.Remote())
 	settings := AudioSettings{}
 	if m.cfg.Audio != nil {
 		settings = m.cfg.Audio(path)
 	}
-	p.audio.init(pub, settings, log)
-	defer p.audio.close()
-	d := tsdemux.New(c, tsdemux.Config{Logger: log, OnInfo: func(info av.StreamInfo) {
+	// The path is taken over only once the demuxer recognises the stream
+	// (program tables read, H.264 track found): a publisher the hook
+	// refuses, or one sending garbage inside a valid SRT connection, never
+	// disturbs the one streaming nor makes the path look live (viewers get
+	// 404 until then). pub is set on Run's goroutine before any callback
+	// below can use it.
+	var pub *hub.Publisher
+	start := func() error {
+		var err error
+		if pub, err = m.claim(path, p); err != nil {
+			return err
+		}
+		p.hubPub.Store(pub)
+		p.audio.init(pub, settings, log)
+		return nil
+	}
+	defer func() {
+		if pub != nil {
+			p.audio.close()
+			pub.Close()
+		}
+	}()
+	d := tsdemux.New(c, tsdemux.Config{Logger: log, OnStart: start, OnInfo: func(info av.StreamInfo) {
 		pub.SetInfo(info)
 		p.info.Store(&info)
 		log.Info("stream parameters", "codec", info.Codec, "profile", info.Profile,
 			"width", info.Width, "height", info.Height, "fps", info.FPS)
-	}, OnAudioFound: p.audio.found, OnAudioTrack: p.audio.track, OnAudio: p.audio.write})
+	}, OnAudioFound: p.audio.found, OnAudioTrack: p.audio.track, OnAudio: p.audio.write,
+		OnSkip: p.loss.skip, OnSkipped: p.loss.skipped})
 	p.demux.Store(d)
-	return d.Run(ctx, func(au *av.AccessUnit) error {
+	err := d.Run(ctx, func(au *av.AccessUnit) error {
 		au.Payloads = rtph264.Fragment(au.NALUs, rtph264.DefaultMaxPayload)
 		pub.Write(au)
 		return nil
 	})
+	p.loss.flush(c.Stats(), time.Now())
+	return err
 }
 
 // retire folds an ended publisher's counters into its path's history.
@@ -235,8 +263,12 @@ type Totals struct {
 	// Frames dropped, by why: for viewers that were too slow, while
 	// waiting for a decodable IDR after damage, and B-frames refused.
 	DroppedSlowReader, DroppedDecodeError, DroppedBFrames uint64
-	DecodeErrors                                          uint64 // TS/H.264 problems skipped
-	PacketsOut, BytesOut                                  uint64 // sent to the path's viewers
+	// DroppedSRTLate are the frames skipped to the next IDR because SRT
+	// dropped packets that came later than srt.latency; they are not in
+	// DroppedDecodeError.
+	DroppedSRTLate       uint64
+	DecodeErrors         uint64 // TS/H.264 problems skipped
+	PacketsOut, BytesOut uint64 // sent to the path's viewers
 	// Frames dropped for slow viewers, split by kind.
 	DroppedVideo, DroppedAudio uint64
 	// Audio: coded frames read from the TS, Opus frames handed to the
@@ -252,6 +284,7 @@ func (t *Totals) add(o Totals) {
 	t.DroppedSlowReader += o.DroppedSlowReader
 	t.DroppedDecodeError += o.DroppedDecodeError
 	t.DroppedBFrames += o.DroppedBFrames
+	t.DroppedSRTLate += o.DroppedSRTLate
 	t.DecodeErrors += o.DecodeErrors
 	t.PacketsOut += o.PacketsOut
 	t.BytesOut += o.BytesOut
@@ -276,6 +309,8 @@ func (p *publisher) totals() Totals {
 	if d := p.demux.Load(); d != nil {
 		ds := d.Stats()
 		t.DroppedDecodeError, t.DroppedBFrames = ds.DroppedAUs, ds.BFramesDropped
+		t.DroppedSRTLate = ds.DroppedTransport
+		t.DroppedDecodeError -= ds.DroppedTransport
 		t.DecodeErrors = ds.DecodeErrors
 		t.AudioFramesIn, t.AudioErrors = ds.AudioUnits, ds.AudioErrors
 	}

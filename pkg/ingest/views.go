@@ -15,7 +15,7 @@ func (m *Manager) APIPaths() []api.Path {
 			Name: p.Path, Codec: p.Info.Codec, Profile: p.Info.Profile,
 			Width: p.Info.Width, Height: p.Info.Height, FPS: p.Info.FPS,
 			IngestBytes: t.IngestBytes, IngestFrames: t.IngestFrames, Readers: p.Readers,
-			Dropped: t.DroppedSlowReader + t.DroppedDecodeError,
+			Dropped: t.DroppedSlowReader + t.DroppedDecodeError + t.DroppedSRTLate,
 		}
 		if p.AudioIn != "" {
 			ap.Audio = &api.Audio{CodecIn: p.AudioIn, CodecOut: p.AudioOut, FramesIn: t.AudioFramesIn,
@@ -46,7 +46,7 @@ func (m *Manager) PathSamples() []metrics.PathSample {
 			IngestBytes:  t.IngestBytes,
 			IngestFrames: t.IngestFrames,
 			FramesDropped: map[string]uint64{"slow_reader": t.DroppedVideo,
-				"decode_error": t.DroppedDecodeError, "bframes": t.DroppedBFrames},
+				"decode_error": t.DroppedDecodeError, "srt_late": t.DroppedSRTLate, "bframes": t.DroppedBFrames},
 			AudioFramesDropped:       t.DroppedAudio,
 			BytesOut:                 t.BytesOut,
 			PacketsOut:               t.PacketsOut,
@@ -73,15 +73,17 @@ func (m *Manager) SRTSamples() []metrics.SRTSample {
 		}
 		st := p.Publisher.SRT
 		out = append(out, metrics.SRTSample{
-			Path:                     p.Path,
-			RTTSeconds:               st.RTTMs / 1000,
-			ReceiveRateBitsPerSecond: st.RecvMbps * 1e6,
-			PacketsReceived:          uint64(max(st.PacketsReceived, 0)),
-			PacketsLost:              uint64(max(st.PacketsLost, 0)),
-			PacketsRetransmitted:     uint64(max(st.PacketsRetransmitted, 0)),
-			PacketsDropped:           uint64(max(st.PacketsDropped, 0)),
-			BytesReceived:            uint64(max(st.Bytes, 0)),
-			DecodeErrors:             p.Totals.DecodeErrors,
+			Path:                      p.Path,
+			RTTSeconds:                st.RTTMs / 1000,
+			ReceiveRateBitsPerSecond:  st.RecvMbps * 1e6,
+			PacketsReceived:           uint64(max(st.PacketsReceived, 0)),
+			PacketsLost:               uint64(max(st.PacketsLost, 0)),
+			PacketsRetransmitted:      uint64(max(st.PacketsRetransmitted, 0)),
+			PacketsDropped:            uint64(max(st.PacketsDropped, 0)),
+			BytesReceived:             uint64(max(st.Bytes, 0)),
+			DecodeErrors:              p.Totals.DecodeErrors,
+			LatencySeconds:            float64(st.LatencyMs) / 1000,
+			RecommendedLatencySeconds: recommended(st).Seconds(),
 		})
 	}
 	return out

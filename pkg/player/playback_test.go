@@ -54,13 +54,15 @@ class Store {
 // repeats. audioTrack "never" or "always" overrides whether an audio track
 // event follows, to check that either signal alone is enough.
 function page({ joins, storage, soundAutoplay, audioTrack }) {
-  const w = { pcs: [], posts: 0, activated: false };
+  // frozen holds back the video's frames (a publisher gone); notFound
+  // makes every POST a 404, whose times go to refusals.
+  const w = { pcs: [], posts: 0, activated: false, frozen: false, notFound: false, refusals: [] };
   const tick = () => new Promise((r) => realSetTimeout(r, 0));
 
   class Track extends Target { constructor(kind) { super(); this.kind = kind; } }
   class Stream { constructor() { this.tracks = []; } addTrack(t) { this.tracks.push(t); } getTracks() { return this.tracks.slice(); } }
   class Video extends Target {
-    constructor() { super(); this._muted = true; this.paused = true; this.srcObject = null; this.videoWidth = 0; this.videoHeight = 0; this.plays = []; }
+    constructor() { super(); this._muted = true; this.paused = true; this.srcObject = null; this.videoWidth = 0; this.videoHeight = 0; this.plays = []; this.frames = 0; }
     get muted() { return this._muted; }
     set muted(v) {
       v = !!v;
@@ -77,7 +79,13 @@ function page({ joins, storage, soundAutoplay, audioTrack }) {
       }
       return Promise.reject(Object.assign(new Error("play() needs a gesture"), { name: "NotAllowedError" }));
     }
-    requestVideoFrameCallback(cb) { realSetTimeout(() => cb(0, {}), 0); }
+    requestVideoFrameCallback(cb) {
+      const fire = () => {
+        if (w.frozen) { realSetTimeout(fire, 10); return; }
+        cb(performance.now(), {});
+      };
+      realSetTimeout(fire, this.frames++ ? 33 : 0); // 30 fps after the first
+    }
     closest() { return null; }
   }
   const bar = new Target();
@@ -126,6 +134,13 @@ function page({ joins, storage, soundAutoplay, audioTrack }) {
       realSetTimeout(() => this.setState("connected"), 0);
     }
     setState(s) { this.connectionState = s; this.iceConnectionState = s; this.dispatch("connectionstatechange", {}); }
+    getReceivers() {
+      if (!this.dtls) this.dtls = Object.assign(new Target(), { state: "connected" });
+      return [{ transport: this.dtls }];
+    }
+    // closeDTLS is the server's close_notify: the browser's DTLS transport
+    // closes while the PeerConnection stays "connected".
+    closeDTLS() { this.dtls.state = "closed"; this.dtls.dispatch("statechange", {}); }
     close() { this.closed = true; }
     async getStats() {
       const r = new Map([
@@ -142,6 +157,10 @@ function page({ joins, storage, soundAutoplay, audioTrack }) {
   async function fetch(url, init) {
     if (init.method !== "POST") return { status: 200, statusText: "OK", headers: new Map(), text: async () => "" };
     assert.equal(url, "http://h/live/cam1/whep");
+    if (w.notFound) {
+      w.refusals.push(Date.now());
+      return { status: 404, statusText: "Not Found", headers: new Map(), text: async () => "no stream is being published on this path" };
+    }
     const pc = w.pcs[w.pcs.length - 1];
     pc.offer = init.body;
     pc.answerAudio = joins[Math.min(w.posts++, joins.length - 1)];
@@ -318,6 +337,50 @@ const scenarios = {
     await p.playing();
     assert.equal(p.button(), "Unmute", "an audio track the answer did not announce");
     assert.equal((await p.stats()).hasAudio, true);
+    p.leave();
+  },
+
+  async "a stalled picture says the stream is interrupted and plays again by itself"() {
+    const p = page({ joins: ["absent"], storage: new Store() });
+    await p.playing();
+    p.w.frozen = true;
+    const frozenAt = Date.now();
+    await p.until("the interruption", () => p.els.status.textContent === "Stream interrupted — waiting for the publisher");
+    const after = Date.now() - frozenAt;
+    assert.ok(after < 2000, "interruption shown " + after + " ms after the last frame, want < 2 s");
+    p.w.frozen = false;
+    await p.playing();
+    assert.equal(p.w.pcs.length, 1, "the session was kept: no new POST");
+    p.leave();
+  },
+
+  async "a 404 after playing retries from 1 s again"() {
+    const p = page({ joins: ["absent"], storage: new Store() });
+    await p.playing();
+    p.w.frozen = true;
+    await p.until("the interruption", () => p.els.status.className === "stalled");
+    // The server ends the session (the publisher did not come back) and
+    // the path is gone: every later POST gets 404.
+    p.w.notFound = true;
+    p.w.frozen = false;
+    p.fail("closed");
+    assert.equal(p.els.status.textContent, "Stream interrupted — waiting for the publisher", "the same outage, not a new error");
+    await p.until("two refused POSTs", () => p.w.refusals.length >= 2, 6000);
+    const gap = p.w.refusals[1] - p.w.refusals[0];
+    assert.ok(gap >= 900 && gap < 1600, "the retry after the first 404 came " + gap + " ms later, want 1 s");
+    assert.equal(p.els.status.textContent, "Waiting for the stream…");
+    p.leave();
+  },
+
+  async "the server closing DTLS ends the attempt at once, though the browser still says connected"() {
+    const p = page({ joins: ["absent"], storage: new Store() });
+    await p.playing();
+    const pc = p.w.pcs[0];
+    pc.closeDTLS();
+    assert.equal(pc.closed, true, "the PeerConnection is closed by the page");
+    assert.equal(pc.connectionState, "connected", "the stand-in, like a browser, still says connected");
+    assert.match(p.els.status.textContent, /^Stream ended — retrying in 1 s$/);
+    await p.until("the next join", () => p.w.pcs.length === 2 && p.els.status.textContent === "Playing", 3000);
     p.leave();
   },
 

@@ -18,6 +18,11 @@ let failures = 0;
 let retryTimer = 0;
 let unloading = false;
 let firstFrameMs = null;
+// playedSince404: frames were shown since the last 404, so the next 404
+// means the stream just went away, not that it never came: the back-off
+// starts again from 1 s instead of going on from where an earlier outage
+// left it.
+let playedSince404 = false;
 
 // Sound: the page autoplays muted (browsers block unmuted autoplay) unless
 // the viewer chose sound on an earlier visit; then it tries with sound and
@@ -61,6 +66,8 @@ function release(att) {
   if (!att) return;
   att.timers.forEach(clearTimeout);
   att.timers = [];
+  clearInterval(att.watchTimer);
+  att.watchTimer = 0;
   if (att.pc) {
     try { att.pc.close(); } catch (e) { /* already closed */ }
     att.pc = null;
@@ -100,8 +107,12 @@ function nextBackoff() { return backoffMs(failures++); }
 // drop ends a live attempt and schedules the next one.
 function drop(att, reason) {
   if (cur !== att) return;
+  const interrupted = state === "stalled";
   teardown();
-  retryIn(nextBackoff(), (s) => setStatus("retrying", reason + " — retrying in " + s + " s"));
+  // A session the server ended after the picture stalled is the same
+  // outage: keep saying so rather than flash a connection error.
+  if (interrupted) retryIn(nextBackoff(), () => setStatus("stalled", INTERRUPTED));
+  else retryIn(nextBackoff(), (s) => setStatus("retrying", reason + " — retrying in " + s + " s"));
 }
 
 async function fetchIceServers() {
@@ -164,7 +175,7 @@ async function connect() {
   const att = { pc: null, session: null, timers: [], connected: false, stream: null, answered: false };
   cur = att;
   // While the publisher is absent keep saying so instead of flickering.
-  if (state !== "waiting") setStatus("connecting", "Connecting…");
+  if (state !== "waiting" && state !== "stalled") setStatus("connecting", "Connecting…");
   const stale = () => {
     if (cur === att) return false;
     release(att);
@@ -202,6 +213,7 @@ async function connect() {
     await pc.setRemoteDescription({ type: "answer", sdp: answer });
     if (stale()) return;
     att.answered = true;
+    watchTransport(att, pc);
     attach(att);
     att.timers.push(setTimeout(() => {
       if (!att.connected) drop(att, "Connection timed out");
@@ -221,6 +233,8 @@ async function refused(att, resp) {
   if (cur !== att) { release(att); return; }
   teardown();
   if (resp.status === 404) {
+    if (playedSince404) failures = 0;
+    playedSince404 = false;
     setStatus("waiting", "Waiting for the stream…");
     retryIn(nextBackoff());
   } else if (resp.status === 503) {
@@ -267,7 +281,9 @@ function onTrack(att, ev) {
     if (track.kind === "video" && firstFrameMs === null) firstFrameMs = performance.now();
     if (cur !== att) return;
     failures = 0;
+    playedSince404 = true;
     setStatus("playing", "Playing");
+    if (track.kind === "video") watchFrames(att);
   };
   if (track.kind === "video" && typeof video.requestVideoFrameCallback === "function") video.requestVideoFrameCallback(seen);
   else video.addEventListener("playing", seen, { once: true });

@@ -57,6 +57,18 @@ assert.equal(h.whepEndpoint("http://h/a/"), "http://h/a/whep");
 
 assert.deepEqual([0, 1, 2, 3, 4, 5, 6, 1000].map(h.backoffMs), [1000, 2000, 4000, 8000, 10000, 10000, 10000, 10000]);
 
+const fw = h.frameWatch(1000);
+assert.equal(fw.check(5000), null, "no stall before the first frame");
+assert.equal(fw.frame(0), null);
+assert.equal(fw.check(999), null);
+assert.equal(fw.check(1000), "stalled");
+assert.equal(fw.check(1500), null, "reported once");
+assert.equal(fw.stalled, true);
+assert.equal(fw.frame(1600), "resumed");
+assert.equal(fw.frame(1633), null);
+assert.equal(fw.stalled, false);
+assert.ok(h.STALL_MS + 250 < 2000, "the interruption must show within 2 s of the last frame");
+
 const now = Date.UTC(2026, 0, 2, 3, 4, 5);
 assert.equal(h.retryAfterMs("10", now), 10000);
 assert.equal(h.retryAfterMs(" 3 ", now), 3000);

@@ -8,6 +8,11 @@ const DISCONNECT_GRACE_MS = 3000; // "disconnected" often heals by itself
 const CONNECT_TIMEOUT_MS = 15000;
 const FETCH_TIMEOUT_MS = 10000;
 const OPTIONS_TIMEOUT_MS = 3000;
+// STALL_MS without a new frame means the publisher is gone (or the path is
+// between two publishers): say so well within 2 s instead of showing a
+// frozen picture as "Playing". 30 fps video shows a frame every 33 ms.
+const STALL_MS = 1200;
+const STALL_CHECK_MS = 250;
 
 // whepEndpoint is the page URL + "/whep", without query or fragment, so it
 // keeps any reverse-proxy prefix the page was served under.
@@ -197,6 +202,28 @@ async function startPlayback(media, wantSound, isCurrent) {
   }
 }
 
+// frameWatch turns the times frames were shown into two events: "stalled"
+// when none came for stallMs, and "resumed" at the first one after that.
+// Each event is reported once.
+function frameWatch(stallMs) {
+  let last = null;
+  let stalled = false;
+  return {
+    frame(nowMs) {
+      last = nowMs;
+      if (!stalled) return null;
+      stalled = false;
+      return "resumed";
+    },
+    check(nowMs) {
+      if (stalled || last === null || nowMs - last < stallMs) return null;
+      stalled = true;
+      return "stalled";
+    },
+    get stalled() { return stalled; },
+  };
+}
+
 // soundButtonLabel is what the sound button says, or "" to hide it: a
 // stream without audio offers nothing to unmute.
 function soundButtonLabel(hasAudio, muted) {
@@ -208,5 +235,6 @@ if (typeof module === "object" && module.exports) {
   module.exports = {
     whepEndpoint, backoffMs, retryAfterMs, parseLinkHeader, iceServersFromLinks, orderCodecs,
     sdpHasAudio, SOUND_KEY, loadSoundPref, saveSoundPref, startPlayback, soundButtonLabel,
+    frameWatch, STALL_MS,
   };
 }

@@ -68,6 +68,13 @@ func (s *Stamper) SetCatchUpStep(ticks uint32) {
 // it was. Stamp does not cut NAL units itself: the publisher must have filled
 // au.Payloads with Fragment, once for all viewers.
 func (s *Stamper) Stamp(dst []rtp.Packet, au *av.AccessUnit, catchUp bool) []rtp.Packet {
+	return s.StampAt(dst, au, au.PTS, catchUp)
+}
+
+// StampAt is Stamp with pts in place of au.PTS: a sender that continues one
+// viewer's stream across publishers, whose PTS origins are unrelated, maps
+// each publisher's PTS onto one timeline of its own and stamps from that.
+func (s *Stamper) StampAt(dst []rtp.Packet, au *av.AccessUnit, pts int64, catchUp bool) []rtp.Packet {
 	n := len(au.Payloads)
 	if n == 0 {
 		return dst[:0]
@@ -77,18 +84,18 @@ func (s *Stamper) Stamp(dst []rtp.Packet, au *av.AccessUnit, catchUp bool) []rtp
 	}
 	dst = dst[:n]
 
-	pts := uint32(au.PTS) // modulo 2^32 on purpose: RTP timestamps wrap there
+	pts32 := uint32(pts) // modulo 2^32 on purpose: RTP timestamps wrap there
 	var ts uint32
 	switch {
 	case !s.started:
 		ts = s.lastTS
-		s.offset = ts - pts
+		s.offset = ts - pts32
 		s.started = true
 	case catchUp:
 		ts = s.lastTS + s.catchUpStep
-		s.offset = ts - pts
+		s.offset = ts - pts32
 	default:
-		ts = pts + s.offset
+		ts = pts32 + s.offset
 	}
 	s.lastTS = ts
 

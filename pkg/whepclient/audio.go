@@ -1,6 +1,7 @@
 package whepclient
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -79,6 +80,7 @@ func (r SenderReport) At(rtpTS uint32) time.Time {
 type senderReports struct {
 	mu     sync.Mutex
 	latest map[webrtc.RTPCodecType]SenderReport
+	bye    map[webrtc.RTPCodecType]bool // an RTCP BYE named the track
 }
 
 // readLoop reads one receiver's RTCP until the PeerConnection closes. pion
@@ -93,6 +95,14 @@ func (s *senderReports) readLoop(rt remoteTrack) {
 		}
 		now := time.Now()
 		for _, p := range pkts {
+			if bye, ok := p.(*rtcp.Goodbye); ok && slices.Contains(bye.Sources, ssrc) {
+				s.mu.Lock()
+				if s.bye == nil {
+					s.bye = map[webrtc.RTPCodecType]bool{}
+				}
+				s.bye[kind] = true
+				s.mu.Unlock()
+			}
 			sr, ok := p.(*rtcp.SenderReport)
 			if !ok || sr.SSRC != ssrc {
 				continue
@@ -108,6 +118,14 @@ func (s *senderReports) readLoop(rt remoteTrack) {
 			s.mu.Unlock()
 		}
 	}
+}
+
+// Goodbye reports whether an RTCP BYE for the video or audio track has
+// arrived. Options.SenderReports must be set.
+func (s *Session) Goodbye(kind webrtc.RTPCodecType) bool {
+	s.srs.mu.Lock()
+	defer s.srs.mu.Unlock()
+	return s.srs.bye[kind]
 }
 
 // SenderReport returns the latest sender report of the video or audio
