@@ -149,16 +149,19 @@ func TestLipSync(t *testing.T) {
 				idrs++
 			}
 		}
-		return okV && okA && idrs >= 5 && len(audio) >= 200
+		return okV && okA && idrs >= 6 && len(audio) >= 250
 	})
 	aus, audio := v.snapshot()
 	srV, _ := v.SenderReport(webrtc.RTPCodecTypeVideo)
 	srA, _ := v.SenderReport(webrtc.RTPCodecTypeAudio)
 
+	// Flashes are the IDRs played at the live edge: the cached GOP a new
+	// viewer starts with is sent fast with compressed timestamps (the
+	// player catches up), so it cannot be in sync with real-time audio.
 	var flashes []time.Time
-	for _, au := range aus[1:] { // the first IDR may be the cached GOP's start
-		if au.IDR {
-			flashes = append(flashes, srV.At(au.RTPTimestamp))
+	for i := 1; i < len(aus); i++ {
+		if step := aus[i].RTPTimestamp - aus[i-1].RTPTimestamp; aus[i].IDR && step > 2700 && step < 3300 {
+			flashes = append(flashes, srV.At(aus[i].RTPTimestamp))
 		}
 	}
 	sort.Slice(audio, func(i, j int) bool { return int16(audio[i].SequenceNumber-audio[j].SequenceNumber) < 0 })
@@ -187,8 +190,8 @@ func TestLipSync(t *testing.T) {
 			quiet++
 		}
 	}
-	if len(flashes) < 4 || len(beeps) < 4 {
-		t.Fatalf("found %d flashes and %d beeps, want at least 4 of each", len(flashes), len(beeps))
+	if len(flashes) < 3 || len(beeps) < 3 {
+		t.Fatalf("found %d live flashes and %d beeps, want at least 3 of each", len(flashes), len(beeps))
 	}
 	matched := 0
 	for _, f := range flashes {
