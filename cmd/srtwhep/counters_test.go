@@ -173,7 +173,7 @@ func TestCountersMove(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = pubM.Wait(t, 10*time.Second) // ffmpeg ends its SRT connection on the way out
-		testkit.WaitFor(t, 10*time.Second, "live/m to lose its publisher", func() bool { return !ts.hub.HasPublisher("live/m") })
+		testkit.WaitFor(t, 10*time.Second, "live/m to lose its publisher", func() bool { return !ts.publishing("live/m") })
 		fams := w.scrape(t)
 		w.wantPublisherUp(t, fams, "live/m", 0)
 		after := w.pathCounters(fams, "live/m")

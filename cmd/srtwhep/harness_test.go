@@ -89,6 +89,16 @@ func (ts *testServer) waitPublisher(t *testing.T, path string) {
 	})
 }
 
+// publishing reports whether a publisher is connected to path.
+func (ts *testServer) publishing(path string) bool {
+	for _, p := range ts.ingest.Stats() {
+		if p.Path == path && p.Publisher != nil {
+			return true
+		}
+	}
+	return false
+}
+
 func (ts *testServer) framesIn(path string) uint64 {
 	for _, p := range ts.hub.Paths() {
 		if p.Name == path {

@@ -130,7 +130,7 @@ func TestOperateMetricsAndAPI(t *testing.T) {
 			t.Error("ffmpeg exited cleanly after its connection was kicked")
 		}
 		ts.logs.WaitLog(t, 5*time.Second, "publisher closed", "path="+path, "kicked")
-		testkit.WaitFor(t, 5*time.Second, "path to end", func() bool { return !ts.hub.HasPublisher(path) })
+		testkit.WaitFor(t, 5*time.Second, "path to end", func() bool { return !ts.publishing(path) })
 	})
 }
 

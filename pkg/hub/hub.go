@@ -141,15 +141,6 @@ func (h *Hub) Publish(name string, remote string) (*Publisher, error) {
 	return h.PublishWith(name, remote, PublishOptions{})
 }
 
-// HasPublisher reports whether a publisher streams to path. It only takes a
-// read lock, so the SRT listen callback can use it to reject early.
-func (h *Hub) HasPublisher(name string) bool {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	p, ok := h.paths[name]
-	return ok && p.pub != nil
-}
-
 // AddReader reserves a reader slot on path. The reader counts against the
 // caps at once but receives nothing until Attach, so a viewer still doing
 // its ICE handshake fills no queue.
@@ -201,13 +192,6 @@ func (h *Hub) release(r *Reader) {
 	if r.pendingDrops.Load() > 0 {
 		h.departed = append(h.departed, r)
 	}
-}
-
-// ReadersTotal is the number of reserved and attached readers on all paths.
-func (h *Hub) ReadersTotal() int {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	return h.total
 }
 
 // PathStats is a snapshot of one published path, or of one whose viewers
