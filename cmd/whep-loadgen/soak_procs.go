@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// makeSoakClip encodes a small clip once: the publisher then loops it with
+// -c copy and costs almost nothing, leaving the CPU to the server.
+func makeSoakClip(ctx context.Context, path string) error {
+	cmd := exec.CommandContext(ctx, "ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-y",
+		"-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30:duration=10",
+		"-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-b:v", "800k",
+		"-g", "60", "-bf", "0", "-f", "mpegts", path)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("ffmpeg (apt-get install -y ffmpeg) making the clip: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// soakServer is the srtwhep process under test.
+type soakServer struct {
+	cmd   *exec.Cmd
+	addrs struct{ SRT, HTTP, Metrics string }
+	done  chan struct{}
+	err   error
+}
+
+func startSoakServer(ctx context.Context, bin, dir string, log io.Writer) (*soakServer, error) {
+	cfg := filepath.Join(dir, "srtwhep.yml")
+	// Metrics are on for go_goroutines; the automatic viewer limit is off
+	// because the machine is shared and its CPU readings would refuse
+	// viewers the soak needs.
+	yml := `logLevel: warn
+srt:
+  listen: "127.0.0.1:0"
+http:
+  listen: "127.0.0.1:0"
+webrtc:
+  listenIP: 127.0.0.1
+  udpPort: 0
+  tcpPort: 0
+metrics:
+  listen: "127.0.0.1:0"
+readers:
+  maxCPUPercent: 0
+`
+	if err := os.WriteFile(cfg, []byte(yml), 0o600); err != nil {
+		return nil, err
+	}
+	ready := filepath.Join(dir, "ready.json")
+	s := &soakServer{cmd: exec.Command(bin, "-config", cfg, "-ready-file", ready), done: make(chan struct{})}
+	s.cmd.Stdout, s.cmd.Stderr = log, log
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SRTWHEP_") { // the server refuses unknown ones
+			s.cmd.Env = append(s.cmd.Env, kv)
+		}
+	}
+	if err := s.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	go func() {
+		s.err = s.cmd.Wait()
+		close(s.done)
+	}()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(15 * time.Second)
+	for {
+		b, err := os.ReadFile(ready)
+		if err == nil && json.Unmarshal(b, &s.addrs) == nil && s.addrs.HTTP != "" {
+			return s, nil
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			s.stop()
+			return nil, err
+		}
+		select {
+		case <-tick.C:
+		case <-s.done:
+			return nil, fmt.Errorf("srtwhep exited before it was ready: %v", s.err)
+		case <-deadline:
+			s.stop()
+			return nil, errors.New("srtwhep wrote no ready file within 15 s")
+		case <-ctx.Done():
+			s.stop()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (s *soakServer) exited() (bool, error) {
+	select {
+	case <-s.done:
+		return true, s.err
+	default:
+		return false, nil
+	}
+}
+
+// stop ends the server as systemd would, killing it if it hangs.
+func (s *soakServer) stop() {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	}
+}
+
+// soakPublisher is ffmpeg looping the clip over SRT, restarted on a
+// schedule: gracefully, then killed, alternately, since a crashed encoder
+// leaves the server to notice by timeout and a stopped one says goodbye.
+type soakPublisher struct {
+	clip, url string
+	mu        sync.Mutex
+	n         int
+}
+
+func (p *soakPublisher) restarts() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n
+}
+
+func (p *soakPublisher) run(ctx context.Context, every time.Duration) {
+	for i := 0; ctx.Err() == nil; i++ {
+		cmd := exec.Command("ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin",
+			"-re", "-stream_loop", "-1", "-i", p.clip, "-c", "copy", "-f", "mpegts", p.url)
+		if err := cmd.Start(); err != nil {
+			return
+		}
+		done := make(chan struct{})
+		go func() {
+			_ = cmd.Wait()
+			close(done)
+		}()
+		t := time.NewTimer(every)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		case <-done: // ffmpeg gave up (server busy, say): start again below
+		}
+		t.Stop()
+		sig := syscall.SIGTERM
+		if i%2 == 1 {
+			sig = syscall.SIGKILL
+		}
+		_ = cmd.Process.Signal(sig)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		p.mu.Lock()
+		p.n++
+		p.mu.Unlock()
+		// A short gap, as an encoder's reconnect has.
+		select {
+		case <-ctx.Done():
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
