@@ -207,21 +207,10 @@ func TestNoLeaksAfterChurn(t *testing.T) {
 	testkit.FFmpeg(t, "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30:duration=2",
 		"-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-b:v", "300k",
 		"-g", "15", "-bf", "0", "-f", "mpegts", clip)
-	srv := testkit.StartServer(t, testkit.BuildBinary(t, "./cmd/srtwhep"), `logLevel: warn
-srt:
-  listen: "127.0.0.1:0"
-http:
-  listen: "127.0.0.1:0"
-webrtc:
-  listenIP: 127.0.0.1
-  udpPort: 0
-  tcpPort: 0
-metrics:
-  listen: "127.0.0.1:0"
-  pprof: true
-readers:
-  maxCPUPercent: 0
-`)
+	// pprof on the metrics listener gives the goroutine count.
+	cfg := strings.Replace(testkit.LoopbackConfig("logLevel: warn\nreaders:\n  maxCPUPercent: 0\n"),
+		"metrics:\n", "metrics:\n  pprof: true\n", 1)
+	srv := testkit.StartServer(t, testkit.BuildBinary(t, "./cmd/srtwhep"), cfg)
 	proc, err := procfs.NewProc(srv.Cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
