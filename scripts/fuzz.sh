@@ -41,9 +41,23 @@ while IFS=: read -r file decl; do
 	pkg=./$(dirname "$file")
 	found=$((found + 1))
 	echo "== $pkg $target ($time)"
-	if ! "$go" test -run '^$' -fuzz "^${target}\$" -fuzztime "$time" -fuzzminimizetime "$minimize" "$pkg" "${cache_args[@]}"; then
+	# go test's fuzz coordinator can report "context deadline exceeded" when
+	# the time runs out while a worker is busy, with no input saved: that is
+	# the runner, not a finding, so such a run is tried once more. A real
+	# failure writes its input under testdata/fuzz and is never retried.
+	for attempt in 1 2; do
+		if out=$("$go" test -run '^$' -fuzz "^${target}\$" -fuzztime "$time" -fuzzminimizetime "$minimize" "$pkg" "${cache_args[@]}" 2>&1); then
+			echo "$out"
+			break
+		fi
+		echo "$out"
+		if [[ $attempt -eq 1 && $out == *"context deadline exceeded"* && $out != *"Failing input written"* ]]; then
+			echo "fuzz.sh: $target: the fuzz runner timed out without a finding; running it once more"
+			continue
+		fi
 		failed+=("$pkg $target")
-	fi
+		break
+	done
 done < <(grep -rEo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' cmd pkg internal | sort)
 if [[ $found -eq 0 ]]; then
 	echo "fuzz.sh: no fuzz targets found" >&2
