@@ -71,7 +71,7 @@ test: ## deps, tidy go.mod, go vet, gofmt, go test -race, shellcheck, offline de
 	shellcheck $(SHELL_SCRIPTS)
 	cd tools && $(GO) vet ./... && $(GO) test -count=1 -timeout 5m ./...
 
-bench: ## Go benchmarks + capacity ladder, server pinned to CPU 0 (report in bench/results/)
+bench: ## Go benchmarks + capacity ladders of browser-like viewers (headline; gro as an extra), server on CPU 0; PLANES, ROUNDS, STEPS: see scripts/bench.sh (report in bench/results/)
 	scripts/deps.sh run
 	scripts/bench.sh
 

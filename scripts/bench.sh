@@ -8,19 +8,34 @@
 #    when an older cached clip has no AAC).
 # 3. srtwhep on CPU 0 (loopback ports checked free), the publisher
 #    (ffmpeg -re -stream_loop -1 -c copy, almost free; the server transcodes
-#    the AAC once for the path) and whep-loadgen on CPU 1, and two
-#    whep-loadgen ladders against the server's PID: viewers offering video
-#    only, then video and audio, and the ratio of their marginal costs.
+#    the AAC once for the path) and whep-loadgen on CPU 1, and whep-loadgen
+#    ladders against the server's PID: viewers offering video only, then
+#    video and audio (and the ratio of their marginal costs), then the extra
+#    viewer modes. The video ladder takes a 10 s CPU profile of the server
+#    at N = PROFILE_AT (pprof on the metrics listener).
+# 4. With PLANES (values of webrtc.mediaPlane, passed to the server as
+#    SRTWHEP_WEBRTC_MEDIAPLANE), the server is restarted for each plane and
+#    the planes alternate, ROUNDS times (ABBA order), so machine noise falls
+#    on both; whep-loadgen headline then prints each figure's median per
+#    plane and the ratio of the planes' marginal costs.
 #
-# Viewers are browser-like (NACK and PLI offered, plain UDP receive without
-# GRO) because that is what the server meets in the field.
+# The headline viewers are browser-like (whep-loadgen -mode browser): an
+# RTCP receiver report a second and NACKs for missing packets, NACK and PLI
+# offered, plain UDP receive without GRO, because that is what the server
+# meets in the field. EXTRA_MODES adds ladders of other modes (default gro:
+# no RTCP and UDP_GRO receive, which spares the server segmenting its GSO
+# sends on loopback), printed as labelled extras, never as the headline.
 #
 # Everything lands in bench/results/<UTC timestamp>/ (git-ignored) and the
 # report is printed. Tunables (environment): STEPS, HOLD, RAMP, DECODE_EVERY,
 # MAX_DECODE (a decoding session costs the generator ~3 server viewers, so
 # the sample is capped), LADDERS ("video audio", or one of them), GOBENCH
 # (the -bench pattern of step 1, default "."; empty skips it), G2G (how
-# long the glass-to-glass measurement runs, default 20s; 0 skips it).
+# long the glass-to-glass measurement runs, default 20s; 0 skips it),
+# PLANES ("pion own" when the server knows webrtc.mediaPlane, else empty:
+# the server's default), ROUNDS (default 1), EXTRA_MODES (default gro;
+# empty skips), EXTRA_STEPS (their steps, default 100,200,400), PROFILE_AT
+# (default 400; 0 skips the profile).
 #
 # Before the ladders, on the idle server: glass-to-glass latency from a
 # generated 640x360@30 clip whose frames carry their creation time in their
@@ -42,6 +57,17 @@ PACE=${PACE:-20ms}
 LADDERS=${LADDERS:-video audio}
 GOBENCH=${GOBENCH-.}
 G2G=${G2G:-20s}
+# The key's documented default in the golden config tells whether this
+# server has a choice of media plane at all.
+if grep -qE '^[[:space:]]+mediaPlane:' configs/srtwhep.yml; then
+	PLANES=${PLANES-pion own}
+else
+	PLANES=${PLANES-}
+fi
+ROUNDS=${ROUNDS:-1}
+EXTRA_MODES=${EXTRA_MODES-gro}
+EXTRA_STEPS=${EXTRA_STEPS:-100,200,400}
+PROFILE_AT=${PROFILE_AT:-400}
 SRT_PORT=18890
 HTTP_PORT=18889
 MEDIA_PORT=18189
@@ -60,6 +86,9 @@ if [[ $(nproc) -lt 2 ]]; then
 fi
 
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
+# Other work on the machine shows in every figure: the report says how busy
+# it was.
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
 out=bench/results/$stamp
 mkdir -p "$out"
 pids=()
@@ -143,7 +172,7 @@ go build -ldflags "$ldflags" -o bin/whep-loadgen ./cmd/whep-loadgen
 
 cat >"$out/srtwhep.yml" <<YAML
 # Written by scripts/bench.sh: loopback only, admission control off so the
-# ladder sees the server's real ceiling.
+# ladder sees the server's real ceiling, pprof for the profile at N=$PROFILE_AT.
 logLevel: warn
 srt:
   listen: "127.0.0.1:$SRT_PORT"
@@ -155,35 +184,56 @@ webrtc:
   tcpPort: 0
 metrics:
   listen: "127.0.0.1:$METRICS_PORT"
+  pprof: true
 readers:
   maxCPUPercent: 0
 YAML
 
-taskset -c 0 bin/srtwhep -config "$out/srtwhep.yml" >"$out/srtwhep.log" 2>&1 &
-srv=$!
-pids+=("$srv")
-wait_for "srtwhep /readyz" 20 bin/srtwhep -probe "http://127.0.0.1:$HTTP_PORT/readyz"
+# start_server PLANE LOG: srtwhep on CPU 0 ("" keeps its default plane) and
+# the publisher on CPU 1; sets srv and pub.
+start_server() {
+	local plane=$1 log=$2
+	local env=()
+	if [[ -n $plane ]]; then
+		env=("SRTWHEP_WEBRTC_MEDIAPLANE=$plane")
+	fi
+	env "${env[@]}" taskset -c 0 bin/srtwhep -config "$out/srtwhep.yml" >"$log" 2>&1 &
+	srv=$!
+	pids+=("$srv")
+	if ! wait_for "srtwhep /readyz" 20 bin/srtwhep -probe "http://127.0.0.1:$HTTP_PORT/readyz"; then
+		tail -5 "$log" >&2
+		return 1
+	fi
+	taskset -c 1 ffmpeg -hide_banner -loglevel error -re -stream_loop -1 -i "$CLIP" -c copy -f mpegts \
+		"srt://127.0.0.1:$SRT_PORT?streamid=publish:live/bench&pkt_size=1316" >"$log.ffmpeg" 2>&1 &
+	pub=$!
+	pids+=("$pub")
+	wait_for "the publisher" 20 publishing
+}
 
-if [[ $G2G != 0 ]]; then
-	echo "== glass-to-glass ($G2G; publisher, encoder, decoder and viewer on CPU 1)"
-	{
-		echo "## Glass-to-glass on loopback, at the default srt.latency"
-		echo
-		taskset -c 1 bin/whep-loadgen g2g -srt "srt://127.0.0.1:$SRT_PORT?streamid=publish:live/g2g&pkt_size=1316" \
-			-url "http://127.0.0.1:$HTTP_PORT/live/g2g/whep" -duration "$G2G" -metrics "http://127.0.0.1:$METRICS_PORT/metrics"
-		echo
-	} | tee -a "$out/report.md"
-fi
-
-taskset -c 1 ffmpeg -hide_banner -loglevel error -re -stream_loop -1 -i "$CLIP" -c copy -f mpegts \
-	"srt://127.0.0.1:$SRT_PORT?streamid=publish:live/bench&pkt_size=1316" >"$out/ffmpeg.log" 2>&1 &
-pids+=("$!")
+# stop_server: ends the server and publisher started last, and waits for
+# their ports to be free for the next one.
+stop_server() {
+	kill "$pub" "$srv" 2>/dev/null || true
+	wait "$pub" "$srv" 2>/dev/null || true
+	# Reaped: their ids may be reused, so cleanup must not kill them again.
+	pids=()
+	wait_for "ports to be free" 20 ports_free
+}
+ports_free() {
+	local p
+	for p in "udp $SRT_PORT" "tcp $HTTP_PORT" "udp $MEDIA_PORT" "tcp $METRICS_PORT"; do
+		# shellcheck disable=SC2086 # "proto port" splits on purpose
+		if port_busy $p; then
+			return 1
+		fi
+	done
+}
 publishing() {
 	local m
 	m=$(http_get /metrics "$METRICS_PORT") || return 1
 	grep -q '^srtwhep_path_publisher_up{path="live/bench"} 1' <<<"$m"
 }
-wait_for "the publisher" 20 publishing
 
 # audio_cpu_seconds: the server's transcoding CPU so far for the path.
 audio_cpu_seconds() {
@@ -191,40 +241,102 @@ audio_cpu_seconds() {
 	m=$(http_get /metrics "$METRICS_PORT") || return 1
 	awk '/^srtwhep_path_audio_transcode_cpu_seconds_total\{.*path="live\/bench"/ {print $2; found=1} END {exit !found}' <<<"$m"
 }
-audio0=$(audio_cpu_seconds || echo "")
-t0=$SECONDS
+
+# ladder DIR MODE STEPS PROFILE_AT LABEL [FLAGS...]: one whep-loadgen ladder
+# against the running server, its report appended to report.md.
+ladder() {
+	local dir=$1 mode=$2 steps=$3 profile=$4 label=$5
+	shift 5
+	mkdir -p "$dir"
+	echo "== ladder ($label, $mode viewers${*:+, $*}): steps $steps, hold $HOLD, ramp $RAMP (server PID $srv on CPU 0; generator on CPU 1)"
+	taskset -c 1 bin/whep-loadgen ladder -url "http://127.0.0.1:$HTTP_PORT/live/bench/whep" -pid "$srv" -mode "$mode" "$@" \
+		-steps "$steps" -hold "$HOLD" -ramp "$RAMP" -decode-every "$DECODE_EVERY" -max-decode "$MAX_DECODE" -pace "$PACE" \
+		-metrics "http://127.0.0.1:$METRICS_PORT/metrics" -profile-at "$profile" -label "$label" -out "$dir" \
+		2> >(tee "$dir/ladder-progress.log" >&2) | tee "$dir/report.md" | tee -a "$out/report.md"
+}
 
 for kind in $LADDERS; do
-	flags=()
 	case $kind in
-	video) ;;
-	audio) flags=(-audio) ;;
+	video | audio) ;;
 	*)
 		echo "bench.sh: LADDERS may name video and audio, not '$kind'" >&2
 		exit 2
 		;;
 	esac
-	mkdir -p "$out/$kind"
-	echo "== ladder ($kind): steps $STEPS, hold $HOLD, ramp $RAMP (server PID $srv on CPU 0; generator on CPU 1)"
-	taskset -c 1 bin/whep-loadgen ladder -url "http://127.0.0.1:$HTTP_PORT/live/bench/whep" -pid "$srv" "${flags[@]}" \
-		-steps "$STEPS" -hold "$HOLD" -ramp "$RAMP" -decode-every "$DECODE_EVERY" -max-decode "$MAX_DECODE" -pace "$PACE" \
-		-metrics "http://127.0.0.1:$METRICS_PORT/metrics" -out "$out/$kind" 2> >(tee "$out/$kind/ladder-progress.log" >&2) |
-		tee "$out/$kind/report.md" | tee -a "$out/report.md"
+done
+
+read -r -a planes <<<"${PLANES:-default}"
+transcode=()
+for ((round = 1; round <= ROUNDS; round++)); do
+	order=("${planes[@]}")
+	if ((round % 2 == 0)); then # ABBA: drift on the machine falls on every plane alike
+		order=()
+		for ((i = ${#planes[@]} - 1; i >= 0; i--)); do order+=("${planes[i]}"); done
+	fi
+	for plane in "${order[@]}"; do
+		label=$plane
+		setting=$plane
+		if [[ $plane == default ]]; then
+			label="default plane"
+			setting=
+		fi
+		dir=$out/r$round/$plane
+		mkdir -p "$dir"
+		echo "== round $round/$ROUNDS: srtwhep ($label) on CPU 0"
+		start_server "$setting" "$dir/srtwhep.log"
+
+		if [[ $G2G != 0 && $round == 1 && $plane == "${order[0]}" ]]; then
+			echo "== glass-to-glass ($G2G; publisher, encoder, decoder and viewer on CPU 1)"
+			{
+				echo "## Glass-to-glass on loopback, at the default srt.latency ($label)"
+				echo
+				taskset -c 1 bin/whep-loadgen g2g -srt "srt://127.0.0.1:$SRT_PORT?streamid=publish:live/g2g&pkt_size=1316" \
+					-url "http://127.0.0.1:$HTTP_PORT/live/g2g/whep" -duration "$G2G" -metrics "http://127.0.0.1:$METRICS_PORT/metrics"
+				echo
+			} | tee -a "$out/report.md"
+		fi
+
+		audio0=$(audio_cpu_seconds || echo "")
+		t0=$SECONDS
+		for kind in $LADDERS; do
+			flags=()
+			profile=0
+			case $kind in
+			video) profile=$PROFILE_AT ;;
+			audio) flags=(-audio) ;;
+			esac
+			ladder "$dir/$kind" browser "$STEPS" "$profile" "$label" "${flags[@]}"
+		done
+		if audio1=$(audio_cpu_seconds) && [[ -n $audio0 ]] && ((SECONDS > t0)); then
+			transcode+=("$(awk -v a="$audio0" -v b="$audio1" -v s="$((SECONDS - t0))" -v l="$label" -v r="$round" \
+				'BEGIN {printf "- In the server (%s, round %d) during the ladders: %.2f %% of one core (srtwhep_path_audio_transcode_cpu_seconds_total over %d s)", l, r, 100*(b-a)/s, s}')")
+		fi
+		for mode in $EXTRA_MODES; do
+			ladder "$dir/$mode" "$mode" "$EXTRA_STEPS" 0 "$label"
+		done
+		stop_server
+	done
 done
 
 {
 	echo
-	if [[ -s $out/video/ladder.json && -s $out/audio/ladder.json ]]; then
-		bin/whep-loadgen compare -video "$out/video/ladder.json" -audio "$out/audio/ladder.json"
-		echo
-	fi
+	bin/whep-loadgen headline "$out"/r*/*/*/ladder.json
+	echo
+	for plane in "${planes[@]}"; do
+		d=$out/r1/$plane
+		if [[ -s $d/video/ladder.json && -s $d/audio/ladder.json ]]; then
+			echo "### $plane"
+			echo
+			bin/whep-loadgen compare -video "$d/video/ladder.json" -audio "$d/audio/ladder.json"
+			echo
+		fi
+	done
 	echo "## Transcoding, once per path"
 	echo
 	# The server's own account while the ladders ran, next to the Go
 	# benchmark's, which measures the same work without the server.
-	if audio1=$(audio_cpu_seconds) && [[ -n $audio0 ]] && ((SECONDS > t0)); then
-		awk -v a="$audio0" -v b="$audio1" -v s="$((SECONDS - t0))" \
-			'BEGIN {printf "- In the server during the ladders: %.2f %% of one core (srtwhep_path_audio_transcode_cpu_seconds_total over %d s)\n", 100*(b-a)/s, s}'
+	if ((${#transcode[@]} > 0)); then
+		printf '%s\n' "${transcode[@]}"
 	else
 		echo "- In the server: n/a (no srtwhep_path_audio_transcode_cpu_seconds_total for live/bench)"
 	fi
@@ -234,6 +346,6 @@ done
 
 {
 	echo
-	echo "Machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(uname -sr)"
-	echo "Results: $out (video/ and audio/: ladder.md, ladder.json, ladder.png; go-bench.txt, logs)"
+	echo "Machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(uname -sr); load average before the run: $load0"
+	echo "Results: $out (rROUND/PLANE/{video,audio,${EXTRA_MODES// /,}}: ladder.md, ladder.json, ladder.png, cpu-N$PROFILE_AT.pprof; go-bench.txt, logs)"
 } | tee -a "$out/report.md"

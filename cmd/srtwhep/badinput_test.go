@@ -38,16 +38,6 @@ func TestBadInputs(t *testing.T) {
 			t.Errorf("rejection does not show the expected syntax: %s", line)
 		}
 	})
-	t.Run("streamid read mode", func(t *testing.T) {
-		p := startFFmpeg(t, x264Args("320x240", "-t", "5"), ts.srtURL("read:live/cam1"))
-		if err := p.Wait(t, 20*time.Second); err == nil {
-			t.Errorf("ffmpeg with mode read was accepted")
-		}
-		line := ts.logs.WaitLog(t, 5*time.Second, "rejected", "streamid=read:live/cam1")
-		if !strings.Contains(line, "whep") {
-			t.Errorf("read-mode rejection does not point to WHEP: %s", line)
-		}
-	})
 	t.Run("busy path", func(t *testing.T) {
 		p := startFFmpeg(t, x264Args("320x240", "-t", "5"), ts.srtURL("publish:live/cam1"))
 		if err := p.Wait(t, 20*time.Second); err == nil {

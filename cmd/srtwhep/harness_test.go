@@ -47,6 +47,9 @@ func startServer(t *testing.T, mutate func(*config.Config), whepOpts ...func(*wh
 	// The machine running tests is shared and noisy; tests of the
 	// automatic limit turn it back on with a figure of their own.
 	cfg.Readers.MaxCPUPercent = 0
+	if p := testkit.MediaPlane(); p != "" {
+		cfg.WebRTC.MediaPlane = p
+	}
 	if mutate != nil {
 		mutate(cfg)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"errors"
 	"io"
 	"math/rand/v2"
@@ -17,8 +18,38 @@ import (
 type linkOpts struct {
 	delay time.Duration
 	loss  float64
+	// rate, when set, caps the server→client direction at that many bits
+	// per second behind a drop-tail queue of buffer bytes (64 KiB when
+	// zero, about half a second at 1 Mbit/s): a narrow access link whose
+	// router holds a burst such as an IDR and drops what overflows.
+	rate   int
+	buffer int
+	// sent sees every datagram the server sends to the client, before
+	// the link loses or queues it.
+	sent func(pkt []byte)
 	// down sees every datagram the relay delivers to the client.
 	down func(pkt []byte)
+}
+
+// bottleneck is the queue in front of a capped link. free is when the
+// link will have sent everything queued so far.
+type bottleneck struct {
+	rate, buffer int
+	free         time.Time
+}
+
+// admit returns when a datagram of n bytes arriving now leaves the link,
+// or false when the queue has no room for it.
+func (b *bottleneck) admit(n int, now time.Time) (time.Time, bool) {
+	if b.free.Before(now) {
+		b.free = now
+	}
+	queued := int(b.free.Sub(now).Seconds() * float64(b.rate) / 8)
+	if queued+n > b.buffer {
+		return time.Time{}, false
+	}
+	b.free = b.free.Add(time.Duration(float64(n*8) / float64(b.rate) * float64(time.Second)))
+	return b.free, true
 }
 
 // udpLink forwards between the one client that talks to in and the
@@ -39,8 +70,9 @@ func udpLink(t *testing.T, in *net.UDPConn, to *net.UDPAddr, o linkOpts) {
 		b   []byte
 		due time.Time
 	}
-	// pipe reads one direction and writes it after the delay, in order.
-	pipe := func(read func([]byte) (int, error), write func([]byte), seen func([]byte)) {
+	// pipe reads one direction and writes it after the delay, in order;
+	// with link set, after the link's queue too.
+	pipe := func(read func([]byte) (int, error), write func([]byte), link *bottleneck, offered, seen func([]byte)) {
 		q := make(chan datagram, 8192)
 		wg.Go(func() {
 			defer close(q)
@@ -50,11 +82,24 @@ func udpLink(t *testing.T, in *net.UDPConn, to *net.UDPAddr, o linkOpts) {
 				if errors.Is(err, net.ErrClosed) {
 					return
 				}
-				if err != nil || rand.Float64() < o.loss {
+				if err != nil {
 					continue
 				}
+				if offered != nil {
+					offered(buf[:n])
+				}
+				if rand.Float64() < o.loss {
+					continue
+				}
+				out := time.Now()
+				if link != nil {
+					var ok bool
+					if out, ok = link.admit(n, out); !ok {
+						continue
+					}
+				}
 				select {
-				case q <- datagram{append([]byte(nil), buf[:n]...), time.Now().Add(o.delay)}:
+				case q <- datagram{append([]byte(nil), buf[:n]...), out.Add(o.delay)}:
 				default: // a full queue is a full router buffer
 				}
 			}
@@ -79,7 +124,14 @@ func udpLink(t *testing.T, in *net.UDPConn, to *net.UDPAddr, o linkOpts) {
 			mu.Unlock()
 		}
 		return n, err
-	}, func(b []byte) { _, _ = out.Write(b) }, nil)
+	}, func(b []byte) { _, _ = out.Write(b) }, nil, nil, nil)
+	var link *bottleneck
+	if o.rate > 0 {
+		link = &bottleneck{rate: o.rate, buffer: o.buffer}
+		if link.buffer == 0 {
+			link.buffer = 64 << 10
+		}
+	}
 	pipe(out.Read, func(b []byte) {
 		mu.Lock()
 		p := peer
@@ -87,7 +139,7 @@ func udpLink(t *testing.T, in *net.UDPConn, to *net.UDPAddr, o linkOpts) {
 		if p != nil {
 			_, _ = in.WriteToUDP(b, p)
 		}
-	}, o.down)
+	}, link, o.sent, o.down)
 	t.Cleanup(func() {
 		in.Close()
 		out.Close()
@@ -177,6 +229,16 @@ func tcpCapLink(t *testing.T, to string, bps int) int {
 		wg.Wait()
 	})
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// rtpHeader reads an RTP packet's sequence number and timestamp, which SRTP
+// leaves in the clear; ok is false for RTCP (packet types 64-95 after the
+// marker bit, RFC 5761) and anything that is not RTP.
+func rtpHeader(p []byte) (seq uint16, ts uint32, ok bool) {
+	if len(p) < 12 || p[0]>>6 != 2 || (p[1]&0x7f >= 64 && p[1]&0x7f <= 95) {
+		return 0, 0, false
+	}
+	return binary.BigEndian.Uint16(p[2:]), binary.BigEndian.Uint32(p[4:]), true
 }
 
 // candidatePort points the answer's candidates of proto at port from at

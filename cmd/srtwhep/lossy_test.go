@@ -20,9 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
-	"github.com/srtwhep/srtwhep/pkg/config"
 	"github.com/srtwhep/srtwhep/pkg/metrics"
-	"github.com/srtwhep/srtwhep/pkg/whep"
 	"github.com/srtwhep/srtwhep/pkg/whepclient"
 )
 
@@ -109,6 +107,7 @@ var recommendedMs = regexp.MustCompile(`recommended_ms=(\d+)`)
 // come too late, the demuxer skips to the next IDR, and the log and the
 // metrics say so and what latency to use; at that latency, set by the
 // publisher's URL as the README advises, every frame reaches the viewer.
+// At 15 % loss the same happens and the advice asks for more round trips.
 func TestLossySRTIngest(t *testing.T) {
 	requireNetns(t, "iptables")
 	ts := startServer(t, nil)
@@ -117,82 +116,130 @@ func TestLossySRTIngest(t *testing.T) {
 	bystander := dialViewer(t, ts, "live/clean")
 
 	pubNS := newNetns(t, "pub")
-	in := listenUDPIn(t, pubNS)
-	relay := in.LocalAddr().(*net.UDPAddr).Port
-	udpLink(t, in, ts.srt.Addr(), linkOpts{delay: 50 * time.Millisecond})
-	// INPUT of the namespace's loopback sees both directions: ffmpeg to
-	// the relay (data) and the relay to ffmpeg (ACKs, NAKs).
-	for _, dir := range []string{"--dport", "--sport"} {
-		pubNS.exec(t, "iptables", "-A", "INPUT", "-p", "udp", dir, strconv.Itoa(relay),
-			"-m", "statistic", "--mode", "random", "--probability", "0.05", "-j", "DROP")
+	// lossyLink is a relay to the server, 50 ms each way, that netfilter
+	// drops datagrams of at random with probability loss; it returns the
+	// port a publisher in pubNS sends to.
+	lossyLink := func(loss string) int {
+		in := listenUDPIn(t, pubNS)
+		relay := in.LocalAddr().(*net.UDPAddr).Port
+		udpLink(t, in, ts.srt.Addr(), linkOpts{delay: 50 * time.Millisecond})
+		// INPUT of the namespace's loopback sees both directions: ffmpeg
+		// to the relay (data) and the relay to ffmpeg (ACKs, NAKs).
+		for _, dir := range []string{"--dport", "--sport"} {
+			pubNS.exec(t, "iptables", "-A", "INPUT", "-p", "udp", dir, strconv.Itoa(relay),
+				"-m", "statistic", "--mode", "random", "--probability", loss, "-j", "DROP")
+		}
+		return relay
 	}
+	relay5 := lossyLink("0.05")
 	// Small pictures and a 1 s GOP: at 120 ms most lost packets stay
 	// lost, and the stream (and the skip the advice waits for) can only
 	// start at an IDR that came through whole.
-	publish := func(path, query string) *testkit.Process {
+	publish := func(relay int, path, query string) *testkit.Process {
 		args := []string{"-hide_banner", "-loglevel", "warning", "-nostdin",
 			"-re", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30",
 			"-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-bf", "0", "-g", "30", "-b:v", "500k",
 			"-f", "mpegts", fmt.Sprintf("srt://127.0.0.1:%d?streamid=publish:%s&pkt_size=1316%s", relay, path, query)}
 		return testkit.StartProcess(t, "ffmpeg", pubNS.command("ffmpeg", args...))
 	}
-
-	var recommended time.Duration
-	t.Run("default latency skips and advises", func(t *testing.T) {
-		pub := publish("live/lossy", "")
-		line := ts.logs.WaitLog(t, 30*time.Second, "skipped", "after lost packets", "SRT dropped", "path=live/lossy")
+	// advice waits for path's skip line, checks that it names the latency
+	// to use in both units, that the skipped frames are counted as
+	// srt_late, and returns what the path's SRT sample recommends and the
+	// RTT it rests on, once SRT has seen enough packets for its loss rate
+	// to mean something (the first skip may come after a hundred). It
+	// stops the publisher.
+	advice := func(t *testing.T, pub *testkit.Process, path string) (advised, recommended, rtt time.Duration) {
+		t.Helper()
+		line := ts.logs.WaitLog(t, 30*time.Second, "skipped", "after lost packets", "SRT dropped", "path="+path+" ")
 		t.Logf("advice: %s", line)
 		m := recommendedMs.FindStringSubmatch(line)
 		if m == nil {
 			t.Fatalf("advice names no recommended_ms: %s", line)
 		}
 		ms, _ := strconv.Atoi(m[1])
-		advised := time.Duration(ms) * time.Millisecond
+		advised = time.Duration(ms) * time.Millisecond
 		for _, want := range []string{"raise srt.latency (now 120 ms", "try " + m[1] + " ms", "latency=" + m[1] + "000"} {
 			if !strings.Contains(line, want) {
 				t.Errorf("advice lacks %q", want)
 			}
 		}
-		// The README's rule for 5 % loss at RTT 100 ms is 500 ms. Upward
-		// the advice follows what SRT measured: on a busy test machine the
-		// relay's scheduling can stretch the RTT, and early loss estimates
-		// rest on few packets; too much latency costs delay, not frames.
-		if advised < 400*time.Millisecond {
-			t.Errorf("advised %v for 5 %% loss at RTT ≈ 100 ms; the rule gives at least 500 ms", advised)
-		}
-		var path metrics.PathSample
+		var sample metrics.PathSample
 		for _, p := range ts.ingest.PathSamples() {
-			if p.Path == "live/lossy" {
-				path = p
+			if p.Path == path {
+				sample = p
 			}
 		}
-		if path.FramesDropped["srt_late"] == 0 {
-			t.Errorf("frames dropped %v: none counted as srt_late", path.FramesDropped)
+		if sample.FramesDropped["srt_late"] == 0 {
+			t.Errorf("frames dropped %v: none counted as srt_late", sample.FramesDropped)
 		}
+		testkit.WaitFor(t, 30*time.Second, "400 packets from "+path, func() bool {
+			for _, s := range ts.ingest.SRTSamples() {
+				if s.Path == path && s.PacketsReceived >= 400 {
+					return true
+				}
+			}
+			return false
+		})
 		for _, s := range ts.ingest.SRTSamples() {
-			if s.Path != "live/lossy" {
+			if s.Path != path {
 				continue
 			}
-			// The gauge, read last, has the longest look at the path.
+			t.Logf("%s: SRT received %d packets, lost %d, retransmitted %d", path, s.PacketsReceived, s.PacketsLost, s.PacketsRetransmitted)
 			recommended = time.Duration(s.RecommendedLatencySeconds * float64(time.Second))
-			if s.LatencySeconds != 0.12 || recommended < 400*time.Millisecond {
-				t.Errorf("SRT sample: latency %vs, recommended %v; want 0.12 s and at least 500 ms", s.LatencySeconds, recommended)
+			rtt = time.Duration(s.RTTSeconds * float64(time.Second))
+			if s.LatencySeconds != 0.12 {
+				t.Errorf("SRT sample: latency %vs, want 0.12 s", s.LatencySeconds)
 			}
 		}
 		if err := pub.Cmd.Process.Signal(os.Interrupt); err != nil {
 			t.Fatal(err)
 		}
 		_ = pub.Wait(t, 10*time.Second)
+		if recommended == 0 || rtt == 0 {
+			t.Fatalf("no SRT sample for %s with a recommendation and an RTT", path)
+		}
+		t.Logf("%s: recommended %v at RTT %v", path, recommended, rtt)
+		return advised, recommended, rtt
+	}
+
+	var recommended, rtt5 time.Duration
+	t.Run("default latency skips and advises", func(t *testing.T) {
+		var advised time.Duration
+		advised, recommended, rtt5 = advice(t, publish(relay5, "live/lossy", ""), "live/lossy")
+		// The README's rule for 5 % loss at RTT 100 ms is 500 ms. Upward
+		// the advice follows what SRT measured: on a busy test machine the
+		// relay's scheduling can stretch the RTT, and early loss estimates
+		// rest on few packets; too much latency costs delay, not frames.
+		if advised < 400*time.Millisecond || recommended < 400*time.Millisecond {
+			t.Errorf("advised %v, recommended %v for 5 %% loss at RTT ≈ 100 ms; the rule gives at least 500 ms", advised, recommended)
+		}
 	})
 	if recommended == 0 {
 		t.FailNow()
 	}
 
+	// At 15 % loss a retransmission is lost as often as a first copy at
+	// 5 %, so the rule (ingest's recommendLatency) asks for 8 round trips
+	// instead of 5; compared per round trip, because the RTT SRT measures
+	// moves with the machine's load between the two publishers.
+	t.Run("15 % loss skips and advises more round trips", func(t *testing.T) {
+		relay15 := lossyLink("0.15")
+		advised, recommended15, rtt15 := advice(t, publish(relay15, "live/loss15", ""), "live/loss15")
+		t.Logf("advised %v at the first skip", advised)
+		if recommended15 < 600*time.Millisecond {
+			t.Errorf("recommended %v for 15 %% loss at RTT ≈ 100 ms; the rule gives 800 ms", recommended15)
+		}
+		per5, per15 := float64(recommended)/float64(rtt5), float64(recommended15)/float64(rtt15)
+		if per15 <= per5 {
+			t.Errorf("recommended %.1f RTTs at 15 %% loss, %.1f at 5 %%: want more at the higher loss", per15, per5)
+		}
+	})
+
 	// The recommendation follows the RTT SRT measures, which the relay's
 	// scheduling (and -race) stretch to 100-130 ms here: the README's rule
 	// for the path, not its example figure for exactly 100 ms.
 	t.Run("recommended latency delivers every frame", func(t *testing.T) {
-		publish("live/lossy2", fmt.Sprintf("&latency=%d", recommended.Microseconds()))
+		publish(relay5, "live/lossy2", fmt.Sprintf("&latency=%d", recommended.Microseconds()))
 		ts.waitPublisher(t, "live/lossy2")
 		v := dialViewer(t, ts, "live/lossy2")
 		v.waitUnits(t, 240, 30*time.Second)
@@ -221,7 +268,8 @@ func TestLossySRTIngest(t *testing.T) {
 
 // TestLossyViewerNACK: a viewer whose link drops 5 % of datagrams each way
 // gets all but at most 0.1 % of the packets through NACK retransmission,
-// and the viewers beside it lose nothing.
+// and the viewers beside it lose nothing. It sends receiver reports as a
+// browser does, and 5 % random loss is no congestion: it never skips.
 func TestLossyViewerNACK(t *testing.T) {
 	requireNetns(t)
 	ts := startServer(t, nil)
@@ -255,6 +303,7 @@ func TestLossyViewerNACK(t *testing.T) {
 	t.Cleanup(func() { mux.Close() })
 	lossy := dialViewer(t, ts, "live/cam1", func(o *whepclient.Options) {
 		o.NACK = true
+		o.ReceiverReports = true
 		o.Decode = false
 		o.RewriteAnswer = candidatePort("udp", mediaPort, relayIn.LocalAddr().(*net.UDPAddr).Port)
 		o.SettingEngine = func(se *webrtc.SettingEngine) {
@@ -296,65 +345,8 @@ func TestLossyViewerNACK(t *testing.T) {
 	if st.Reordered < uint64(total)/100 {
 		t.Errorf("only %d late packets for %d sent through 5 %% loss: NACK recovery did not run", st.Reordered, total)
 	}
-	for i, v := range others {
-		checkFullRate(t, fmt.Sprintf("direct viewer %d", i+1), v)
-	}
-}
-
-// TestNarrowViewer: a viewer on a 1 Mbit/s link (ICE-TCP through a capped
-// relay) cannot take a 2.5 Mbit/s stream. Its writer blocks, its queue
-// fills, and it drops to the next IDR ("reader is too slow") while the
-// viewers beside it keep every frame.
-func TestNarrowViewer(t *testing.T) {
-	// A short queue overflows soon after the writer blocks.
-	ts := startServer(t, func(c *config.Config) { c.Readers.QueueSize = 20 },
-		func(c *whep.Config) { c.TCPListen = "127.0.0.1:0" })
-	startFFmpeg(t, x264Args("1280x720"), ts.srtURL("publish:live/cam1"))
-	ts.waitPublisher(t, "live/cam1")
-	others := []*viewer{dialViewer(t, ts, "live/cam1"), dialViewer(t, ts, "live/cam1")}
-
-	tcpAddr := ts.addrs.Load().WebRTCTCP
-	if tcpAddr == "" {
-		t.Fatal("ICE-TCP is not listening")
-	}
-	relay := tcpCapLink(t, tcpAddr, 1_000_000)
-	narrow := dialViewer(t, ts, "live/cam1", func(o *whepclient.Options) {
-		o.RewriteAnswer = candidatePort("tcp", addrPort(t, tcpAddr), relay)
-		o.SettingEngine = func(se *webrtc.SettingEngine) {
-			testkit.LoopbackOnly(se)
-			se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeTCP4})
-		}
-	})
-	id := sessionID(narrow)
-	ts.logs.WaitLog(t, 30*time.Second, "reader is too slow, discarding", "session="+id)
-	// The frames queued in the link before the drop still arrive first;
-	// then the viewer must show the skip and play on past it. RTP
-	// timestamps cannot show it (frames sent behind the live edge are
-	// stamped as catch-up), H.264 frame_num can: it counts every picture.
-	var skips []int
-	testkit.WaitFor(t, 30*time.Second, "the narrow viewer to play on after a skip", func() bool {
-		var err error
-		skips, err = frameNumSkips(narrow.units())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(skips) > 0 && narrow.count()-skips[len(skips)-1] >= 10
-	})
-	aus := narrow.units()
-	for _, i := range skips {
-		if !aus[i].IDR {
-			t.Errorf("narrow viewer resumed at a non-IDR picture (access unit %d)", i)
-		}
-	}
-	if st := narrow.Stats(); st.SeqGaps != 0 || st.BrokenAUs != 0 {
-		t.Errorf("narrow viewer: %d sequence gaps, %d broken pictures; want 0: it must lose whole frames, never packets",
-			st.SeqGaps, st.BrokenAUs)
-	}
-	t.Logf("narrow viewer: %d pictures, skips to an IDR at %v", len(aus), skips)
-	for _, l := range ts.logs.Lines("reader is too slow") {
-		if !strings.Contains(l, "session="+id) {
-			t.Errorf("a viewer on a good link dropped frames: %s", l)
-		}
+	if ls := ts.logs.Lines("reader is too slow"); len(ls) > 0 {
+		t.Errorf("a viewer dropped frames: %v", ls)
 	}
 	for i, v := range others {
 		checkFullRate(t, fmt.Sprintf("direct viewer %d", i+1), v)

@@ -16,11 +16,14 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/api"
 	"github.com/srtwhep/srtwhep/pkg/auth"
 	"github.com/srtwhep/srtwhep/pkg/config"
+	"github.com/srtwhep/srtwhep/pkg/edge"
+	"github.com/srtwhep/srtwhep/pkg/events"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 	"github.com/srtwhep/srtwhep/pkg/ingest"
 	"github.com/srtwhep/srtwhep/pkg/metrics"
 	"github.com/srtwhep/srtwhep/pkg/player"
 	"github.com/srtwhep/srtwhep/pkg/srt"
+	"github.com/srtwhep/srtwhep/pkg/srtread"
 	"github.com/srtwhep/srtwhep/pkg/version"
 	"github.com/srtwhep/srtwhep/pkg/web"
 	"github.com/srtwhep/srtwhep/pkg/whep"
@@ -36,8 +39,11 @@ type server struct {
 	hub    *hub.Hub
 	ingest *ingest.Manager
 	srt    *srt.Server
+	srtRd  *srtread.Server
+	edge   *edge.Puller
 	whep   *whep.Server
 	load   *admission.Controller
+	hooks  *events.Poster // nil without hooks.url
 
 	ready     chan struct{}
 	addrs     atomic.Pointer[boundAddrs] // nil until ready
@@ -51,6 +57,13 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 	s := &server{cfg: cfg, log: log, ready: make(chan struct{})}
 	s.conf.Store(cfg)
 	s.policy = auth.NewPolicy(accessRules(cfg), auth.ThrottleConfig{})
+	if cfg.Hooks.URL != "" {
+		var err error
+		if s.hooks, err = events.NewPoster(events.PosterConfig{URL: cfg.Hooks.URL, Timeout: time.Duration(cfg.Hooks.Timeout),
+			QueueSize: cfg.Hooks.QueueSize, Logger: log.With("component", "hooks")}); err != nil {
+			return nil, fmt.Errorf("hooks: %w", err)
+		}
+	}
 	s.load = admission.New(admission.Config{MaxCPU: float64(cfg.Readers.MaxCPUPercent) / 100, Logger: log.With("component", "admission")})
 	// The caps are read at every AddReader, so a reload applies to the
 	// next viewer and never to one already watching.
@@ -73,10 +86,18 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 			pc := s.config().PathConfig(path)
 			return ingest.Handover{Override: pc.OverridePublisher, Grace: time.Duration(pc.PublisherGrace)}
 		},
+		Events: s.hooks.Func(),
 		Logger: log,
 	})
 
 	var err error
+	if s.edge, err = newPuller(s, log); err != nil {
+		return nil, err
+	}
+	if s.srtRd, err = srtread.New(srtread.Config{Hub: s.hub, Authorizer: s.policy, Events: s.hooks.Func(), Logger: log,
+		Demand: s.edge.Demand, Pullable: s.edge.Pullable}); err != nil {
+		return nil, err
+	}
 	s.srt, err = srt.New(srt.Config{
 		Listen:       cfg.SRT.Listen,
 		Latency:      time.Duration(cfg.SRT.Latency),
@@ -86,6 +107,8 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		Passphrase:   func(path string) string { return s.config().Passphrase(path) },
 		Admit:        s.ingest.Admit,
 		Serve:        s.ingest.Serve,
+		AdmitRead:    s.srtRd.Admit,
+		ServeRead:    s.srtRd.Serve,
 		Logger:       log,
 	})
 	if err != nil {
@@ -112,8 +135,12 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		MaxHandshakes:          cfg.HTTP.MaxHandshakes,
 		MaxHandshakesPerClient: cfg.HTTP.MaxHandshakesPerClient,
 		SocketBuffer:           cfg.WebRTC.SocketBuffer,
+		MediaPlane:             cfg.WebRTC.MediaPlane,
 		Source:                 whep.HubSource(s.hub),
+		Demand:                 s.edge.Demand,
+		PublicURL:              cfg.HTTP.PublicURL,
 		Authorizer:             s.policy,
+		Events:                 s.hooks.Func(),
 		Logger:                 log.With("component", "whep"),
 	}
 	for _, opt := range whepOpts {
@@ -127,6 +154,15 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 // fails; it returns only after all of them have stopped.
 func (s *server) Run(ctx context.Context) error {
 	defer s.policy.Close()
+	if s.hooks != nil {
+		// The poster outlives the components (this defer runs after
+		// g.Wait), so the events of their shutdown still go out, within
+		// the poster's own bounded flush.
+		hooksCtx, stopHooks := context.WithCancel(context.WithoutCancel(ctx))
+		hooksDone := make(chan struct{})
+		go func() { _ = s.hooks.Run(hooksCtx); close(hooksDone) }()
+		defer func() { stopHooks(); <-hooksDone }()
+	}
 	var metricsLn net.Listener
 	if s.cfg.Metrics.Listen != "" {
 		var err error
@@ -143,7 +179,7 @@ func (s *server) Run(ctx context.Context) error {
 		TrustedProxies:    s.cfg.HTTP.TrustedProxies,
 		TLS:               web.TLS(s.cfg.HTTP.TLS),
 		WHEP:              s.whep.Handler,
-		API: api.Handler(api.Config{Paths: s.ingest, Sessions: s.whep, Authorizer: s.policy,
+		API: api.Handler(api.Config{Paths: s.ingest, Sessions: viewerSessions{s.whep, s.srtRd}, Authorizer: s.policy,
 			Logger: s.log.With("component", "api")}),
 		APIPrefix: api.Prefix,
 		Player:    player.New(player.Config{Logger: s.log.With("component", "player"), ICEServers: s.playerICE}),
@@ -163,14 +199,14 @@ func (s *server) Run(ctx context.Context) error {
 	}
 
 	g, ctx := errgroup.WithContext(ctx)
-	for _, run := range []func(context.Context) error{s.hub.Run, s.load.Run, s.watchConfig, s.srt.Run, s.whep.Run, httpSrv.Serve} {
+	for _, run := range []func(context.Context) error{s.hub.Run, s.load.Run, s.watchConfig, s.srt.Run, s.whep.Run, s.edge.Run, httpSrv.Serve} {
 		g.Go(func() error { return run(ctx) })
 	}
 	if metricsLn != nil {
 		// Each component describes itself in the metrics' types at scrape
 		// time; the metrics package imports none of them.
 		m := metrics.New(metrics.Sources{Build: metrics.BuildInfo{Version: version.String()}, Profiling: s.cfg.Metrics.Pprof,
-			Paths: s.ingest.PathSamples, SRT: s.ingest.SRTSamples, WebRTC: s.whep.MetricsSample})
+			Paths: s.ingest.PathSamples, SRT: s.ingest.SRTSamples, WebRTC: s.whep.MetricsSample, Hooks: s.hooks.MetricsSource()})
 		g.Go(func() error { return m.Serve(ctx, metricsLn, s.log.With("component", "metrics")) })
 	}
 	g.Go(func() error {

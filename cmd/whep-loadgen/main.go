@@ -31,11 +31,12 @@ func main() {
 }
 
 const usage = `usage:
-  whep-loadgen run    -url URL -n N [-ramp 20/s] [-hold 30s] [-decode-every 10] [-audio]
-  whep-loadgen ladder -url URL -pid SERVERPID [-steps 10,20,40,80,160] [-hold 20s] [-audio]
-                      [-metrics http://127.0.0.1:9998/metrics] [-out DIR]
+  whep-loadgen run    -url URL -n N [-mode browser|none|gro] [-ramp 20/s] [-hold 30s] [-decode-every 10] [-audio]
+  whep-loadgen ladder -url URL -pid SERVERPID [-mode browser|none|gro] [-steps 10,20,40,80,160] [-hold 20s] [-audio]
+                      [-metrics http://127.0.0.1:9998/metrics] [-profile-at 400] [-label pion] [-out DIR]
   whep-loadgen plot   -in DIR/ladder.json -out ladder.png
   whep-loadgen compare -video DIR/ladder.json -audio DIR/ladder.json
+  whep-loadgen headline DIR/ladder.json...
   whep-loadgen soak   -server bin/srtwhep [-duration 10m] [-viewers 100] [-churn 10]
                       [-restart-every 2m]
   whep-loadgen g2g    -srt SRTURL -url URL [-duration 20s] [-metrics URL]
@@ -58,6 +59,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return cmdPlot(args[1:], stderr)
 	case "compare":
 		return cmdCompare(args[1:], stdout, stderr)
+	case "headline":
+		return cmdHeadline(args[1:], stdout, stderr)
 	case "soak":
 		return cmdSoak(ctx, args[1:], stdout, stderr)
 	case "g2g":
@@ -79,7 +82,9 @@ type common struct {
 	connectTimeout   time.Duration
 	pace             time.Duration
 	verbose          bool
-	audio, nack, gro bool
+	audio            bool
+	mode             string
+	rcvbuf           int
 	audioPPS         float64
 	cpuProfile       string
 	rate             float64
@@ -100,8 +105,8 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.pace, "pace", loadgen.DefaultPace, "sleep between receive rounds (batches packets per system call); 0 reads as soon as packets arrive")
 	fs.BoolVar(&c.audio, "audio", false, "offer Opus audio too; a viewer is then verified only if it also gets the audio at ≥ 90% of -audio-pps")
 	fs.Float64Var(&c.audioPPS, "audio-pps", 50, "Opus packets per second the server sends (50 for 20 ms frames)")
-	fs.BoolVar(&c.nack, "nack", true, "offer generic NACK as browsers do (PLI is always offered)")
-	fs.BoolVar(&c.gro, "gro", false, "receive with UDP_GRO (cheaper for the generator, and on loopback for the server too; browsers do not, so headline figures keep it off)")
+	fs.StringVar(&c.mode, "mode", string(loadgen.ModeBrowser), "how viewers receive and answer: browser (as browsers: an RTCP receiver report a second, NACKs for missing packets, NACK and PLI offered, plain UDP receive; headline figures), none (browser without RTCP) or gro (no RTCP, UDP_GRO receive: on loopback it spares the server segmenting its GSO sends, so never a headline)")
+	fs.IntVar(&c.rcvbuf, "rcvbuf", 0, "receive buffer of each viewer socket in bytes (0: 2 MiB); a few KiB make viewers whose link loses most of every frame")
 	fs.BoolVar(&c.verbose, "v", false, "log session warnings to stderr")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write the generator's own CPU profile to this file (go tool pprof)")
 }
@@ -131,6 +136,13 @@ func (c *common) finish() error {
 		return fmt.Errorf("-ramp %q: want sessions per second such as 20/s", c.ramp)
 	}
 	c.rate = r
+	mode, err := loadgen.ParseViewerMode(c.mode)
+	if err != nil {
+		return fmt.Errorf("-mode: %w", err)
+	}
+	if c.rcvbuf < 0 {
+		return fmt.Errorf("-rcvbuf %d: want bytes, or 0 for the default", c.rcvbuf)
+	}
 	level := slog.LevelError
 	if c.verbose {
 		level = slog.LevelWarn
@@ -144,10 +156,10 @@ func (c *common) finish() error {
 		ConnectTimeout: c.connectTimeout,
 		Pace:           paceOrNone(c.pace),
 		Audio:          c.audio,
-		NACK:           c.nack,
-		GRO:            c.gro,
+		SocketBuffer:   c.rcvbuf,
 		Logger:         slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: level})),
 	}
+	c.poolCfg.ApplyMode(mode)
 	return nil
 }
 
@@ -196,7 +208,10 @@ func cmdLadder(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	hold := fs.Duration("hold", 20*time.Second, "measured time per step")
 	settle := fs.Duration("settle", 2*time.Second, "wait after every new session receives media, before measuring")
 	metrics := fs.String("metrics", "", "the server's Prometheus URL (e.g. http://127.0.0.1:9998/metrics) for dropped frames and SRT RTT")
-	out := fs.String("out", "", "directory for ladder.md, ladder.json and ladder.png")
+	out := fs.String("out", "", "directory for ladder.md, ladder.json and ladder.png (and the CPU profile)")
+	label := fs.String("label", "", "names the server setup measured (e.g. its media plane) in the report, for whep-loadgen headline")
+	profileAt := fs.Int("profile-at", 400, "after the hold of the step with this N, take a CPU profile of the server from the pprof handler next to -metrics (srtwhep: metrics.pprof: true) and report its top 15; 0 turns it off")
+	profileFor := fs.Duration("profile-for", 10*time.Second, "length of that CPU profile")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -221,6 +236,7 @@ func cmdLadder(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	rep, err := ladder.Run(ctx, ladder.Config{
 		Pool: c.poolCfg, Criteria: c.criteria, Steps: steps, Rate: c.rate, Hold: *hold, Settle: *settle,
 		ServerPID: *pid, Metrics: *metrics, Progress: stderr,
+		Label: *label, ProfileAt: *profileAt, ProfileFor: *profileFor, ProfileDir: *out,
 	})
 	stopProfile()
 	if err != nil {
@@ -305,6 +321,35 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := ladder.CompareAudio(v, a).WriteMarkdown(stdout); err != nil {
 		fmt.Fprintf(stderr, "whep-loadgen compare: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// cmdHeadline sets several ladders side by side (server setups, viewer
+// modes, repeated runs) with the median of each figure, as make bench
+// prints its headline.
+func cmdHeadline(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("whep-loadgen headline", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprintln(stderr, "whep-loadgen headline: name one or more ladder.json files, e.g. bench/results/STAMP/*/*/ladder.json")
+		return 2
+	}
+	var reps []*ladder.Report
+	for _, name := range fs.Args() {
+		r, err := ladder.ReadReport(name)
+		if err != nil {
+			fmt.Fprintf(stderr, "whep-loadgen headline: %v\n", err)
+			return 1
+		}
+		reps = append(reps, r)
+	}
+	if err := ladder.WriteHeadlines(stdout, ladder.Headlines(reps)); err != nil {
+		fmt.Fprintf(stderr, "whep-loadgen headline: %v\n", err)
 		return 1
 	}
 	return 0

@@ -36,6 +36,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"ladder", "-url", "http://127.0.0.1:1/x/whep", "-pid", "1", "-steps", "5,4"}, "ascend"},
 		{[]string{"plot", "-in", "ladder.json"}, "-in and -out are required"},
 		{[]string{"compare", "-video", "ladder.json"}, "-video and -audio are required"},
+		{[]string{"run", "-url", "http://127.0.0.1:1/x/whep", "-mode", "chrome"}, "want browser"},
+		{[]string{"ladder", "-url", "http://127.0.0.1:1/x/whep", "-pid", "1", "-rcvbuf", "-1"}, "-rcvbuf"},
+		{[]string{"headline"}, "name one or more ladder.json"},
 	}
 	for _, c := range cases {
 		var stderr strings.Builder
@@ -102,5 +105,38 @@ func TestCompareFromJSON(t *testing.T) {
 	stderr.Reset()
 	if code := realMain([]string{"compare", "-video", audio, "-audio", video}, io.Discard, &stderr); code != 2 {
 		t.Errorf("swapped ladders: exit %d, want 2 (%s)", code, stderr.String())
+	}
+}
+
+// TestHeadlineFromJSON is how make bench prints its headline: ladders of
+// two media planes and an extra viewer mode in, medians side by side out.
+func TestHeadlineFromJSON(t *testing.T) {
+	dir := t.TempDir()
+	var files []string
+	write := func(label, mode string, slope float64) {
+		name := filepath.Join(dir, fmt.Sprintf("%s-%s-%d.json", label, mode, len(files)))
+		js := fmt.Sprintf(`{"label": %q, "viewerMode": %q, "steps": [{"n": 0, "cpuMeanPct": 2, "rssMiB": 40},
+			{"n": 100, "verified": 100, "cpuMeanPct": %g, "rssMiB": 70, "generatorCpuPct": 1},
+			{"n": 200, "verified": 200, "cpuMeanPct": %g, "rssMiB": 100, "generatorCpuPct": 2}]}`, label, mode, 2+100*slope, 2+200*slope)
+		if err := os.WriteFile(name, []byte(js), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, name)
+	}
+	write("pion", "browser", 0.16)
+	write("own", "browser", 0.08)
+	write("pion", "gro", 0.07)
+	write("own", "browser", 0.06)
+	write("pion", "browser", 0.18)
+	var stdout, stderr strings.Builder
+	if code := realMain(append([]string{"headline"}, files...), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{"| pion, browser viewers, video | 2 (2) | 0.170 (0.160, 0.180) |", "| own, browser viewers, video | 2 (2) | 0.070 (0.080, 0.060) |",
+		"pion, gro viewers, video — **extra, not the headline**", "| 100.0 (100.0, 100.0) | 0.300 (0.300, 0.300) |", "own costs 0.41× what pion does"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("headline lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -36,8 +36,13 @@ type Server struct {
 }
 
 // LoopbackConfig is the config for a server whose every listener is on an
-// ephemeral loopback port; extra (more top-level YAML) is appended.
+// ephemeral loopback port, on the media plane MediaPlane names; extra (more
+// top-level YAML) is appended.
 func LoopbackConfig(extra string) string {
+	plane := ""
+	if p := MediaPlane(); p != "" {
+		plane = "  mediaPlane: " + p + "\n"
+	}
 	return `srt:
   listen: "127.0.0.1:0"
 http:
@@ -46,7 +51,7 @@ webrtc:
   listenIP: 127.0.0.1
   udpPort: 0
   tcpPort: 0
-metrics:
+` + plane + `metrics:
   listen: "127.0.0.1:0"
 ` + extra
 }

@@ -52,6 +52,12 @@ type AudioUnit struct {
 	// PTS is on the 90 kHz clock of AccessUnit.PTS (unwrapped, same origin).
 	PTS  int64
 	Data []byte
+	// Track describes the coding for readers that pass units on as they
+	// came (SRT readers remux them into MPEG-TS): the ingest sets it
+	// before a unit reaches the hub; the demuxer leaves it nil. Units of
+	// one track share the pointer and it is immutable, like the unit once
+	// handed to the hub.
+	Track *AudioTrack
 }
 
 // AudioFrame is one Opus packet ready for RTP. Like AccessUnit it is

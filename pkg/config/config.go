@@ -31,6 +31,7 @@ type Config struct {
 	Readers      Readers         `yaml:"readers"`
 	API          API             `yaml:"api"`
 	AuthHook     AuthHook        `yaml:"authHook"`
+	Hooks        Hooks           `yaml:"hooks"`
 	PathDefaults Path            `yaml:"pathDefaults"`
 	Paths        map[string]Path `yaml:"paths"`
 
@@ -73,6 +74,11 @@ type HTTP struct {
 	// Forwarded headers name the client.
 	TrustedProxies []string `yaml:"trustedProxies" reload:"restart"`
 	TLS            TLS      `yaml:"tls"`
+	// PublicURL, when set, is this server's own address as viewers reach
+	// it (https://edge1.example.com): WHEP session URLs become absolute
+	// URLs under it, so a load balancer in front of several servers still
+	// sends a session's PATCH and DELETE to the server that holds it.
+	PublicURL string `yaml:"publicURL" reload:"restart"`
 }
 
 // TLS turns on HTTPS on the HTTP listener: certificate files, or an
@@ -107,7 +113,16 @@ type WebRTC struct {
 	// SocketBuffer is the receive and send buffer of the shared WebRTC UDP
 	// socket in bytes, capped by net.core.rmem_max/wmem_max.
 	SocketBuffer int `yaml:"socketBuffer" reload:"restart"`
+	// MediaPlane picks the WebRTC transport of viewers: MediaPlanePion (a
+	// pion PeerConnection each) or MediaPlaneOwn (pkg/mediaplane).
+	MediaPlane string `yaml:"mediaPlane" reload:"restart"`
 }
+
+// The webrtc.mediaPlane values.
+const (
+	MediaPlanePion = "pion"
+	MediaPlaneOwn  = "own"
+)
 
 // PublicIPStrings returns PublicIPs in the string form pion's
 // ICEAddressRewriteRule.External expects.
@@ -158,6 +173,16 @@ type AuthHook struct {
 	CacheTTL Duration `yaml:"cacheTTL" reload:"live"`
 }
 
+// Hooks posts an event to a control plane whenever a publisher, a viewer
+// or an edge source comes or goes; URL "" disables it.
+type Hooks struct {
+	URL     string   `yaml:"url" reload:"restart"`
+	Timeout Duration `yaml:"timeout" reload:"restart"`
+	// QueueSize bounds the events waiting for the receiver; beyond it new
+	// events are dropped, so media never waits for the hook.
+	QueueSize int `yaml:"queueSize" reload:"restart"`
+}
+
 // Path holds the per-path settings. Zero MaxReaders means unlimited; an
 // empty Passphrase falls back to SRT.Passphrase; empty credentials mean
 // anyone may publish; empty ReadTokens mean anyone may watch; empty IP
@@ -182,6 +207,16 @@ type Path struct {
 	// PublisherGrace is how long viewers stay attached after the publisher
 	// left; the next publisher continues their sessions.
 	PublisherGrace Duration `yaml:"publisherGrace" reload:"live"`
+	// Source makes the path an edge of another SRT server (an origin, or
+	// another edge): srt://HOST:PORT[?passphrase=…&latency=…], pulled as
+	// read:PATH when a viewer asks and nobody publishes here. "" = none.
+	Source string `yaml:"source" reload:"live"`
+	// SourceTimeout is how long a viewer's request waits for the source's
+	// first keyframe.
+	SourceTimeout Duration `yaml:"sourceTimeout" reload:"live"`
+	// SourceLinger keeps a pull open this long after its last viewer left,
+	// so a page reload does not reconnect to the source.
+	SourceLinger Duration `yaml:"sourceLinger" reload:"live"`
 }
 
 // Default returns the built-in configuration; configs/srtwhep.yml documents
@@ -219,6 +254,7 @@ func Default() *Config {
 			DisconnectTimeout: Duration(5 * time.Second),
 			Keepalive:         Duration(2 * time.Second),
 			SocketBuffer:      4 << 20,
+			MediaPlane:        MediaPlanePion,
 		},
 		// Loopback: outside Docker nothing else keeps the metrics (and
 		// pprof) private; the compose file listens on all addresses inside
@@ -229,8 +265,10 @@ func Default() *Config {
 			Timeout:  Duration(2 * time.Second),
 			CacheTTL: Duration(10 * time.Second),
 		},
+		Hooks: Hooks{Timeout: Duration(2 * time.Second), QueueSize: 1024}, // events.DefaultTimeout, DefaultQueueSize
 		PathDefaults: Path{Audio: AudioAuto, AudioBitrate: 96000, OverridePublisher: true,
-			PublisherGrace: Duration(15 * time.Second)},
+			PublisherGrace: Duration(15 * time.Second),
+			SourceTimeout:  Duration(5 * time.Second), SourceLinger: Duration(10 * time.Second)},
 		Paths: map[string]Path{},
 	}
 }

@@ -20,9 +20,9 @@ var errorCases = []struct {
 	name, yaml, want string
 }{
 	{"unknown key with suggestion", "webrtc:\n  udpPort: 8189\n  publicIp: [203.0.113.7]\n",
-		"srtwhep.yml:3: webrtc.publicIp: unknown key; did you mean publicIPs? valid keys: listenIP, udpPort, tcpPort, publicIPs, interfaces, iceServers, handshakeTimeout, disconnectTimeout, keepalive, socketBuffer"},
+		"srtwhep.yml:3: webrtc.publicIp: unknown key; did you mean publicIPs? valid keys: listenIP, udpPort, tcpPort, publicIPs, interfaces, iceServers, handshakeTimeout, disconnectTimeout, keepalive, socketBuffer, mediaPlane"},
 	{"unknown top-level key", "logLevel: info\nwebrtcc: {}\n",
-		"srtwhep.yml:2: webrtcc: unknown key; did you mean webrtc? valid keys: logLevel, logFormat, srt, http, webrtc, metrics, readers, api, authHook, pathDefaults, paths"},
+		"srtwhep.yml:2: webrtcc: unknown key; did you mean webrtc? valid keys: logLevel, logFormat, srt, http, webrtc, metrics, readers, api, authHook, hooks, pathDefaults, paths"},
 	{"unknown key no suggestion", "srt:\n  frobnicate: 1\n",
 		"srtwhep.yml:2: srt.frobnicate: unknown key; valid keys: listen, latency, passphrase, pbKeyLen, readTimeout, socketBuffer"},
 	{"snake case key", "srt:\n  read_timeout: 5s\n",
@@ -52,6 +52,8 @@ var errorCases = []struct {
 	{"udp port zero picks a free port and clashes with nothing", "srt:\n  listen: \":0\"\nwebrtc:\n  udpPort: 0\n  tcpPort: 0\n", ""},
 	{"tcp port negative", "webrtc:\n  tcpPort: -1\n",
 		`srtwhep.yml:2: webrtc.tcpPort: -1 is not a port; use 1 to 65535, e.g. 8189, or 0 to disable ICE-TCP`},
+	{"unknown media plane", "webrtc:\n  mediaPlane: mine\n",
+		`srtwhep.yml:2: webrtc.mediaPlane: "mine" is not a media plane; write "pion" (a pion PeerConnection per viewer) or "own" (srtwhep's own, fewer goroutines and less CPU per viewer)`},
 	{"section is a scalar", "srt: 8890\n",
 		`srtwhep.yml:1: srt: expected a mapping of keys, found a value ("8890"); valid keys: listen, latency, passphrase, pbKeyLen, readTimeout, socketBuffer`},
 	{"scalar is a mapping", "logLevel: {a: 1}\n",
@@ -67,7 +69,7 @@ var errorCases = []struct {
 	{"duplicate key", "srt:\n  listen: \":1\"\n  listen: \":2\"\n",
 		`srtwhep.yml:3: srt.listen: set twice (first at line 2); keep one`},
 	{"anchor under an unknown key", "base: &b {maxReaders: 5}\n",
-		"srtwhep.yml:1: base: unknown key; valid keys: logLevel, logFormat, srt, http, webrtc, metrics, readers, api, authHook, pathDefaults, paths"},
+		"srtwhep.yml:1: base: unknown key; valid keys: logLevel, logFormat, srt, http, webrtc, metrics, readers, api, authHook, hooks, pathDefaults, paths"},
 	{"merge key in path", "pathDefaults: &d {maxReaders: 5}\npaths:\n  live/a:\n    <<: *d\n",
 		`srtwhep.yml:4: paths[live/a]: merge keys (<<) are not supported; write the keys out (pathDefaults covers settings shared by paths)`},
 	{"bad log level", "logLevel: verbose\n",
@@ -114,7 +116,7 @@ var errorCases = []struct {
 	{"path name empty segment", "paths:\n  live//x: {}\n",
 		`srtwhep.yml:2: paths: "live//x" is not a valid path name: it has an empty segment ('//'); use segments of letters, digits, '.', '_', '~', '-' separated by '/', e.g. live/cam1`},
 	{"path unknown key", "paths:\n  live/cam1:\n    maxReader: 5\n",
-		`srtwhep.yml:3: paths[live/cam1].maxReader: unknown key; did you mean maxReaders? valid keys: maxReaders, passphrase, publishUser, publishPass, readTokens, publishIPs, readIPs, audio, audioBitrate, overridePublisher, publisherGrace`},
+		`srtwhep.yml:3: paths[live/cam1].maxReader: unknown key; did you mean maxReaders? valid keys: maxReaders, passphrase, publishUser, publishPass, readTokens, publishIPs, readIPs, audio, audioBitrate, overridePublisher, publisherGrace, source, sourceTimeout, sourceLinger`},
 	{"audio mode", "pathDefaults:\n  audio: aac\n",
 		`srtwhep.yml:2: pathDefaults.audio: "aac" is not an audio mode; use auto (pass Opus, transcode AAC and MP2/MP3 to Opus) or off (video only)`},
 	{"audio bitrate", "paths:\n  live/cam1:\n    audioBitrate: 1000000\n",
@@ -139,6 +141,12 @@ var errorCases = []struct {
 		`srtwhep.yml:2: authHook.url: scheme "" is not http or https; write e.g. http://127.0.0.1:9000/auth`},
 	{"hook zero timeout", "authHook:\n  timeout: 0s\n",
 		`srtwhep.yml:2: authHook.timeout: 0s is not positive; use a duration such as 2s`},
+	{"event hook url without host", "hooks:\n  url: http:///events\n",
+		`srtwhep.yml:2: hooks.url: "http:///events" has no host; write e.g. http://127.0.0.1:9000/events`},
+	{"event hook url not http", "hooks:\n  url: ftp://cp.example.org/events\n",
+		`srtwhep.yml:2: hooks.url: scheme "ftp" is not http or https; write e.g. http://127.0.0.1:9000/events`},
+	{"event hook queue of zero", "hooks:\n  queueSize: 0\n",
+		`srtwhep.yml:2: hooks.queueSize: 0 is outside 1 to 1000000; use e.g. 1024 (events waiting for the receiver; more are dropped)`},
 	{"api token with a newline", "api:\n  token: \"a\\nb\"\n",
 		`srtwhep.yml:2: api.token: contains a space or control character, which cannot go in an Authorization: Bearer header; remove it`},
 	{"paths not a mapping", "paths: [live/a]\n",
@@ -224,10 +232,10 @@ paths:
 	if len(c.WebRTC.ICEServers) != 2 || c.WebRTC.ICEServers[1].Credential != "c" {
 		t.Errorf("iceServers = %+v", c.WebRTC.ICEServers)
 	}
-	def := Path{MaxReaders: 10, PublishUser: "cam", PublishPass: "s3cret", Audio: AudioAuto, AudioBitrate: 96000, OverridePublisher: true, PublisherGrace: Duration(15 * time.Second)}
+	def := Path{MaxReaders: 10, PublishUser: "cam", PublishPass: "s3cret", Audio: AudioAuto, AudioBitrate: 96000, OverridePublisher: true, PublisherGrace: Duration(15 * time.Second), SourceTimeout: edgeTimeout, SourceLinger: edgeLinger}
 	for path, want := range map[string]Path{
-		"live/cam1":  {MaxReaders: 0, PublishUser: "cam", PublishPass: "s3cret", Audio: AudioAuto, AudioBitrate: 96000, OverridePublisher: true, PublisherGrace: Duration(15 * time.Second)},
-		"live/cam2":  {MaxReaders: 10, Passphrase: "cam2-passphrase", PublishUser: "cam", PublishPass: "s3cret", Audio: AudioAuto, AudioBitrate: 96000, OverridePublisher: true, PublisherGrace: Duration(15 * time.Second)},
+		"live/cam1":  {MaxReaders: 0, PublishUser: "cam", PublishPass: "s3cret", Audio: AudioAuto, AudioBitrate: 96000, OverridePublisher: true, PublisherGrace: Duration(15 * time.Second), SourceTimeout: edgeTimeout, SourceLinger: edgeLinger},
+		"live/cam2":  {MaxReaders: 10, Passphrase: "cam2-passphrase", PublishUser: "cam", PublishPass: "s3cret", Audio: AudioAuto, AudioBitrate: 96000, OverridePublisher: true, PublisherGrace: Duration(15 * time.Second), SourceTimeout: edgeTimeout, SourceLinger: edgeLinger},
 		"live/cam3":  def,
 		"not/listed": def,
 	} {
@@ -264,3 +272,9 @@ func TestLoadMissingFile(t *testing.T) {
 		t.Errorf("Load(missing) = %v", err)
 	}
 }
+
+// The pathDefaults of the edge keys (sourceTimeout, sourceLinger).
+const (
+	edgeTimeout = Duration(5 * time.Second)
+	edgeLinger  = Duration(10 * time.Second)
+)

@@ -90,9 +90,9 @@ func TestEnvErrors(t *testing.T) {
 		{"bad duration", map[string]string{"SRTWHEP_SRT_LATENCY": "200"}, "",
 			`SRTWHEP_SRT_LATENCY: srt.latency: "200" has no unit; write e.g. 200s or 200ms`},
 		{"unknown key", map[string]string{"SRTWHEP_WEBRTC_PUBLICIP": "1.2.3.4"}, "",
-			"SRTWHEP_WEBRTC_PUBLICIP: unknown variable; keys of webrtc are SRTWHEP_WEBRTC_ followed by one of LISTENIP, UDPPORT, TCPPORT, PUBLICIPS, INTERFACES, ICESERVERS, HANDSHAKETIMEOUT, DISCONNECTTIMEOUT, KEEPALIVE, SOCKETBUFFER"},
+			"SRTWHEP_WEBRTC_PUBLICIP: unknown variable; keys of webrtc are SRTWHEP_WEBRTC_ followed by one of LISTENIP, UDPPORT, TCPPORT, PUBLICIPS, INTERFACES, ICESERVERS, HANDSHAKETIMEOUT, DISCONNECTTIMEOUT, KEEPALIVE, SOCKETBUFFER, MEDIAPLANE"},
 		{"unknown section", map[string]string{"SRTWHEP_CONFIG": "/etc/srtwhep.yml"}, "",
-			"SRTWHEP_CONFIG: unknown variable; use SRTWHEP_<KEY> or SRTWHEP_<SECTION>_<KEY> with a key of configs/srtwhep.yml (SRTWHEP_LOGLEVEL, SRTWHEP_LOGFORMAT, SRTWHEP_SRT_<KEY>, SRTWHEP_HTTP_<KEY>, SRTWHEP_WEBRTC_<KEY>, SRTWHEP_METRICS_<KEY>, SRTWHEP_READERS_<KEY>, SRTWHEP_API_<KEY>, SRTWHEP_AUTHHOOK_<KEY>, SRTWHEP_PATHDEFAULTS_<KEY>)"},
+			"SRTWHEP_CONFIG: unknown variable; use SRTWHEP_<KEY> or SRTWHEP_<SECTION>_<KEY> with a key of configs/srtwhep.yml (SRTWHEP_LOGLEVEL, SRTWHEP_LOGFORMAT, SRTWHEP_SRT_<KEY>, SRTWHEP_HTTP_<KEY>, SRTWHEP_WEBRTC_<KEY>, SRTWHEP_METRICS_<KEY>, SRTWHEP_READERS_<KEY>, SRTWHEP_API_<KEY>, SRTWHEP_AUTHHOOK_<KEY>, SRTWHEP_HOOKS_<KEY>, SRTWHEP_PATHDEFAULTS_<KEY>)"},
 		{"section without key", map[string]string{"SRTWHEP_SRT": ":1"}, "",
 			"SRTWHEP_SRT: srt: srt is a section, not a value; set one of its keys, e.g. SRTWHEP_SRT_LISTEN"},
 		{"key under a scalar", map[string]string{"SRTWHEP_LOGLEVEL_X": "1"}, "",
@@ -102,8 +102,8 @@ func TestEnvErrors(t *testing.T) {
 		{"bad flow list", map[string]string{"SRTWHEP_WEBRTC_ICESERVERS": "[{urls: "}, "",
 			`SRTWHEP_WEBRTC_ICESERVERS: webrtc.iceServers: "[{urls: " is not a valid YAML list; write comma-separated items or a flow list such as [{urls: [stun:stun.example.org:3478]}]`},
 		{"all errors, sorted by name", map[string]string{"SRTWHEP_LOGLEVEL": "loud", "SRTWHEP_B": "1", "SRTWHEP_A": "1"}, "",
-			"SRTWHEP_A: unknown variable; use SRTWHEP_<KEY> or SRTWHEP_<SECTION>_<KEY> with a key of configs/srtwhep.yml (SRTWHEP_LOGLEVEL, SRTWHEP_LOGFORMAT, SRTWHEP_SRT_<KEY>, SRTWHEP_HTTP_<KEY>, SRTWHEP_WEBRTC_<KEY>, SRTWHEP_METRICS_<KEY>, SRTWHEP_READERS_<KEY>, SRTWHEP_API_<KEY>, SRTWHEP_AUTHHOOK_<KEY>, SRTWHEP_PATHDEFAULTS_<KEY>)\n" +
-				"SRTWHEP_B: unknown variable; use SRTWHEP_<KEY> or SRTWHEP_<SECTION>_<KEY> with a key of configs/srtwhep.yml (SRTWHEP_LOGLEVEL, SRTWHEP_LOGFORMAT, SRTWHEP_SRT_<KEY>, SRTWHEP_HTTP_<KEY>, SRTWHEP_WEBRTC_<KEY>, SRTWHEP_METRICS_<KEY>, SRTWHEP_READERS_<KEY>, SRTWHEP_API_<KEY>, SRTWHEP_AUTHHOOK_<KEY>, SRTWHEP_PATHDEFAULTS_<KEY>)"},
+			"SRTWHEP_A: unknown variable; use SRTWHEP_<KEY> or SRTWHEP_<SECTION>_<KEY> with a key of configs/srtwhep.yml (SRTWHEP_LOGLEVEL, SRTWHEP_LOGFORMAT, SRTWHEP_SRT_<KEY>, SRTWHEP_HTTP_<KEY>, SRTWHEP_WEBRTC_<KEY>, SRTWHEP_METRICS_<KEY>, SRTWHEP_READERS_<KEY>, SRTWHEP_API_<KEY>, SRTWHEP_AUTHHOOK_<KEY>, SRTWHEP_HOOKS_<KEY>, SRTWHEP_PATHDEFAULTS_<KEY>)\n" +
+				"SRTWHEP_B: unknown variable; use SRTWHEP_<KEY> or SRTWHEP_<SECTION>_<KEY> with a key of configs/srtwhep.yml (SRTWHEP_LOGLEVEL, SRTWHEP_LOGFORMAT, SRTWHEP_SRT_<KEY>, SRTWHEP_HTTP_<KEY>, SRTWHEP_WEBRTC_<KEY>, SRTWHEP_METRICS_<KEY>, SRTWHEP_READERS_<KEY>, SRTWHEP_API_<KEY>, SRTWHEP_AUTHHOOK_<KEY>, SRTWHEP_HOOKS_<KEY>, SRTWHEP_PATHDEFAULTS_<KEY>)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parseEnv("x.yml", []byte(tc.file), tc.env)

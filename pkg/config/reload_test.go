@@ -58,7 +58,8 @@ func TestLiveKeys(t *testing.T) {
 		"pathDefaults.maxReaders", "pathDefaults.passphrase", "pathDefaults.publishUser", "pathDefaults.publishPass",
 		"pathDefaults.readTokens", "pathDefaults.publishIPs", "pathDefaults.readIPs",
 		"pathDefaults.audio", "pathDefaults.audioBitrate",
-		"pathDefaults.overridePublisher", "pathDefaults.publisherGrace"}
+		"pathDefaults.overridePublisher", "pathDefaults.publisherGrace",
+		"pathDefaults.source", "pathDefaults.sourceTimeout", "pathDefaults.sourceLinger"}
 	var live []string
 	for _, key := range allKeys(configType, "") {
 		if f, ok := fieldByKey(key); ok && f.Tag.Get("reload") == "live" {

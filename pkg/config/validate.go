@@ -22,6 +22,7 @@ func (c *Config) Validate() error {
 	v.webrtc()
 	v.readers()
 	v.access()
+	v.hooks()
 	v.path("pathDefaults", c.PathDefaults, nil)
 	for _, name := range sortedKeys(c.Paths) {
 		if problem := pathNameProblem(name); problem != "" {
@@ -127,6 +128,10 @@ func (v *validator) webrtc() {
 	v.positive("webrtc.disconnectTimeout", r.DisconnectTimeout, "5s")
 	v.positive("webrtc.keepalive", r.Keepalive, "2s")
 	v.socketBuffer("webrtc.socketBuffer", r.SocketBuffer)
+	if r.MediaPlane != MediaPlanePion && r.MediaPlane != MediaPlaneOwn {
+		v.fail("webrtc.mediaPlane", "%q is not a media plane; write %q (a pion PeerConnection per viewer) or %q (srtwhep's own, fewer goroutines and less CPU per viewer)",
+			r.MediaPlane, MediaPlanePion, MediaPlaneOwn)
+	}
 	if r.Keepalive > 0 && r.DisconnectTimeout > 0 && r.Keepalive >= r.DisconnectTimeout {
 		key := "webrtc.keepalive"
 		if !v.set(key) && v.set("webrtc.disconnectTimeout") {
@@ -223,6 +228,7 @@ func (v *validator) path(key string, p Path, def *Path) {
 			v.fail(key+".publisherGrace", "%s is negative; use 0 to end viewers with their publisher, or a duration such as 15s", p.PublisherGrace)
 		}
 	}
+	v.pathSource(key, p, def)
 }
 
 // access checks the control API token and the external auth hook.

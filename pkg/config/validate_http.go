@@ -36,6 +36,7 @@ func (v *validator) http() {
 		}
 	}
 	v.tls(h.TLS)
+	v.publicURL(h.PublicURL)
 	v.listen("metrics.listen", v.c.Metrics.Listen, "127.0.0.1:9998", true)
 }
 

@@ -68,8 +68,12 @@ func (p *path) nextGen() uint32 {
 	defer p.mu.Unlock()
 	p.gen++
 	p.resetCache()
+	p.sawIDR = false
 	clear(p.recentAudio[:])
 	p.recentNext = 0
+	clear(p.recentSource[:])
+	p.recentSourceNext = 0
+	p.hasSource.Store(false)
 	p.info = av.StreamInfo{}
 	p.hasAudio.Store(false)
 	for _, r := range p.readers {

@@ -152,23 +152,9 @@ func (h *Hub) AddReader(name, session string) (*Reader, error) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	p, ok := h.paths[name]
-	// A path waiting out its grace period keeps its viewers but takes no
-	// new one: it may never get a publisher again, and what it will carry
-	// (audio or not) is unknown until one comes.
-	if !ok || p.pub == nil {
-		return nil, fmt.Errorf("read %q: %w", name, ErrNoPublisher)
-	}
-	if h.cfg.MaxReaders != nil {
-		if limit := h.cfg.MaxReaders(name); limit > 0 && len(p.members) >= limit {
-			return nil, fmt.Errorf("read %q: %w (%d readers; raise maxReaders for the path)",
-				name, ErrPathFull, limit)
-		}
-	}
-	if h.cfg.MaxReadersTotal != nil {
-		if limit := h.cfg.MaxReadersTotal(); limit > 0 && h.total >= limit {
-			return nil, fmt.Errorf("read %q: %w (%d readers in total)", name, ErrServerFull, limit)
-		}
+	p, err := h.roomLocked(name)
+	if err != nil {
+		return nil, err
 	}
 	r := newReader(h, p, session, h.cfg.QueueSize, audioSlots(h.cfg.QueueSize))
 	p.members = append(p.members, r)

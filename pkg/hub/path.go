@@ -54,21 +54,32 @@ type path struct {
 	cache         []Frame
 	cacheValid    bool
 	cacheVideo    int // video frames in cache
+	cacheSource   int // source audio units in cache (see source.go)
 	cacheMax      int
 	audioCacheMax int
+	// sawIDR: the current generation has written an IDR, so a new reader
+	// starts without waiting for the encoder (see State).
+	sawIDR bool
 	// recentAudio is a ring of the latest audio frames: a muxer may write
 	// audio ahead of the video it plays with, so audio of the new GOP can
 	// arrive before its IDR and is picked from here when the IDR comes.
 	recentAudio [recentAudioFrames]*av.AudioFrame
 	recentNext  int
+	// recentSource is recentAudio for the source audio units.
+	recentSource     [recentAudioFrames]*av.AudioUnit
+	recentSourceNext int
 
 	hasAudio atomic.Bool
+	// hasSource: the current publisher sends source audio units
+	// (SetSourceAudio).
+	hasSource atomic.Bool
 
 	framesIn      atomic.Uint64
 	bytesIn       atomic.Uint64
 	audioFramesIn atomic.Uint64
 	audioBytesIn  atomic.Uint64
 	dropped       [numKinds]atomic.Uint64
+	congested     atomic.Uint64 // the video drops SkipToIDR asked for
 	// What the readers' senders report having sent (Reader.CountSent),
 	// departed readers included, so the totals never go backwards.
 	packetsOut atomic.Uint64
@@ -90,9 +101,9 @@ func newPath(name, remote string, cacheMax int) *path {
 		name:   name,
 		remote: remote,
 		since:  time.Now(),
-		// Sized for audio too, so filling the cache never allocates on the
-		// publisher's path.
-		cache:         make([]Frame, 0, cacheMax+audioSlots(cacheMax)),
+		// Sized for both forms of audio too, so filling the cache never
+		// allocates on the publisher's path.
+		cache:         make([]Frame, 0, cacheMax+2*audioSlots(cacheMax)),
 		cacheMax:      cacheMax,
 		audioCacheMax: audioSlots(cacheMax),
 	}
@@ -104,6 +115,7 @@ func (p *path) resetCache() {
 	clear(p.cache)
 	p.cache = p.cache[:0]
 	p.cacheVideo = 0
+	p.cacheSource = 0
 	p.cacheValid = false
 }
 
@@ -111,6 +123,7 @@ func (p *path) resetCache() {
 func (p *path) updateCache(au *av.AccessUnit) {
 	switch {
 	case au.IDR:
+		p.sawIDR = true
 		p.resetCache()
 		p.cache = append(p.cache, Frame{Video: au, CatchUp: true})
 		p.cacheVideo = 1
@@ -122,6 +135,7 @@ func (p *path) updateCache(au *av.AccessUnit) {
 				p.cache = append(p.cache, Frame{Audio: af, CatchUp: true})
 			}
 		}
+		p.cacheRecentSource(au.PTS)
 	case !p.cacheValid:
 	case p.cacheVideo >= p.cacheMax:
 		// A GOP this long cannot be replayed into a queue; a new reader
@@ -142,7 +156,7 @@ func (p *path) updateAudioCache(af *av.AudioFrame) {
 	case !p.cacheValid:
 	case af.PTS < p.cache[0].Video.PTS:
 		// Muxed late: it plays before the picture a new viewer starts at.
-	case len(p.cache)-p.cacheVideo >= p.audioCacheMax:
+	case len(p.cache)-p.cacheVideo-p.cacheSource >= p.audioCacheMax:
 		p.resetCache()
 	default:
 		p.cache = append(p.cache, Frame{Audio: af, CatchUp: true})
@@ -150,8 +164,9 @@ func (p *path) updateAudioCache(af *av.AudioFrame) {
 }
 
 // attach makes r receive frames: first the cached GOP, then live ones.
-// withAudio also delivers audio (cached and live).
-func (p *path) attach(r *Reader, withAudio bool) {
+// withAudio also delivers audio (cached and live), withSource the source
+// audio units.
+func (p *path) attach(r *Reader, withAudio, withSource bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed || r.state != stateReserved {
@@ -159,16 +174,20 @@ func (p *path) attach(r *Reader, withAudio bool) {
 	}
 	r.gate = gateStart
 	r.wantAudio = withAudio
-	if withAudio {
+	r.wantSource = withSource
+	if withAudio || withSource {
 		r.videoLimit = cap(r.queue)
 	}
 	need := p.cacheVideo
 	if withAudio {
-		need = len(p.cache)
+		need += len(p.cache) - p.cacheVideo - p.cacheSource
+	}
+	if withSource {
+		need += p.cacheSource
 	}
 	if p.cacheValid && need <= cap(r.queue)-len(r.queue) && need <= r.videoLimit {
 		for _, f := range p.cache {
-			if f.Audio != nil && !withAudio {
+			if f.Audio != nil && !withAudio || f.Source != nil && !withSource {
 				continue
 			}
 			f.Gen = p.gen
@@ -342,6 +361,7 @@ func (h *Hub) finishPath(p *path, members []*Reader) {
 	p.resetCache()
 	p.cache = nil
 	clear(p.recentAudio[:])
+	clear(p.recentSource[:])
 	p.mu.Unlock()
 
 	for _, r := range members {

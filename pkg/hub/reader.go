@@ -23,14 +23,22 @@ const (
 	gateOpen  gate = iota
 	gateStart      // joined without a usable cache: wait for an IDR, not a loss
 	gateDrop       // overflowed: drop (and count) everything up to the next IDR
+	// The viewer's link is congested (SkipToIDR): drop up to the next IDR
+	// as gateDrop does, counted apart so the metrics can tell a link that
+	// loses packets from a sender that cannot keep up.
+	gateCongested
 )
 
-// Frame is one item of a reader's queue: a video access unit or an audio
-// frame (exactly one is set), in the order the publisher wrote them, which
-// is PTS order within each kind.
+// Frame is one item of a reader's queue: a video access unit, an Opus
+// frame or a source audio unit (exactly one is set), in the order the
+// publisher wrote them, which is PTS order within each kind.
 type Frame struct {
 	Video *av.AccessUnit
 	Audio *av.AudioFrame
+	// Source is an audio unit as the publisher sent it (AAC, MPEG audio
+	// or Opus, described by Source.Track), for readers attached with
+	// AttachSource, which pass the stream on instead of playing it.
+	Source *av.AudioUnit
 	// CatchUp marks frames replayed from the GOP cache.
 	CatchUp bool
 	// Gen is the generation of the publisher that wrote the frame. It
@@ -68,12 +76,19 @@ type Reader struct {
 	done      chan struct{}
 	endOnce   sync.Once
 
+	// wantSource is set by AttachSource: the reader takes the source
+	// audio units instead of the Opus frames.
+	wantSource bool
+
 	state    readerState // guarded by p.mu
 	released bool        // slot freed; guarded by Hub.mu
 	// gate is only touched by the publisher's goroutine once the reader is
 	// in the readers snapshot; attach sets it under p.mu before that, and
 	// Write takes p.mu to load the snapshot, which orders the two.
 	gate gate
+	// skip is SkipToIDR's request, taken by the publisher's goroutine at
+	// its next push: only that goroutine may touch gate.
+	skip atomic.Bool
 
 	attached     atomic.Bool
 	dropped      atomic.Uint64 // every kind
@@ -90,7 +105,7 @@ type Reader struct {
 func newReader(h *Hub, p *path, session string, queueSize, audioExtra int) *Reader {
 	hasAudio := p.hasAudio.Load()
 	capacity := queueSize
-	if hasAudio {
+	if hasAudio || p.hasSource.Load() {
 		capacity += audioExtra
 	}
 	return &Reader{
@@ -108,12 +123,21 @@ func newReader(h *Hub, p *path, session string, queueSize, audioExtra int) *Read
 // rather than single frames, because a decoder fed a P frame whose
 // reference was lost shows a smeared picture until the next IDR anyway.
 func (r *Reader) push(au *av.AccessUnit, gen uint32) {
+	// An IDR answers a pending request by itself: nothing lies before it
+	// to drop, and keeping the request would cost the GOP it starts.
+	if r.skip.Load() && r.skip.Swap(false) && !au.IDR && r.gate == gateOpen {
+		r.gate = gateCongested
+	}
 	if !au.IDR {
 		switch r.gate {
 		case gateStart:
 			return
 		case gateDrop:
 			r.drop()
+			return
+		case gateCongested:
+			r.drop()
+			r.p.congested.Add(1)
 			return
 		}
 	}
@@ -147,6 +171,18 @@ func (r *Reader) pushAudio(af *av.AudioFrame, gen uint32) {
 	}
 }
 
+// SkipToIDR drops the reader's video from the next frame up to the next
+// IDR, counted and logged as a full queue's drop is ("reader is too slow"),
+// while its audio keeps flowing. A sender calls it when the viewer's link,
+// not its queue, is what cannot carry the stream: over UDP a write never
+// blocks, so the queue never fills however much the link loses, and
+// frames sent into a congested link arrive broken anyway. It may be called
+// from any goroutine; a reader already dropping, or waiting for its first
+// IDR, is left as it is.
+func (r *Reader) SkipToIDR() {
+	r.skip.Store(true)
+}
+
 func (r *Reader) drop() {
 	r.dropped.Add(1)
 	r.pendingDrops.Add(1)
@@ -170,7 +206,7 @@ func (r *Reader) end() {
 // usable cache the reader starts at the next IDR. Calling it again, or
 // after the publisher left, does nothing.
 func (r *Reader) Attach() {
-	r.p.attach(r, false)
+	r.p.attach(r, false, false)
 }
 
 // AttachAV is Attach for a reader that also takes the path's audio, read
@@ -179,7 +215,7 @@ func (r *Reader) Attach() {
 // audio flows at once while video waits for the next IDR. On a path that
 // had no audio when the reader was added it is Attach.
 func (r *Reader) AttachAV() {
-	r.p.attach(r, r.hasAudio)
+	r.p.attach(r, r.hasAudio, false)
 }
 
 // HasAudio reports whether the path had audio when the reader was added;

@@ -13,8 +13,12 @@ type PublisherStats struct {
 	FramesDropped      uint64
 	VideoFramesDropped uint64
 	AudioFramesDropped uint64
-	PacketsOut         uint64 // sent to this path's readers, as their senders report
-	BytesOut           uint64
+	// CongestedFramesDropped is the part of VideoFramesDropped dropped at
+	// a sender's request because the viewer's link lost too much
+	// (Reader.SkipToIDR), not because its queue was full.
+	CongestedFramesDropped uint64
+	PacketsOut             uint64 // sent to this path's readers, as their senders report
+	BytesOut               uint64
 }
 
 // Stats reads the publisher's own path; no lookup by name. The counters
@@ -35,18 +39,22 @@ func (pub *Publisher) Stats() PublisherStats {
 // counters reads the slot's counters since it was created; Readers needs
 // Hub.mu held.
 func (p *path) counters() PublisherStats {
+	// Read before the video drops it is part of (counted after them), so
+	// a snapshot never has more congested drops than video drops.
+	congested := p.congested.Load()
 	video, audio := p.dropped[kindVideo].Load(), p.dropped[kindAudio].Load()
 	return PublisherStats{
-		Readers:            len(p.members),
-		FramesIn:           p.framesIn.Load(),
-		BytesIn:            p.bytesIn.Load(),
-		AudioFramesIn:      p.audioFramesIn.Load(),
-		AudioBytesIn:       p.audioBytesIn.Load(),
-		FramesDropped:      video + audio,
-		VideoFramesDropped: video,
-		AudioFramesDropped: audio,
-		PacketsOut:         p.packetsOut.Load(),
-		BytesOut:           p.bytesOut.Load(),
+		Readers:                len(p.members),
+		FramesIn:               p.framesIn.Load(),
+		BytesIn:                p.bytesIn.Load(),
+		AudioFramesIn:          p.audioFramesIn.Load(),
+		AudioBytesIn:           p.audioBytesIn.Load(),
+		FramesDropped:          video + audio,
+		VideoFramesDropped:     video,
+		AudioFramesDropped:     audio,
+		CongestedFramesDropped: congested,
+		PacketsOut:             p.packetsOut.Load(),
+		BytesOut:               p.bytesOut.Load(),
 	}
 }
 
@@ -59,6 +67,7 @@ func (s PublisherStats) minus(base PublisherStats) PublisherStats {
 	s.FramesDropped -= base.FramesDropped
 	s.VideoFramesDropped -= base.VideoFramesDropped
 	s.AudioFramesDropped -= base.AudioFramesDropped
+	s.CongestedFramesDropped -= base.CongestedFramesDropped
 	s.PacketsOut -= base.PacketsOut
 	s.BytesOut -= base.BytesOut
 	return s

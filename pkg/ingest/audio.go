@@ -10,10 +10,12 @@ import (
 )
 
 // audioPipeline turns the publisher's audio track into Opus for the hub,
-// once per path (never per viewer). track and write run on the publisher's
-// goroutine, in the demuxer's callbacks; stats and codecs may be called
-// from anywhere. A track the transcoder cannot take is refused with one
-// warning and video goes on.
+// once per path (never per viewer), and hands the hub the units as they
+// came too, for readers that pass the stream on (SRT readers). track and
+// write run on the publisher's goroutine, in the demuxer's callbacks;
+// stats and codecs may be called from anywhere. A track the transcoder
+// cannot take is refused with one warning and video goes on; its source
+// units still flow, since passing them on needs no decoder.
 type audioPipeline struct {
 	pub      *hub.Publisher
 	settings AudioSettings
@@ -21,6 +23,7 @@ type audioPipeline struct {
 
 	mu       sync.Mutex
 	tc       *audio.Transcoder // nil: no audio track, refused, or off
+	src      *av.AudioTrack    // the track source units carry; nil while off; only the publisher's goroutine touches it
 	past     audio.Stats       // of transcoders replaced by a new track
 	in, out  string            // codec names for the API and metrics
 	warnedOn bool              // the audio: off notice was logged
@@ -35,12 +38,16 @@ func (a *audioPipeline) init(pub *hub.Publisher, s AudioSettings, log *slog.Logg
 func (a *audioPipeline) found(av.AudioCodec) {
 	if !a.settings.Off {
 		a.pub.SetAudio(true)
+		a.pub.SetSourceAudio(true)
 	}
 }
 
 // track is the demuxer's OnAudioTrack: a first track, or new parameters.
 func (a *audioPipeline) track(t av.AudioTrack) {
 	a.closeTranscoder()
+	if !a.settings.Off {
+		a.src = &t
+	}
 	if a.settings.Off {
 		if !a.warnedOn {
 			a.warnedOn = true
@@ -72,6 +79,10 @@ func (a *audioPipeline) write(u av.AudioUnit) {
 	// safe here.
 	if tc := a.tc; tc != nil {
 		tc.Write(u)
+	}
+	if a.src != nil {
+		u.Track = a.src
+		a.pub.WriteSourceAudio(&u)
 	}
 }
 

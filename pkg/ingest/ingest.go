@@ -18,6 +18,7 @@ import (
 
 	"github.com/srtwhep/srtwhep/pkg/auth"
 	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/events"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 	"github.com/srtwhep/srtwhep/pkg/rtph264"
 	"github.com/srtwhep/srtwhep/pkg/srt"
@@ -44,7 +45,10 @@ type Config struct {
 	// DefaultHandover). It is read when a publisher connects and when it
 	// claims the path, so a reload applies to the next publisher.
 	Handover func(path string) Handover
-	Logger   *slog.Logger
+	// Events receives publisher.connected when a publisher's path goes
+	// live and publisher.disconnected when it ends (nil: none).
+	Events events.Func
+	Logger *slog.Logger
 }
 
 // AudioSettings say what a path does with its publisher's audio.
@@ -152,8 +156,12 @@ func (m *Manager) Serve(ctx context.Context, c *srt.Conn) error {
 	defer m.retire(path, p)
 
 	id := c.StreamID()
-	if err := m.cfg.Policy.AskHookPublisher(ctx, auth.Publisher{Path: path, Remote: c.Remote(), User: id.User, Pass: id.Pass}); err != nil {
-		return err
+	// A pull (c.Dialed) is this server's own configuration at work, not a
+	// publisher asking to be let in: the hook is not asked about it.
+	if !c.Dialed() {
+		if err := m.cfg.Policy.AskHookPublisher(ctx, auth.Publisher{Path: path, Remote: c.Remote(), User: id.User, Pass: id.Pass}); err != nil {
+			return err
+		}
 	}
 	log := m.log.With("path", path, "remote", c.Remote())
 	settings := AudioSettings{}
@@ -174,6 +182,7 @@ func (m *Manager) Serve(ctx context.Context, c *srt.Conn) error {
 		}
 		p.hubPub.Store(pub)
 		p.audio.init(pub, settings, log)
+		m.publisherEvent(events.PublisherConnected, c, "")
 		return nil
 	}
 	defer func() {
@@ -196,6 +205,9 @@ func (m *Manager) Serve(ctx context.Context, c *srt.Conn) error {
 		return nil
 	})
 	p.loss.flush(c.Stats(), time.Now())
+	if pub != nil {
+		m.publisherEvent(events.PublisherDisconnected, c, endReason(ctx, c, err))
+	}
 	return err
 }
 
@@ -271,6 +283,9 @@ type Totals struct {
 	PacketsOut, BytesOut uint64 // sent to the path's viewers
 	// Frames dropped for slow viewers, split by kind.
 	DroppedVideo, DroppedAudio uint64
+	// DroppedCongested is the part of DroppedVideo skipped to the next
+	// IDR because a viewer's link reported heavy loss.
+	DroppedCongested uint64
 	// Audio: coded frames read from the TS, Opus frames handed to the
 	// viewers, frames skipped as broken (demuxer and transcoder), and
 	// the CPU time the transcoder spent.
@@ -290,6 +305,7 @@ func (t *Totals) add(o Totals) {
 	t.BytesOut += o.BytesOut
 	t.DroppedVideo += o.DroppedVideo
 	t.DroppedAudio += o.DroppedAudio
+	t.DroppedCongested += o.DroppedCongested
 	t.AudioFramesIn += o.AudioFramesIn
 	t.AudioFramesOut += o.AudioFramesOut
 	t.AudioErrors += o.AudioErrors
@@ -303,6 +319,7 @@ func (p *publisher) totals() Totals {
 		t.IngestBytes, t.IngestFrames = hs.BytesIn, hs.FramesIn
 		t.DroppedSlowReader = hs.FramesDropped
 		t.DroppedVideo, t.DroppedAudio = hs.VideoFramesDropped, hs.AudioFramesDropped
+		t.DroppedCongested = hs.CongestedFramesDropped
 		t.PacketsOut, t.BytesOut = hs.PacketsOut, hs.BytesOut
 		t.AudioFramesOut = hs.AudioFramesIn
 	}

@@ -45,7 +45,7 @@ func (m *Manager) PathSamples() []metrics.PathSample {
 			Readers:      p.Readers,
 			IngestBytes:  t.IngestBytes,
 			IngestFrames: t.IngestFrames,
-			FramesDropped: map[string]uint64{"slow_reader": t.DroppedVideo,
+			FramesDropped: map[string]uint64{"slow_reader": t.DroppedVideo - t.DroppedCongested, "congested": t.DroppedCongested,
 				"decode_error": t.DroppedDecodeError, "srt_late": t.DroppedSRTLate, "bframes": t.DroppedBFrames},
 			AudioFramesDropped:       t.DroppedAudio,
 			BytesOut:                 t.BytesOut,

@@ -37,8 +37,18 @@ type Step struct {
 	Drops              *float64 `json:"drops"`    // nil: the server exports no drop counter
 	SRTRTTms           *float64 `json:"srtRttMs"` // nil: not exported
 	GenCPU             float64  `json:"generatorCpuPct"`
-	Verdict            string   `json:"verdict"`
-	Why                []string `json:"why,omitempty"` // first reasons viewers were not verified
+	// Frames the server dropped because a viewer's receiver reports
+	// showed heavy loss (its congestion rule); part of Drops.
+	CongestedDrops *float64 `json:"congestedDrops,omitempty"`
+	// Video pauses longer than 200 ms over all viewers during the hold.
+	Stalls uint64 `json:"stalls"`
+	// What the light viewers sent back (browser mode).
+	ReportsPerViewerSecond float64  `json:"rtcpReportsPerViewerSecond,omitempty"`
+	NACKed                 uint64   `json:"packetsNacked,omitempty"`
+	PLIs                   uint64   `json:"plisSent,omitempty"`
+	RTCPUnsent             uint64   `json:"rtcpUnsent,omitempty"`
+	Verdict                string   `json:"verdict"`
+	Why                    []string `json:"why,omitempty"` // first reasons viewers were not verified
 }
 
 // Judge sets the step's verdict. Saturation wins over degradation because
@@ -137,6 +147,36 @@ type Summary struct {
 	Invalid          bool     `json:"invalid"`
 	InvalidReason    string   `json:"invalidReason,omitempty"`
 	StepsUsedInSlope []int    `json:"stepsUsedInSlope"`
+
+	// Memory: least squares of RSS against N over the same steps, and
+	// RSS at N = RSSRefN, measured there or interpolated between the
+	// steps around it (nil: no step at or beyond it).
+	RSSPerViewerMiB float64  `json:"rssMiBPerViewer"`
+	RSSInterceptMiB float64  `json:"rssFitInterceptMiB"`
+	RSSFitOK        bool     `json:"rssFitKnown"`
+	RSSAtRefMiB     *float64 `json:"rssMiBAt200,omitempty"`
+	Stalls          uint64   `json:"stalls"` // over every step's hold
+}
+
+// RSSRefN is the viewer count the memory goal is stated at (issue 13:
+// ≤ 100 MB at 200 viewers).
+const RSSRefN = 200
+
+// rssAt is the RSS at n: a step's, or interpolated between the two steps
+// around it.
+func rssAt(steps []Step, n int) *float64 {
+	for i, s := range steps {
+		if s.N == n {
+			v := s.RSSMiB
+			return &v
+		}
+		if s.N > n && i > 0 && steps[i-1].N < n {
+			p := steps[i-1]
+			v := p.RSSMiB + (s.RSSMiB-p.RSSMiB)*float64(n-p.N)/float64(s.N-p.N)
+			return &v
+		}
+	}
+	return nil
 }
 
 // Summarize computes the marginal CPU per viewer (least-squares slope over
@@ -146,26 +186,32 @@ type Summary struct {
 // viewer, or the instrument is measuring itself.
 func Summarize(steps []Step) Summary {
 	var sum Summary
-	pick := func(keep func(Step) bool) (xs, ys, gs []float64, ns []int) {
+	pick := func(keep func(Step) bool) (xs, ys, gs, rs []float64, ns []int) {
 		for _, s := range steps {
 			if keep(s) {
 				xs = append(xs, float64(s.N))
 				ys = append(ys, s.CPUMean)
 				gs = append(gs, s.GenCPU)
+				rs = append(rs, s.RSSMiB)
 				ns = append(ns, s.N)
 			}
 		}
 		return
 	}
-	xs, ys, gs, ns := pick(func(s Step) bool { return s.Verdict == VerdictOK })
+	xs, ys, gs, rs, ns := pick(func(s Step) bool { return s.Verdict == VerdictOK })
 	if len(xs) < 2 {
-		xs, ys, gs, ns = pick(func(s Step) bool { return s.CPUMean < SaturationCPU })
+		xs, ys, gs, rs, ns = pick(func(s Step) bool { return s.CPUMean < SaturationCPU })
 	}
 	if len(xs) < 2 {
-		xs, ys, gs, ns = pick(func(Step) bool { return true })
+		xs, ys, gs, rs, ns = pick(func(Step) bool { return true })
 	}
 	sum.StepsUsedInSlope = ns
 	sum.MarginalCPU, sum.FitIntercept, sum.MarginalOK = Fit(xs, ys)
+	sum.RSSPerViewerMiB, sum.RSSInterceptMiB, sum.RSSFitOK = Fit(xs, rs)
+	sum.RSSAtRefMiB = rssAt(steps, RSSRefN)
+	for _, s := range steps {
+		sum.Stalls += s.Stalls
+	}
 	sum.Cross80 = Cross80(steps, sum.MarginalCPU)
 
 	// The generator's cost: the larger of its own slope and its total cost

@@ -25,6 +25,18 @@ type Config struct {
 	ServerPID int           // the server process, read from /proc (required)
 	Metrics   string        // the server's /metrics URL; "" skips drops and RTT
 	Progress  io.Writer     // one line per step as it finishes; nil discards
+
+	// Label names the server setup measured (the media plane, say), so
+	// ladders of several setups can be told apart and set side by side.
+	Label string
+
+	// ProfileAt takes a CPU profile of the server after the hold of the
+	// step with this N (0: none), over ProfileFor (0 means 10 s), from the
+	// pprof handler next to Metrics; the report keeps its top functions
+	// and ProfileDir, when set, the raw profile.
+	ProfileAt  int
+	ProfileFor time.Duration
+	ProfileDir string
 }
 
 // Report is the outcome of Run, written out as markdown, JSON and a PNG.
@@ -41,9 +53,18 @@ type Report struct {
 	Lost         int            `json:"sessionsEndedByThemselves"`
 	Retries      int            `json:"offersRetriedAfter503,omitempty"`
 	// How the viewers were set up, which the figures depend on.
-	Audio bool `json:"audio"`
-	NACK  bool `json:"nackOffered"`
-	GRO   bool `json:"receiverGRO"`
+	Audio           bool   `json:"audio"`
+	NACK            bool   `json:"nackOffered"`
+	GRO             bool   `json:"receiverGRO"`
+	ReceiverReports bool   `json:"receiverReports"`
+	Mode            string `json:"viewerMode,omitempty"`
+	Label           string `json:"label,omitempty"`
+
+	// The server's CPU profile at step ProfileN: `go tool pprof -top`.
+	ProfileN    int    `json:"profileN,omitempty"`
+	ProfileTop  string `json:"profileTop,omitempty"`
+	ProfileFile string `json:"profileFile,omitempty"`
+	ProfileErr  string `json:"profileError,omitempty"`
 }
 
 // Run steps through cfg.Steps, keeping the sessions of earlier steps, and
@@ -74,7 +95,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer httpc.CloseIdleConnections()
 
 	rep := &Report{URL: cfg.Pool.URL, Started: time.Now(), Hold: cfg.Hold, Rate: cfg.Rate, PlannedSteps: cfg.Steps,
-		Audio: cfg.Pool.Audio, NACK: cfg.Pool.NACK, GRO: cfg.Pool.GRO}
+		Audio: cfg.Pool.Audio, NACK: cfg.Pool.NACK, GRO: cfg.Pool.GRO, ReceiverReports: cfg.Pool.ReceiverReports,
+		Mode: string(cfg.Pool.Mode), Label: cfg.Label}
+	if cfg.ProfileFor <= 0 {
+		cfg.ProfileFor = 10 * time.Second
+	}
 	steps := append([]int{0}, cfg.Steps...)
 	for i, n := range steps {
 		if err := ctx.Err(); err != nil {
@@ -100,8 +125,25 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if cfg.Pool.Audio {
 			audio = fmt.Sprintf(", audio %.0f kbit/s per viewer", st.AudioKbpsPerViewer)
 		}
-		fmt.Fprintf(progress, "step N=%d: connected %d, verified %d, server CPU %.1f%% (peak %.1f%%), generator %.1f%%%s: %s\n",
-			st.N, st.Connected, st.Verified, st.CPUMean, st.CPUPeak, st.GenCPU, audio, st.Verdict)
+		feedback := ""
+		if cfg.Pool.ReceiverReports && n > 0 {
+			feedback = fmt.Sprintf(", %.2f RTCP reports/s per light viewer, %d packets NACKed", st.ReportsPerViewerSecond, st.NACKed)
+		}
+		fmt.Fprintf(progress, "step N=%d: connected %d, verified %d, server CPU %.1f%% (peak %.1f%%), RSS %.1f MiB, generator %.1f%%, stalls %d%s%s: %s\n",
+			st.N, st.Connected, st.Verified, st.CPUMean, st.CPUPeak, st.RSSMiB, st.GenCPU, st.Stalls, feedback, audio, st.Verdict)
+		if n == cfg.ProfileAt && n > 0 && srvErr == nil {
+			rep.ProfileN = n
+			if cfg.Metrics == "" {
+				rep.ProfileErr = "no -metrics URL, so no pprof endpoint to profile"
+			} else {
+				fmt.Fprintf(progress, "step N=%d: profiling the server's CPU for %s\n", n, cfg.ProfileFor)
+				top, file, err := profileStep(ctx, cfg.Metrics, n, cfg.ProfileFor, cfg.ProfileDir)
+				rep.ProfileTop, rep.ProfileFile = top, file
+				if err != nil {
+					rep.ProfileErr = err.Error()
+				}
+			}
+		}
 		if srvErr != nil {
 			// Without the server's CPU the step's figures mean nothing.
 			rep.StoppedEarly = fmt.Sprintf("step N=%d: %v", n, srvErr)
@@ -111,6 +153,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rep.StoppedEarly = fmt.Sprintf("step N=%d was %s", n, st.Verdict)
 			break
 		}
+	}
+	if cfg.ProfileAt > 0 && rep.ProfileN == 0 {
+		rep.ProfileN = cfg.ProfileAt
+		rep.ProfileErr = "the ladder did not measure that step"
 	}
 	rep.Summary = Summarize(rep.Steps)
 	rep.Failures, rep.Lost = pool.Failures()
@@ -135,6 +181,8 @@ func runStep(ctx context.Context, pool *loadgen.Pool, n int, hold time.Duration,
 			if a, b := m0[MetricFramesDropped], m1[MetricFramesDropped]; a.Found && b.Found {
 				d := max(b.Sum-a.Sum, 0)
 				st.Drops = &d
+				c := max(b.Label("reason", "congested")-a.Label("reason", "congested"), 0)
+				st.CongestedDrops = &c
 			}
 			if r := m1[MetricSRTRTT]; r.Found {
 				ms := r.Max * 1000
@@ -145,6 +193,9 @@ func runStep(ctx context.Context, pool *loadgen.Pool, n int, hold time.Duration,
 	st.CPUMean, st.CPUPeak = use.CPUMean, use.CPUPeak
 	st.RSSMiB = float64(use.RSS) / (1 << 20)
 	st.GenCPU = h.GenCPU
+	fb := loadgen.SumFeedback(h, cfg.Criteria)
+	st.Stalls, st.ReportsPerViewerSecond = fb.Stalls, fb.ReportsPerViewerSecond
+	st.NACKed, st.PLIs, st.RTCPUnsent = fb.NACKed, fb.PLIs, fb.RTCPUnsent
 
 	var kbps, akbps float64
 	var gaps, agaps uint64

@@ -19,11 +19,17 @@ const (
 	MetricSRTRTT        = "srtwhep_srt_rtt_seconds"
 )
 
-// Sample aggregates the series of one metric: their sum and maximum.
+// Sample aggregates the series of one metric: their sum and maximum, and
+// the sum per label value ("reason=congested"), so one reason of a
+// counter can be read apart.
 type Sample struct {
 	Sum, Max float64
 	Found    bool
+	ByLabel  map[string]float64
 }
+
+// Label is the sum of the series whose label name has value.
+func (s Sample) Label(name, value string) float64 { return s.ByLabel[name+"="+value] }
 
 // Scrape fetches url and aggregates the named counters and gauges.
 func Scrape(ctx context.Context, c *http.Client, url string, names ...string) (map[string]Sample, error) {
@@ -75,6 +81,12 @@ func aggregate(mf *dto.MetricFamily) Sample {
 		}
 		if !math.IsNaN(v) {
 			s.Sum += v
+			for _, lp := range m.GetLabel() {
+				if s.ByLabel == nil {
+					s.ByLabel = map[string]float64{}
+				}
+				s.ByLabel[lp.GetName()+"="+lp.GetValue()] += v
+			}
 		}
 		s.Found = true
 	}

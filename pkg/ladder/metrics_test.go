@@ -64,3 +64,27 @@ func TestScrapeRejectsBadInput(t *testing.T) {
 		t.Error("a 404 scraped")
 	}
 }
+
+// TestScrapeByReason reads one reason of a counter apart, as the ladder
+// reads frames dropped for congestion out of all dropped frames.
+func TestScrapeByReason(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	drops := prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricFramesDropped, Help: "Frames dropped."}, []string{"path", "reason"})
+	reg.MustRegister(drops)
+	drops.WithLabelValues("live/a", "congested").Add(2)
+	drops.WithLabelValues("live/b", "congested").Add(3)
+	drops.WithLabelValues("live/a", "slow_reader").Add(7)
+
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	c := &http.Client{}
+	defer c.CloseIdleConnections()
+	got, err := Scrape(context.Background(), c, srv.URL, MetricFramesDropped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := got[MetricFramesDropped]
+	if d.Sum != 12 || d.Label("reason", "congested") != 5 || d.Label("reason", "slow_reader") != 7 || d.Label("reason", "bframes") != 0 {
+		t.Errorf("drops %+v: want sum 12, congested 5, slow_reader 7, bframes 0", d)
+	}
+}

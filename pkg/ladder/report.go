@@ -21,7 +21,17 @@ func optFloat(v *float64, format string) string {
 // WriteMarkdown writes the ladder table and its conclusions.
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## whep-loadgen ladder — %s\n\n", r.Started.Format("2006-01-02 15:04:05 MST"))
+	title := "whep-loadgen ladder"
+	if r.Label != "" {
+		title += " — " + r.Label
+	}
+	if r.Mode != "" {
+		title += ", " + r.Mode + " viewers"
+	}
+	fmt.Fprintf(&b, "## %s — %s\n\n", title, r.Started.Format("2006-01-02 15:04:05 MST"))
+	if r.GRO {
+		b.WriteString("**Not a headline figure**: the viewers receive with UDP_GRO and send no RTCP, which no browser does; on loopback the kernel then spares the server segmenting its GSO sends.\n\n")
+	}
 	if r.Summary.Invalid {
 		fmt.Fprintf(&b, "**INVALID RUN**: %s.\n\n", r.Summary.InvalidReason)
 	}
@@ -31,16 +41,20 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		head, rule = " audio kbit/s per viewer | audio loss % |", "---:|---:|"
 	}
 	b.WriteString("| N | connected | verified | server CPU mean % | CPU peak % | RSS MiB | video kbit/s per viewer | video loss % |" + head +
-		" drops | SRT RTT ms | generator CPU % | verdict |\n")
-	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|" + rule + "---:|---:|---:|---|\n")
+		" drops | SRT RTT ms | generator CPU % | stalls | RTCP reports/s per viewer | verdict |\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|" + rule + "---:|---:|---:|---:|---:|---|\n")
 	for _, s := range r.Steps {
 		audio := ""
 		if r.Audio {
 			audio = fmt.Sprintf(" %.0f | %.3f |", s.AudioKbpsPerViewer, 100*s.AudioLoss)
 		}
-		fmt.Fprintf(&b, "| %d | %d | %d | %.1f | %.1f | %.1f | %.0f | %.3f |%s %s | %s | %.1f | %s |\n",
+		rr := "-"
+		if r.ReceiverReports && s.N > 0 {
+			rr = fmt.Sprintf("%.2f", s.ReportsPerViewerSecond)
+		}
+		fmt.Fprintf(&b, "| %d | %d | %d | %.1f | %.1f | %.1f | %.0f | %.3f |%s %s | %s | %.1f | %d | %s | %s |\n",
 			s.N, s.Connected, s.Verified, s.CPUMean, s.CPUPeak, s.RSSMiB, s.KbpsPerViewer, 100*s.Loss, audio,
-			optFloat(s.Drops, "%.0f"), optFloat(s.SRTRTTms, "%.1f"), s.GenCPU, s.Verdict)
+			optFloat(s.Drops, "%.0f"), optFloat(s.SRTRTTms, "%.1f"), s.GenCPU, s.Stalls, rr, s.Verdict)
 	}
 	sm := r.Summary
 	b.WriteString("\n")
@@ -49,6 +63,38 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(&b, "- Marginal server CPU per viewer: %.3f%% of one core (least squares over N = %v)\n", sm.MarginalCPU, sm.StepsUsedInSlope)
 	} else {
 		b.WriteString("- Marginal server CPU per viewer: n/a (fewer than two usable steps)\n")
+	}
+	if sm.RSSAtRefMiB != nil {
+		fmt.Fprintf(&b, "- RSS at N = %d: %.1f MiB (%.0f MB)", RSSRefN, *sm.RSSAtRefMiB, *sm.RSSAtRefMiB*(1<<20)/1e6)
+	} else {
+		fmt.Fprintf(&b, "- RSS at N = %d: n/a (no step reached it)", RSSRefN)
+	}
+	if sm.RSSFitOK {
+		fmt.Fprintf(&b, "; per viewer %.3f MiB (least squares of RSS over the same steps: %.1f + %.3f·N)\n",
+			sm.RSSPerViewerMiB, sm.RSSInterceptMiB, sm.RSSPerViewerMiB)
+	} else {
+		b.WriteString("; per viewer n/a\n")
+	}
+	fmt.Fprintf(&b, "- Stalls (video pauses > 200 ms at a viewer, over every hold): %d\n", sm.Stalls)
+	if r.ReceiverReports {
+		var nacked, plis, unsent uint64
+		var congested float64
+		known := false
+		for _, s := range r.Steps {
+			nacked += s.NACKed
+			plis += s.PLIs
+			unsent += s.RTCPUnsent
+			if s.CongestedDrops != nil {
+				congested += *s.CongestedDrops
+				known = true
+			}
+		}
+		cong := "n/a"
+		if known {
+			cong = fmt.Sprintf("%.0f", congested)
+		}
+		fmt.Fprintf(&b, "- Viewer feedback over the holds: %d packets NACKed, %d PLIs, %d RTCP packets not sent; frames the server dropped for congestion: %s\n",
+			nacked, plis, unsent, cong)
 	}
 	fmt.Fprintf(&b, "- Generator CPU per viewer: %.3f%% of one core", sm.GenPerViewer)
 	if sm.MarginalOK && sm.MarginalCPU > 0 {
@@ -79,6 +125,13 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	if r.Lost > 0 {
 		fmt.Fprintf(&b, "- Sessions that ended by themselves: %d\n", r.Lost)
 	}
+	switch {
+	case r.ProfileTop != "":
+		fmt.Fprintf(&b, "\nServer CPU profile at N = %d (`go tool pprof -top`, first %d functions):\n\n```\n%s\n```\n",
+			r.ProfileN, profileTopNodes, r.ProfileTop)
+	case r.ProfileErr != "":
+		fmt.Fprintf(&b, "- Server CPU profile at N = %d: n/a (%s)\n", r.ProfileN, r.ProfileErr)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -87,6 +140,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 // per viewer depends on it.
 func (r *Report) viewers() string {
 	var parts []string
+	if r.Mode != "" {
+		parts = append(parts, r.Mode+" mode")
+	}
 	if r.Audio {
 		parts = append(parts, "video and Opus audio")
 	} else {
@@ -96,6 +152,11 @@ func (r *Report) viewers() string {
 		parts = append(parts, "NACK and PLI offered")
 	} else {
 		parts = append(parts, "PLI offered, no NACK")
+	}
+	if r.ReceiverReports {
+		parts = append(parts, "an RTCP receiver report a second and NACKs sent")
+	} else {
+		parts = append(parts, "no RTCP sent (not browser-like)")
 	}
 	if r.GRO {
 		parts = append(parts, "UDP GRO receive (not browser-like)")

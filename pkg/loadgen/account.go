@@ -1,6 +1,16 @@
 package loadgen
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
+
+// stallGap is the pause between two video frames that counts as a stall:
+// close to the freeze a browser's WebRTC stats count at 30 fps (a frame
+// later than max(3 frame intervals, the mean plus 150 ms)). The catch-up
+// burst at join and a skip to the next IDR both show up here, as they do
+// on a screen.
+const stallGap = 200 * time.Millisecond
 
 // counters are written by one socket-reading goroutine and read by
 // snapshots from anywhere; atomics keep the per-packet path lock-free.
@@ -13,6 +23,11 @@ type counters struct {
 	firstPacket, lastPacket  atomic.Int64 // unix nanoseconds, 0 = none
 	rtcp, stun, dtls, others atomic.Uint64
 	passDrops                atomic.Uint64 // datagrams for pion lost to a full queue
+	stalls                   atomic.Uint64 // video pauses longer than stallGap
+
+	// Feedback a light viewer sent (feedback.go).
+	reportsSent, nackedSent, plisSent atomic.Uint64
+	rtcpUnsent                        atomic.Uint64 // built but not sent: session not connected, write failed, queue full
 
 	audioPackets, audioBytes atomic.Uint64
 	audioGaps, audioDups     atomic.Uint64
@@ -46,6 +61,19 @@ type seqWindow struct {
 	started bool
 	highest uint16
 	seen    uint64 // bit i set: highest-i arrived
+}
+
+// has tells whether seq arrived, and whether it is still within the
+// window at all (older numbers are forgotten).
+func (w *seqWindow) has(seq uint16) (arrived, inWindow bool) {
+	if !w.started {
+		return false, false
+	}
+	back := int(int16(w.highest - seq))
+	if back < 0 || back >= 64 {
+		return false, false
+	}
+	return w.seen&(1<<uint(back)) != 0, true
 }
 
 // push returns the change in the number of missing packets and whether the
@@ -88,6 +116,15 @@ type rtpStream struct {
 	seq      seqWindow
 	ssrc     uint32
 	haveSSRC bool
+
+	// What a receiver report says (RFC 3550 A.3, A.8).
+	cycles      uint32 // sequence number wraps, in the upper 16 bits
+	lost        int64  // gaps opened minus gaps filled late
+	priorExt    uint32 // extended highest sequence number at the last report
+	priorLost   int64  // lost at the last report
+	jitter      uint32 // interarrival jitter ×16, RTP timestamp units
+	transit     int32
+	haveTransit bool
 }
 
 // push accounts a packet of this stream and returns the change in missing
@@ -96,10 +133,19 @@ type rtpStream struct {
 func (s *rtpStream) push(h RTPHeader) (missing int, late, dup, newSSRC bool) {
 	if s.haveSSRC && h.SSRC != s.ssrc {
 		newSSRC = true
-		s.seq = seqWindow{}
+		*s = rtpStream{}
+	}
+	if !s.haveSSRC {
+		// The first report's interval starts just before this packet.
+		s.priorExt = uint32(h.Seq) - 1
 	}
 	s.ssrc, s.haveSSRC = h.SSRC, true
+	prev, started := s.seq.highest, s.seq.started
 	missing, late, dup = s.seq.push(h.Seq)
+	if started && !late && !dup && h.Seq < prev {
+		s.cycles += 1 << 16
+	}
+	s.lost += int64(missing)
 	return missing, late, dup, newSSRC
 }
 
@@ -120,11 +166,14 @@ type accountant struct {
 	c            *counters
 	swallow      bool // light mode: media never reaches pion
 	video, audio rtpStream
+	lastFrame    int64     // unix ns of the last video frame's end, for stalls
+	fb           *feedback // nil: the viewer sends no RTCP of its own
 }
 
-// inspect accounts for one datagram and reports whether pion must get it:
-// always for STUN, DTLS and RTCP (ICE consent, the DTLS handshake and
-// sender reports keep working), for media only in decode mode.
+// inspect accounts for one datagram that arrived at now (unix ns) and
+// reports whether pion must get it: always for STUN, DTLS and RTCP (ICE
+// consent, the DTLS handshake and sender reports keep working), for media
+// only in decode mode.
 func (a *accountant) inspect(p []byte, now int64) bool {
 	c := a.c
 	switch Classify(p) {
@@ -158,6 +207,10 @@ func (a *accountant) inspect(p []byte, now int64) bool {
 	missing, late, dup, newSSRC := a.video.push(h)
 	if newSSRC {
 		c.ssrcChanges.Add(1)
+		a.lastFrame = 0
+		if a.fb != nil {
+			a.fb.nPending = 0
+		}
 	}
 	switch {
 	case dup:
@@ -165,10 +218,23 @@ func (a *accountant) inspect(p []byte, now int64) bool {
 		return !a.swallow
 	case late:
 		c.reordered.Add(1)
+	default:
+		if a.fb != nil {
+			a.video.updateJitter(now, h.Timestamp, videoClockRate)
+			if missing > 0 {
+				a.fb.lost(h.Seq, missing)
+			}
+		}
 	}
 	addGaps(&c.gaps, missing)
 	if h.Marker {
 		c.frames.Add(1)
+		if !late {
+			if a.lastFrame != 0 && now-a.lastFrame > int64(stallGap) {
+				c.stalls.Add(1)
+			}
+			a.lastFrame = now
+		}
 	}
 	return !a.swallow
 }
@@ -180,13 +246,16 @@ func (a *accountant) inspectAudio(h RTPHeader, n int, now int64) {
 	}
 	c.audioPackets.Add(1)
 	c.audioBytes.Add(uint64(n))
-	missing, _, dup, newSSRC := a.audio.push(h)
+	missing, late, dup, newSSRC := a.audio.push(h)
 	if newSSRC {
 		c.ssrcChanges.Add(1)
 	}
 	if dup {
 		c.audioDups.Add(1)
 		return
+	}
+	if !late && a.fb != nil {
+		a.audio.updateJitter(now, h.Timestamp, audioClockRate)
 	}
 	addGaps(&c.audioGaps, missing)
 }

@@ -74,6 +74,36 @@ func (h *Hold) Windows(c Criteria) []Window {
 	return out
 }
 
+// Feedback sums what a window's viewers sent back and the stalls they saw.
+type Feedback struct {
+	Stalls uint64 // every session's
+	// Light sessions that send their own feedback (browser mode).
+	Sessions                 int
+	ReportsPerViewerSecond   float64
+	NACKed, PLIs, RTCPUnsent uint64
+}
+
+// SumFeedback adds up the window's feedback and stalls.
+func SumFeedback(h *Hold, c Criteria) Feedback {
+	var f Feedback
+	var reports uint64
+	for i, w := range h.Windows(c) {
+		f.Stalls += w.Stalls
+		if !h.Sessions[i].feedback {
+			continue
+		}
+		f.Sessions++
+		reports += w.ReportsSent
+		f.NACKed += w.NACKedSent
+		f.PLIs += w.PLIsSent
+		f.RTCPUnsent += w.RTCPUnsent
+	}
+	if f.Sessions > 0 && h.Duration() > 0 {
+		f.ReportsPerViewerSecond = float64(reports) / float64(f.Sessions) / h.Duration().Seconds()
+	}
+	return f
+}
+
 func snapshotAll(ss []*Session) []Snapshot {
 	out := make([]Snapshot, len(ss))
 	for i, s := range ss {

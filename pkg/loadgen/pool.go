@@ -27,9 +27,10 @@ type Config struct {
 	// in full decode mode; 0 means 10. Use 1 to decode every session.
 	DecodeEvery int
 
-	// MaxDecode caps the decode sessions (0: no cap). A decoding session
-	// costs the generator several times what a server viewer costs the
-	// server, so a ladder into the hundreds keeps a fixed sample.
+	// MaxDecode caps the decode sessions (0: no cap, negative: none). A
+	// decoding session costs the generator several times what a server
+	// viewer costs the server, so a ladder into the hundreds keeps a fixed
+	// sample.
 	MaxDecode int
 
 	// ConnectTimeout bounds one session's offer, ICE and DTLS; 0 means 15 s.
@@ -53,6 +54,22 @@ type Config struct {
 	// and on loopback it also spares the server splitting its GSO sends,
 	// so it lowers the server's measured cost; off for headline figures.
 	GRO bool
+
+	// ReceiverReports makes every viewer send what a browser sends: an
+	// RTCP receiver report (with its SDES CNAME) once a second, NACKs for
+	// missing video packets and a PLI after a hole NACKs cannot repair.
+	// Decoding sessions leave it to pion's interceptors, light sessions
+	// build it from their socket counts (feedback.go).
+	ReceiverReports bool
+
+	// Mode names the setup above for reports; ApplyMode sets it.
+	Mode ViewerMode
+
+	// SocketBuffer is each viewer socket's receive buffer in bytes once
+	// connected; 0 keeps 2 MiB, which holds a keyframe between receive
+	// rounds. A few kilobytes make a viewer whose "link" loses most of
+	// every frame.
+	SocketBuffer int
 
 	Logger *slog.Logger // nil discards
 }
@@ -109,7 +126,7 @@ func NewPool(cfg Config) (*Pool, error) {
 	if pace == 0 {
 		pace = DefaultPace
 	}
-	r, err := newReactor(max(pace, 0), cfg.GRO)
+	r, err := newReactor(max(pace, 0), cfg.GRO, cfg.ReceiverReports, cfg.SocketBuffer)
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +187,7 @@ func (p *Pool) Grow(ctx context.Context, target int, rate float64) (added, faile
 		p.mu.Lock()
 		id := p.nextID
 		p.nextID++
-		decode := id%p.cfg.decodeEvery() == 0 && (p.cfg.MaxDecode <= 0 || p.decoders < p.cfg.MaxDecode)
+		decode := id%p.cfg.decodeEvery() == 0 && (p.cfg.MaxDecode == 0 || p.decoders < p.cfg.MaxDecode)
 		if decode {
 			p.decoders++
 		}

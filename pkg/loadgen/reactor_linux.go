@@ -30,6 +30,12 @@ const (
 	// socketBuffer holds a keyframe burst (~100 packets of ~2 KiB kernel
 	// truesize each) while the reactor sleeps between rounds.
 	socketBuffer = 2 << 20
+	// rtcpQueueLen bounds the feedback waiting for the RTCP sender: a
+	// second of reports from 1,000 viewers and then some.
+	rtcpQueueLen = 4096
+	// sweepEvery is how often every viewer is checked for a report or a
+	// NACK retry that is due, whether or not its socket had data.
+	sweepEvery = 100 * time.Millisecond
 )
 
 // DefaultPace is the reactor's sleep between receive rounds: long enough
@@ -51,9 +57,17 @@ type mmsghdr struct {
 // measurement worthless. Media is counted here and dropped (light mode);
 // what pion must see is queued to the session's mux.
 type reactor struct {
-	epfd int
-	pace time.Duration
-	gro  bool // UDP_GRO on new sockets
+	epfd   int
+	pace   time.Duration
+	gro    bool // UDP_GRO on new sockets
+	stamps bool // SO_TIMESTAMPNS on new sockets: each datagram's arrival time, for jitter and stalls
+	rcvbuf int  // SO_RCVBUF of connected sockets, bytes; 0 keeps socketBuffer
+
+	// rtcp carries feedback to the goroutine that sends it through pion.
+	rtcp     chan rtcpJob
+	rtcpDone chan struct{}
+	// nextSweep is owned by the run goroutine.
+	nextSweep int64
 
 	mu    sync.RWMutex // write-held to add or remove a socket
 	socks map[int32]*rsock
@@ -71,18 +85,22 @@ type reactor struct {
 	pool   sync.Pool // *[]byte of datagramSize for datagrams handed to pion
 }
 
-func newReactor(pace time.Duration, gro bool) (*reactor, error) {
+func newReactor(pace time.Duration, gro, stamps bool, rcvbuf int) (*reactor, error) {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: epoll_create1: %w", err)
 	}
 	r := &reactor{
-		epfd:  epfd,
-		pace:  pace,
-		gro:   gro,
-		socks: map[int32]*rsock{},
-		done:  make(chan struct{}),
-		buf:   make([]byte, batchLen*messageSize),
+		epfd:     epfd,
+		pace:     pace,
+		gro:      gro,
+		stamps:   stamps,
+		rcvbuf:   rcvbuf,
+		rtcp:     make(chan rtcpJob, rtcpQueueLen),
+		rtcpDone: make(chan struct{}),
+		socks:    map[int32]*rsock{},
+		done:     make(chan struct{}),
+		buf:      make([]byte, batchLen*messageSize),
 	}
 	r.pool.New = func() any { b := make([]byte, datagramSize); return &b }
 	for i := range r.hdrs {
@@ -94,11 +112,17 @@ func newReactor(pace time.Duration, gro bool) (*reactor, error) {
 		h.SetIovlen(1)
 	}
 	go r.run()
+	go func() {
+		defer close(r.rtcpDone)
+		sendRTCP(r.rtcp)
+	}()
 	return r, nil
 }
 
 func (r *reactor) run() {
+	// Only this goroutine sends on rtcp, so it closes it on the way out.
 	defer close(r.done)
+	defer close(r.rtcp)
 	for !r.closed.Load() {
 		// The timeout bounds how long Close waits for this loop.
 		n, err := unix.EpollWait(r.epfd, r.events[:], 100)
@@ -110,7 +134,14 @@ func (r *reactor) run() {
 		for i := 0; i < n; i++ {
 			if s := r.socks[r.events[i].Fd]; s != nil {
 				r.drain(s, now)
+				r.feedback(s, now)
 			}
+		}
+		if now >= r.nextSweep {
+			for _, s := range r.socks {
+				r.feedback(s, now)
+			}
+			r.nextSweep = now + int64(sweepEvery)
 		}
 		r.mu.RUnlock()
 		if n > 0 && r.pace > 0 {
@@ -142,15 +173,18 @@ func (r *reactor) drain(s *rsock, now int64) {
 				continue
 			}
 			msg := r.buf[i*messageSize : i*messageSize+int(h.len)]
-			seg := groSegment(r.cmsgs[i][:h.hdr.Controllen])
+			seg, at := controlInfo(r.cmsgs[i][:h.hdr.Controllen])
 			if seg <= 0 || seg > len(msg) {
 				seg = len(msg)
+			}
+			if at == 0 {
+				at = now
 			}
 			// A GRO message is a run of datagrams of seg bytes (the last
 			// may be shorter), each one as the peer sent it.
 			for off := 0; off < len(msg); off += seg {
 				p := msg[off:min(off+seg, len(msg))]
-				r.deliver(s, i, p, now)
+				r.deliver(s, i, p, at)
 			}
 		}
 		if int(n) < batchLen {
@@ -181,32 +215,54 @@ func (r *reactor) deliver(s *rsock, i int, p []byte, now int64) {
 	}
 }
 
-// groSegment returns the segment size of a UDP_GRO control message, or 0.
-// It walks the control buffer in place: this runs for every message.
-func groSegment(oob []byte) int {
+// feedback hands the RTCP a light viewer sends now, if any, to the sender
+// goroutine; a full queue drops it rather than stall the receive loop.
+func (r *reactor) feedback(s *rsock, now int64) {
+	if s.acc.fb == nil {
+		return
+	}
+	pkts := s.acc.collect(now)
+	if len(pkts) == 0 {
+		return
+	}
+	select {
+	case r.rtcp <- rtcpJob{acc: s.acc, pkts: pkts}:
+	default:
+		s.acc.c.rtcpUnsent.Add(1)
+	}
+}
+
+// controlInfo returns the segment size of a UDP_GRO control message (0
+// without one) and the kernel's receive time from SCM_TIMESTAMPNS (unix
+// ns, 0 without one). It walks the control buffer in place: this runs for
+// every message.
+func controlInfo(oob []byte) (seg int, at int64) {
 	for len(oob) >= unix.SizeofCmsghdr {
 		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
 		l := int(h.Len)
 		if l < unix.SizeofCmsghdr || l > len(oob) {
-			return 0
+			return seg, at
 		}
-		if h.Level == unix.SOL_UDP && h.Type == unix.UDP_GRO {
-			data := oob[unix.CmsgLen(0):l]
+		data := oob[unix.CmsgLen(0):l]
+		switch {
+		case h.Level == unix.SOL_UDP && h.Type == unix.UDP_GRO:
 			switch {
 			case len(data) >= 4:
-				return int(binary.NativeEndian.Uint32(data))
+				seg = int(binary.NativeEndian.Uint32(data))
 			case len(data) >= 2:
-				return int(binary.NativeEndian.Uint16(data))
+				seg = int(binary.NativeEndian.Uint16(data))
 			}
-			return 0
+		case h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS && len(data) >= int(unsafe.Sizeof(unix.Timespec{})):
+			ts := (*unix.Timespec)(unsafe.Pointer(&data[0]))
+			at = ts.Nano()
 		}
 		next := unix.CmsgSpace(l - unix.CmsgLen(0))
 		if next > len(oob) {
-			return 0
+			return seg, at
 		}
 		oob = oob[next:]
 	}
-	return 0
+	return seg, at
 }
 
 // Close stops the loop; sockets must be closed first.
@@ -215,6 +271,7 @@ func (r *reactor) Close() error {
 		return nil
 	}
 	<-r.done
+	<-r.rtcpDone
 	return unix.Close(r.epfd)
 }
 
@@ -267,13 +324,14 @@ func (r *reactor) open(local netip.Addr, acc *accountant) (*rsock, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("loadgen: %s: %w", what, err)
 	}
-	// FORCE needs CAP_NET_ADMIN; without it the kernel caps at rmem_max.
-	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, socketBuffer) != nil {
-		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, socketBuffer)
-	}
+	setReceiveBuffer(fd, socketBuffer)
 	if r.gro {
 		// Best effort: without UDP_GRO every datagram is its own message.
 		_ = unix.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_GRO, 1)
+	}
+	if r.stamps {
+		// Best effort: without it a datagram's time is its receive round's.
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
 	}
 	if err := unix.Bind(fd, sa); err != nil {
 		return fail("bind UDP socket to "+local.String(), err)
@@ -302,6 +360,23 @@ func (r *reactor) open(local netip.Addr, acc *accountant) (*rsock, error) {
 		return fail("epoll_ctl", err)
 	}
 	return s, nil
+}
+
+func setReceiveBuffer(fd, n int) {
+	// FORCE needs CAP_NET_ADMIN; without it the kernel caps at rmem_max.
+	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, n) != nil {
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, n)
+	}
+}
+
+// connected applies the receive buffer asked for connected viewers. Only
+// now: a buffer too small for the DTLS handshake's flights would keep the
+// session from ever connecting, and it stands for a narrow link while
+// media flows.
+func (s *rsock) connected() {
+	if s.r.rcvbuf > 0 {
+		setReceiveBuffer(s.fd, s.r.rcvbuf)
+	}
 }
 
 // ReadFromAddrPort is the allocation-free read pion's UDP mux prefers.

@@ -20,6 +20,8 @@ type reactor struct{}
 
 type rsock struct{ net.PacketConn }
 
-func newReactor(time.Duration, bool) (*reactor, error)        { return nil, errNotLinux }
-func (*reactor) open(netip.Addr, *accountant) (*rsock, error) { return nil, errNotLinux }
-func (*reactor) Close() error                                 { return nil }
+func (*rsock) connected() {}
+
+func newReactor(time.Duration, bool, bool, int) (*reactor, error) { return nil, errNotLinux }
+func (*reactor) open(netip.Addr, *accountant) (*rsock, error)     { return nil, errNotLinux }
+func (*reactor) Close() error                                     { return nil }

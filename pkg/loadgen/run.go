@@ -55,6 +55,13 @@ type RunReport struct {
 	GenCPUAll                  float64       // % of one core over the whole run, ramp included
 	Failures                   map[string]int
 	Retries                    int // offers repeated after a 503 with Retry-After
+
+	Mode   ViewerMode
+	Stalls uint64 // video pauses > 200 ms over all sessions
+	// Feedback of the light viewers over the hold (browser mode).
+	ReportsPerViewerSecond   float64
+	NACKed, PLIs, RTCPUnsent uint64
+	FeedbackSessions         int
 }
 
 // Run opens cfg.N sessions, holds them for cfg.Hold and evaluates every one.
@@ -84,7 +91,10 @@ func Run(ctx context.Context, cfg RunConfig) (*RunReport, error) {
 	h.Finish()
 
 	rep := &RunReport{URL: cfg.Pool.URL, N: cfg.N, Failed: failed, Hold: h.Duration(), GenCPUHold: h.GenCPU,
-		Audio: cfg.Criteria.Audio}
+		Audio: cfg.Criteria.Audio, Mode: cfg.Pool.Mode}
+	fb := SumFeedback(h, cfg.Criteria)
+	rep.Stalls, rep.ReportsPerViewerSecond = fb.Stalls, fb.ReportsPerViewerSecond
+	rep.NACKed, rep.PLIs, rep.RTCPUnsent, rep.FeedbackSessions = fb.NACKed, fb.PLIs, fb.RTCPUnsent, fb.Sessions
 	var kbps, akbps float64
 	var ttfp, ttidr []time.Duration
 	for i, w := range h.Windows(cfg.Criteria) {
@@ -186,6 +196,11 @@ func (r *RunReport) WriteText(w io.Writer) error {
 		per = r.GenCPUHold / float64(r.Connected)
 	}
 	fmt.Fprintf(&b, "generator CPU: %.1f%% of one core while holding (%.3f%% per session), %.1f%% over the whole run\n", r.GenCPUHold, per, r.GenCPUAll)
+	fmt.Fprintf(&b, "stalls (video pauses > %s): %d\n", stallGap, r.Stalls)
+	if r.FeedbackSessions > 0 {
+		fmt.Fprintf(&b, "viewer feedback (%d light sessions): %.2f receiver reports/s each, %d packets NACKed, %d PLIs, %d RTCP packets not sent\n",
+			r.FeedbackSessions, r.ReportsPerViewerSecond, r.NACKed, r.PLIs, r.RTCPUnsent)
+	}
 	if r.Retries > 0 {
 		fmt.Fprintf(&b, "offers repeated after 503 with Retry-After: %d\n", r.Retries)
 	}

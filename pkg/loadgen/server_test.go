@@ -17,6 +17,7 @@ type testServer struct {
 	WHEP, Metrics string
 	PID           int
 	ClipKbps      float64 // the clip's H.264 bitrate, measured from its bytes
+	Srv           *testkit.Server
 }
 
 const clipSeconds = 4
@@ -37,7 +38,8 @@ readers:
 		srv.SRTURL("publish:live/bench"))
 	whep := srv.URL("/live/bench/whep")
 	waitPublished(t, whep)
-	return &testServer{WHEP: whep, Metrics: "http://" + srv.Addrs.Metrics + "/metrics", PID: srv.Cmd.Process.Pid, ClipKbps: kbps}
+	return &testServer{WHEP: whep, Metrics: "http://" + srv.Addrs.Metrics + "/metrics", PID: srv.Cmd.Process.Pid, ClipKbps: kbps,
+		Srv: srv}
 }
 
 // makeClip encodes the bench clip's format (1280x720@30, ~2.5 Mbit/s, GOP

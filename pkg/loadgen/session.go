@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/netip"
 	"sync/atomic"
@@ -22,9 +23,10 @@ type Session struct {
 	Audio     bool      // an Opus m-section was offered
 	DialStart time.Time // when the offer was started; first-packet times count from here
 
-	cnt    counters
-	mux    ice.UDPMux
-	client *whepclient.Session
+	cnt      counters
+	feedback bool // sends its own RTCP (light, browser mode)
+	mux      ice.UDPMux
+	client   *whepclient.Session
 
 	// Decode mode only, written by the client's read goroutine.
 	auSeen   atomic.Bool
@@ -47,6 +49,13 @@ type Snapshot struct {
 	AudioGaps, AudioDuplicate uint64
 	AudioFirstPacket          time.Duration // from DialStart; 0 = none yet
 
+	// Video pauses longer than stallGap (counted for every session).
+	Stalls uint64
+
+	// Feedback the session sent itself (light sessions with
+	// ReceiverReports; decoding sessions leave it to pion, uncounted).
+	ReportsSent, NACKedSent, PLIsSent, RTCPUnsent uint64
+
 	// Decode mode only.
 	Keyframes      uint64
 	DecodedFrames  uint64
@@ -64,7 +73,12 @@ var pionDiscard = logging.NewDefaultLeveledLoggerForScope("loadgen", logging.Log
 // waits until ICE and DTLS are up.
 func dialSession(ctx context.Context, id int, decode bool, local netip.Addr, r *reactor, cfg *Config, httpc *http.Client) (*Session, error) {
 	s := &Session{ID: id, Decode: decode, Audio: cfg.Audio}
-	sock, err := r.open(local, &accountant{c: &s.cnt, swallow: !decode})
+	acc := &accountant{c: &s.cnt, swallow: !decode}
+	if cfg.ReceiverReports && !decode {
+		acc.fb = newFeedback(rand.Uint32()|1, id)
+		s.feedback = true
+	}
+	sock, err := r.open(local, acc)
 	if err != nil {
 		return nil, err
 	}
@@ -84,12 +98,15 @@ func dialSession(ctx context.Context, id int, decode bool, local netip.Addr, r *
 		}
 	}}}
 	opt := whepclient.Options{
-		Decode:      decode,
-		Audio:       cfg.Audio,
-		NACK:        cfg.NACK,
-		BearerToken: cfg.BearerToken,
-		HTTPClient:  tapped,
-		Logger:      log,
+		Decode: decode,
+		Audio:  cfg.Audio,
+		NACK:   cfg.NACK,
+		// A decoding session's media reaches pion, whose interceptor
+		// reports it like a browser.
+		ReceiverReports: cfg.ReceiverReports && decode,
+		BearerToken:     cfg.BearerToken,
+		HTTPClient:      tapped,
+		Logger:          log,
 		SettingEngine: func(se *webrtc.SettingEngine) {
 			se.SetICEUDPMux(mux)
 			nt := webrtc.NetworkTypeUDP4
@@ -123,6 +140,10 @@ func dialSession(ctx context.Context, id int, decode bool, local netip.Addr, r *
 		_ = s.Close()
 		return nil, err
 	}
+	if acc.fb != nil {
+		acc.fb.out.Store(client)
+	}
+	sock.connected()
 	return s, nil
 }
 
@@ -145,6 +166,12 @@ func (s *Session) Snapshot() Snapshot {
 		AudioBytes:     c.audioBytes.Load(),
 		AudioGaps:      c.audioGaps.Load(),
 		AudioDuplicate: c.audioDups.Load(),
+
+		Stalls:      c.stalls.Load(),
+		ReportsSent: c.reportsSent.Load(),
+		NACKedSent:  c.nackedSent.Load(),
+		PLIsSent:    c.plisSent.Load(),
+		RTCPUnsent:  c.rtcpUnsent.Load(),
 	}
 	if t := c.audioFirst.Load(); t != 0 {
 		out.AudioFirstPacket = time.Unix(0, t).Sub(s.DialStart)

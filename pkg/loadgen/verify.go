@@ -41,6 +41,14 @@ type Window struct {
 	Packets  uint64
 	Gaps     uint64
 
+	// Video pauses longer than stallGap (200 ms): reported, not judged,
+	// since a starved generator can cause them too.
+	Stalls uint64
+
+	// Feedback the viewer sent over the window (light viewers in
+	// browser mode; decoding viewers leave it to pion, uncounted).
+	ReportsSent, NACKedSent, PLIsSent, RTCPUnsent uint64
+
 	// The audio track over the same window.
 	AudioPPS     float64
 	AudioKbps    float64
@@ -65,6 +73,11 @@ func Evaluate(a, b Snapshot, decode bool, c Criteria) Window {
 		w.Gaps = b.SeqGaps - a.SeqGaps
 	}
 	w.FPS = float64(b.Frames-a.Frames) / dt
+	w.Stalls = b.Stalls - a.Stalls
+	w.ReportsSent = b.ReportsSent - a.ReportsSent
+	w.NACKedSent = b.NACKedSent - a.NACKedSent
+	w.PLIsSent = b.PLIsSent - a.PLIsSent
+	w.RTCPUnsent = b.RTCPUnsent - a.RTCPUnsent
 	w.Kbps = float64(b.Bytes-a.Bytes) * 8 / dt / 1000
 	if exp := w.Packets + w.Gaps; exp > 0 {
 		w.Loss = float64(w.Gaps) / float64(exp)

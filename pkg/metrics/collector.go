@@ -65,6 +65,7 @@ const (
 	webrtcUDPRefused
 	webrtcUDPReceiveDrops
 	serverLatency
+	hookEvents
 	buildInfo
 	numDefs
 )
@@ -79,7 +80,7 @@ var defs = [numDefs]def{
 	pathIngestFrames: {"srtwhep_path_ingest_frames_total",
 		"Access units (video frames) the publisher wrote into the path.", counter, lPath},
 	pathFramesDropped: {"srtwhep_path_frames_dropped_total",
-		"Frames not delivered, by reason and kind (video, audio): slow_reader = a viewer's queue was full (video then waits for the next IDR; audio is kept while there is room), decode_error = broken input, srt_late = skipped to the next IDR because SRT dropped packets that arrived after srt.latency (raise it: see srtwhep_srt_recommended_latency_seconds), bframes = input with B-frames, which WebRTC cannot play.", counter, lReason},
+		"Frames not delivered, by reason and kind (video, audio): slow_reader = a viewer's queue was full (video then waits for the next IDR; audio is kept while there is room), congested = a viewer's RTCP receiver reports showed its link losing a fifth of the video or more twice in a row, so its video skipped to the next IDR (its link is narrower than the stream), decode_error = broken input, srt_late = skipped to the next IDR because SRT dropped packets that arrived after srt.latency (raise it: see srtwhep_srt_recommended_latency_seconds), bframes = input with B-frames, which WebRTC cannot play.", counter, lReason},
 	pathSentBytes: {"srtwhep_path_sent_bytes_total",
 		"RTP payload bytes sent to the path's viewers, including viewers that have left.", counter, lPath},
 	pathSentPackets: {"srtwhep_path_sent_packets_total",
@@ -138,6 +139,8 @@ var defs = [numDefs]def{
 		"Datagrams the kernel dropped on their way into the shared WebRTC media socket (receive buffer full: viewers' RTCP, NACKs, keepalives). Raise webrtc.socketBuffer and net.core.rmem_max if this grows.", counter, nil},
 	serverLatency: {"srtwhep_server_latency_seconds",
 		"The server's own share of the delay, per video frame and viewer: from the demuxer having the whole frame from SRT to the write of its last RTP packet (the cached GOP a new viewer starts with is left out).", histogram, nil},
+	hookEvents: {"srtwhep_hook_events_total",
+		"Events for hooks.url by result: sent = answered 2xx, failed = given up after retries, dropped = never sent because the queue (hooks.queueSize) was full or the server was stopping. Media never waits for the hook.", counter, []string{"result"}},
 	buildInfo: {"srtwhep_build_info",
 		"Always 1; the labels tell the srtwhep version and the Go version it was built with.", gauge, []string{"version", "goversion"}},
 }
@@ -171,6 +174,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if c.src.WebRTC != nil {
 		c.collectWebRTC(ch, c.src.WebRTC())
+	}
+	if c.src.Hooks != nil {
+		h := c.src.Hooks()
+		for i, n := range []uint64{h.Sent, h.Dropped, h.Failed} {
+			c.emit(ch, hookEvents, float64(n), HookResults[i])
+		}
 	}
 	version := c.src.Build.Version
 	if version == "" {

@@ -42,6 +42,7 @@ func fixedSources() Sources {
 				ServerLatency: Histogram{UpperBounds: []float64{0.001, 0.01}, Cumulative: []uint64{5, 9}, Count: 10, SumSeconds: 0.05},
 			}
 		},
+		Hooks: func() HookSample { return HookSample{Sent: 40, Dropped: 3, Failed: 1} },
 		Build: BuildInfo{Version: "v0.1.0", GoVersion: "go1.26.8"},
 	}
 }
@@ -76,10 +77,12 @@ srtwhep_path_ingest_frames_total{path="live/cam2"} 10
 ` + helpOf("srtwhep_path_frames_dropped_total") + `srtwhep_path_frames_dropped_total{kind="audio",path="live/cam1",reason="slow_reader"} 4
 srtwhep_path_frames_dropped_total{kind="audio",path="live/cam2",reason="slow_reader"} 0
 srtwhep_path_frames_dropped_total{kind="video",path="live/cam1",reason="bframes"} 0
+srtwhep_path_frames_dropped_total{kind="video",path="live/cam1",reason="congested"} 0
 srtwhep_path_frames_dropped_total{kind="video",path="live/cam1",reason="decode_error"} 1
 srtwhep_path_frames_dropped_total{kind="video",path="live/cam1",reason="slow_reader"} 12
 srtwhep_path_frames_dropped_total{kind="video",path="live/cam1",reason="srt_late"} 0
 srtwhep_path_frames_dropped_total{kind="video",path="live/cam2",reason="bframes"} 0
+srtwhep_path_frames_dropped_total{kind="video",path="live/cam2",reason="congested"} 0
 srtwhep_path_frames_dropped_total{kind="video",path="live/cam2",reason="decode_error"} 0
 srtwhep_path_frames_dropped_total{kind="video",path="live/cam2",reason="slow_reader"} 0
 srtwhep_path_frames_dropped_total{kind="video",path="live/cam2",reason="srt_late"} 0
@@ -131,6 +134,9 @@ srtwhep_server_latency_seconds_bucket{le="0.01"} 9
 srtwhep_server_latency_seconds_bucket{le="+Inf"} 10
 srtwhep_server_latency_seconds_sum 0.05
 srtwhep_server_latency_seconds_count 10
+` + helpOf("srtwhep_hook_events_total") + `srtwhep_hook_events_total{result="dropped"} 3
+srtwhep_hook_events_total{result="failed"} 1
+srtwhep_hook_events_total{result="sent"} 40
 ` + helpOf("srtwhep_build_info") + `srtwhep_build_info{goversion="go1.26.8",version="v0.1.0"} 1
 `
 	if err := testutil.CollectAndCompare(m.col, strings.NewReader(want)); err != nil {

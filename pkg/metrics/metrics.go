@@ -97,6 +97,14 @@ type WebRTCSample struct {
 	ServerLatency Histogram
 }
 
+// HookSample counts the events posted to hooks.url for the life of the
+// process: Sent were answered 2xx; Failed were given up after their
+// retries; Dropped never left the queue (it was full, or the server was
+// stopping).
+type HookSample struct {
+	Sent, Dropped, Failed uint64
+}
+
 // BuildInfo labels the srtwhep_build_info series.
 type BuildInfo struct {
 	Version, GoVersion string
@@ -110,6 +118,7 @@ type Sources struct {
 	Paths  func() []PathSample
 	SRT    func() []SRTSample
 	WebRTC func() WebRTCSample
+	Hooks  func() HookSample
 	// Profiling also serves Go's pprof handlers under /debug/pprof/.
 	Profiling bool
 	// Build fills srtwhep_build_info (always 1). An empty Version reads
@@ -125,9 +134,10 @@ type Sources struct {
 // scrape; values not listed here are still exported when a source reports
 // them.
 var (
-	DropReasons   = []string{"slow_reader", "decode_error", "srt_late", "bframes"}
+	DropReasons   = []string{"slow_reader", "congested", "decode_error", "srt_late", "bframes"}
 	SessionStates = []string{"connecting", "connected"}
 	RejectReasons = []string{"reader_cap", "server_full", "no_publisher", "bad_offer", "auth", "handshake_limit"}
+	HookResults   = []string{"sent", "dropped", "failed"}
 )
 
 // Metrics is the registry with the srtwhep collector and the standard

@@ -52,6 +52,7 @@ type Conn struct {
 	id     StreamID
 	remote string
 	since  time.Time
+	dialed bool // made by Dial: this server is the caller
 
 	ctx         context.Context
 	readTimeout time.Duration
@@ -92,6 +93,10 @@ func (c *Conn) Remote() string { return c.remote }
 
 // StreamID is the parsed streamid the publisher connected with.
 func (c *Conn) StreamID() StreamID { return c.id }
+
+// Dialed reports a conn this server opened (Dial) to pull a stream, as
+// opposed to one a publisher opened to it.
+func (c *Conn) Dialed() bool { return c.dialed }
 
 // Read implements io.Reader. It must be called from one goroutine at a time.
 func (c *Conn) Read(p []byte) (int, error) {
@@ -192,6 +197,19 @@ func (c *Conn) endReason() string {
 	}
 	return "closed by server"
 }
+
+// EndReason is why the conn ended ("publisher disconnected", "kicked",
+// "no data for 2s", …), or "" while nothing has closed it.
+func (c *Conn) EndReason() string {
+	if r := c.reason.Load(); r != nil {
+		return *r
+	}
+	return ""
+}
+
+// SocketID is libsrt's id of the socket, unique among the process's open
+// SRT sockets: it tells two connections of one path apart.
+func (c *Conn) SocketID() int { return int(c.sock.GetSocket()) }
 
 // Stats returns live socket statistics, or the last ones once closed.
 func (c *Conn) Stats() Stats {

@@ -10,8 +10,9 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/pathname"
 )
 
-// whepHint tells a caller who tried to read over SRT where reading works.
-const whepHint = "reading over SRT is not supported: use WHEP at http://HOST:8889/PATH/whep"
+// whepHint tells a caller who tried to read over SRT, on a server that
+// serves no SRT readers (Config.ServeRead nil), where reading works.
+const whepHint = "reading over SRT is not served here: use WHEP at http://HOST:8889/PATH/whep"
 
 // onHandshake is srtgo's listen callback. It runs on libsrt's receive
 // thread in the middle of a handshake: no blocking work, no hub locks. What
@@ -22,10 +23,11 @@ func (s *Server) onHandshake(sock *srtgo.SrtSocket, _ int, peer *net.UDPAddr, st
 	if peer != nil {
 		remote = peer.String()
 	}
+	who := "srt publisher rejected"
 	reject := func(reason int, path, why string, attrs ...any) bool {
 		// The reason travels back to the caller in the handshake response.
 		_ = sock.SetRejectReason(reason)
-		s.log.Warn("srt publisher rejected", append([]any{"path", path, "remote", remote,
+		s.log.Warn(who, append([]any{"path", path, "remote", remote,
 			"streamid", clipStreamID(redactStreamID(streamid)), "reason", reasonName(reason), "err", why}, attrs...)...)
 		return false
 	}
@@ -34,12 +36,20 @@ func (s *Server) onHandshake(sock *srtgo.SrtSocket, _ int, peer *net.UDPAddr, st
 	if err != nil {
 		return reject(srtgo.RejectionReasonBadRequest, "", err.Error(), "expected", streamIDSyntax)
 	}
-	if id.Mode != ModePublish {
+	admit := s.cfg.Admit
+	switch {
+	case id.Mode == ModePublish:
+	case id.Reading() && s.cfg.ServeRead == nil:
 		return reject(srtgo.RejectionReasonBadMode, id.Path,
 			fmt.Sprintf("mode %q: %s", id.Mode, whepHint), "expected", streamIDSyntax)
+	case id.Reading():
+		who, admit = "srt reader rejected", s.cfg.AdmitRead
+	default:
+		return reject(srtgo.RejectionReasonBadMode, id.Path,
+			fmt.Sprintf("mode %q: use m=publish to publish or m=request to read", id.Mode), "expected", streamIDSyntax)
 	}
-	if s.cfg.Admit != nil {
-		if err := s.cfg.Admit(Request{StreamID: id, Remote: remote}); err != nil {
+	if admit != nil {
+		if err := admit(Request{StreamID: id, Remote: remote}); err != nil {
 			return reject(rejectReason(err), id.Path, err.Error())
 		}
 	}

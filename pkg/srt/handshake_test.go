@@ -13,8 +13,8 @@ import (
 
 	"github.com/haivision/srtgo"
 
+	"github.com/srtwhep/srtwhep/internal/srtcall"
 	"github.com/srtwhep/srtwhep/pkg/hub"
-	"github.com/srtwhep/srtwhep/pkg/srt/internal/srtcall"
 )
 
 func TestRejections(t *testing.T) {

@@ -55,6 +55,8 @@ func rejectReason(err error) int {
 	switch {
 	case errors.Is(err, hub.ErrPathBusy):
 		return RejectionReasonConflict
+	case errors.Is(err, hub.ErrNoPublisher):
+		return srtgo.RejectionReasonNotFound
 	case errors.Is(err, hub.ErrServerFull), errors.Is(err, hub.ErrPathFull):
 		return srtgo.RejectionReasonOverload
 	}

@@ -1,8 +1,10 @@
-// Package srt is the SRT ingest transport: a libsrt listener (via srtgo)
-// that parses the streamid during the handshake, asks Config.Admit, and
-// hands each accepted publisher to Config.Serve as an io.Reader. It knows
-// nothing of MPEG-TS; of the access policy and the hub it only knows their
-// refusals, which it maps to SRT reject reasons in one table (reject.go).
+// Package srt is the SRT transport: a libsrt listener (via srtgo) that
+// parses the streamid during the handshake, asks Config.Admit, and hands
+// each accepted publisher to Config.Serve as an io.Reader, and each
+// accepted reader (read:PATH, m=request) to Config.ServeRead, which writes
+// to it (AdmitRead decides those). It knows nothing of MPEG-TS; of the
+// access policy and the hub it only knows their refusals, which it maps to
+// SRT reject reasons in one table (reject.go).
 //
 // srtgo is used in blocking mode only: in its non-blocking mode a Close does
 // not wake a pending Read or Accept (see TOOLCHAIN.md §1), which would leak
@@ -57,6 +59,16 @@ type Config struct {
 	// Serve runs on one goroutine per accepted publisher, owned by Run, and
 	// returns when the stream ends. The conn is closed after it returns.
 	Serve func(ctx context.Context, c *Conn) error
+
+	// AdmitRead is Admit for callers that read (streamid read:PATH or
+	// m=request), under the same rules: O(1), local, on libsrt's thread.
+	AdmitRead func(Request) error
+	// ServeRead sends a path to one accepted reader with Conn.Write, on
+	// one goroutine per reader owned by Run, and returns when it is done;
+	// it logs the reader's lifecycle itself. ctx also ends when the reader
+	// disconnects (its cause is then ErrDisconnected). The conn is closed
+	// after it returns. Nil refuses readers with a pointer to WHEP.
+	ServeRead func(ctx context.Context, c *Conn)
 
 	Logger *slog.Logger
 }
@@ -254,7 +266,17 @@ func (s *Server) adopt(ctx context.Context, sock *srtgo.SrtSocket, peer *net.UDP
 		closeSocket(sock)()
 		return nil
 	}
-	c := newConn(ctx, sock, p.id, p.remote, s.cfg.ReadTimeout)
+	readTimeout := s.cfg.ReadTimeout
+	if p.id.Reading() {
+		// A reader sends no data, and its writes wake up like reads do.
+		readTimeout = 0
+		if err := sock.SetSockOptInt(srtoSndTimeo, int(rcvTimeout.Milliseconds())); err != nil {
+			s.log.Warn("cannot set the send timeout, closing", "path", p.id.Path, "remote", p.remote, "err", err)
+			closeSocket(sock)()
+			return nil
+		}
+	}
+	c := newConn(ctx, sock, p.id, p.remote, readTimeout)
 	s.mu.Lock()
 	s.conns[c] = struct{}{}
 	s.mu.Unlock()
@@ -262,6 +284,10 @@ func (s *Server) adopt(ctx context.Context, sock *srtgo.SrtSocket, peer *net.UDP
 }
 
 func (s *Server) serve(ctx context.Context, c *Conn) {
+	if c.id.Reading() {
+		s.serveRead(ctx, c)
+		return
+	}
 	log := s.log.With("path", c.Path(), "remote", c.Remote())
 	log.Info("publisher connected")
 	err := s.cfg.Serve(ctx, c)
@@ -290,7 +316,9 @@ func (s *Server) Conns() []ConnInfo {
 	s.mu.Lock()
 	cs := make([]*Conn, 0, len(s.conns))
 	for c := range s.conns {
-		cs = append(cs, c)
+		if !c.id.Reading() {
+			cs = append(cs, c)
+		}
 	}
 	s.mu.Unlock()
 	out := make([]ConnInfo, 0, len(cs))

@@ -15,8 +15,8 @@ import (
 
 	"github.com/haivision/srtgo"
 
+	"github.com/srtwhep/srtwhep/internal/srtcall"
 	"github.com/srtwhep/srtwhep/internal/testkit"
-	"github.com/srtwhep/srtwhep/pkg/srt/internal/srtcall"
 )
 
 // session is what one Serve call saw.

@@ -8,8 +8,8 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/pathname"
 )
 
-// Modes a StreamID can carry. Only ModePublish is served over SRT; viewers
-// read over WHEP.
+// Modes a StreamID can carry: ModePublish sends a stream to the server,
+// ModeRead and ModeRequest read one (when the server has Config.ServeRead).
 const (
 	ModePublish = "publish"
 	ModeRead    = "read"    // from the short form "read:PATH"
@@ -24,9 +24,13 @@ type StreamID struct {
 	Pass string
 }
 
+// Reading reports a caller that wants to read the path: the short form's
+// read: or the access-control form's m=request (its default).
+func (id StreamID) Reading() bool { return id.Mode == ModeRead || id.Mode == ModeRequest }
+
 // streamIDSyntax is quoted in every parse error and every rejection log so a
 // user who typed it wrong sees the fix in the same line.
-const streamIDSyntax = `streamid must be "publish:PATH" or "#!::r=PATH,m=publish"`
+const streamIDSyntax = `streamid must be "publish:PATH" or "#!::r=PATH,m=publish" (to read: "read:PATH" or "#!::r=PATH,m=request")`
 
 // maxStreamIDLen is SRT's own limit (SRTO_STREAMID holds at most 512 bytes).
 const maxStreamIDLen = 512

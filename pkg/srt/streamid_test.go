@@ -73,7 +73,7 @@ func TestParseStreamID(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.err) {
 				t.Fatalf("ParseStreamID(%q) error %q does not contain %q", tc.in, err, tc.err)
 			}
-			wantPrefix := `streamid must be "publish:PATH" or "#!::r=PATH,m=publish" (got `
+			wantPrefix := `streamid must be "publish:PATH" or "#!::r=PATH,m=publish" (to read: "read:PATH" or "#!::r=PATH,m=request") (got `
 			if !strings.HasPrefix(err.Error(), wantPrefix) {
 				t.Fatalf("error %q does not start with the expected syntax %q", err, wantPrefix)
 			}

@@ -10,7 +10,7 @@ import (
 	"github.com/pion/dtls/v3"
 	"github.com/pion/ice/v4"
 	"github.com/pion/interceptor"
-	"github.com/pion/transport/v5"
+	ptransport "github.com/pion/transport/v5"
 	"github.com/pion/transport/v5/stdnet"
 	"github.com/pion/webrtc/v4"
 
@@ -94,7 +94,7 @@ type filteredNet struct {
 	keepIP func(net.IP) bool // nil = every address
 }
 
-func (n filteredNet) Interfaces() ([]*transport.Interface, error) {
+func (n filteredNet) Interfaces() ([]*ptransport.Interface, error) {
 	all, err := n.Net.Interfaces()
 	if err != nil {
 		return nil, err
@@ -109,7 +109,7 @@ func (n filteredNet) Interfaces() ([]*transport.Interface, error) {
 			if err != nil {
 				continue // no addresses: nothing to advertise
 			}
-			kept := transport.NewInterface(ifc.Interface)
+			kept := ptransport.NewInterface(ifc.Interface)
 			for _, a := range addrs {
 				if ipn, ok := a.(*net.IPNet); ok && n.keepIP(ipn.IP) {
 					kept.AddAddress(a)

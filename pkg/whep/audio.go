@@ -52,13 +52,13 @@ func (o *opusStamper) stamp(af *av.AudioFrame, pts int64) rtp.Packet {
 // one is due. A session without audio never gets audio frames (its reader
 // is attached for video only); it ignores them all the same.
 func (sess *session) sendAudio(o *opusStamper, af *av.AudioFrame, pts int64, reports *senderReporter, clock *mediaClock) {
-	if sess.audioTrack == nil {
+	if o.ssrc == 0 {
 		return
 	}
 	pkt := o.stamp(af, pts)
-	// A write error means the transport is going away; the state callback
-	// ends the session.
-	if sess.audioTrack.WriteRTP(&pkt) != nil {
+	// A write error means the transport is going away, which ends the
+	// session by itself.
+	if sess.tr.writeAudio(&pkt) != nil {
 		return
 	}
 	n := uint64(rtph264.HeaderLen + len(af.Data))
@@ -67,6 +67,6 @@ func (sess *session) sendAudio(o *opusStamper, af *av.AudioFrame, pts int64, rep
 	sess.reader.CountSent(1, int(n))
 	reports.sent(1, uint64(len(af.Data)))
 	if clock.set {
-		reports.maybeSend(sess.pc, time.Now(), o.lastTS, clock.at(o.lastPTS))
+		reports.maybeSend(sess.tr, time.Now(), o.lastTS, clock.at(o.lastPTS))
 	}
 }

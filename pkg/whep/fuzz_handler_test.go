@@ -37,6 +37,7 @@ func fuzzServer(f *testing.F) http.Handler {
 		MaxHandshakes:          1 << 20,
 		MaxHandshakesPerClient: 1 << 20,
 		Logger:                 slog.New(slog.DiscardHandler),
+		MediaPlane:             testkit.MediaPlane(),
 	})
 	if err != nil {
 		f.Fatal(err)

@@ -10,17 +10,15 @@ import (
 // closes and sends DTLS close_notify. Without either, a browser whose
 // session the server ended keeps showing "connected" and a frozen picture
 // until ICE gives up on its own, seconds later, and only then retries.
-func (sess *session) sayGoodbye() {
-	if webrtc.PeerConnectionState(sess.state.Load()) != webrtc.PeerConnectionStateConnected {
+// (The own media plane's viewers get both from mediaplane.Viewer.Close.)
+func (t *pionTransport) sayGoodbye() {
+	if webrtc.PeerConnectionState(t.st.Load()) != webrtc.PeerConnectionStateConnected {
 		return // never connected, or already failed or closed: nobody listens
 	}
 	var ssrcs []uint32
-	for _, sender := range []*webrtc.RTPSender{sess.sender, sess.audioSender} {
-		if sender == nil {
-			continue
-		}
-		for _, enc := range sender.GetParameters().Encodings {
-			ssrcs = append(ssrcs, uint32(enc.SSRC))
+	for _, ssrc := range []uint32{senderSSRC(t.sender), senderSSRC(t.audioSender)} {
+		if ssrc != 0 {
+			ssrcs = append(ssrcs, ssrc)
 		}
 	}
 	if len(ssrcs) == 0 {
@@ -28,5 +26,5 @@ func (sess *session) sayGoodbye() {
 	}
 	// A failed write means the transport is already going away, which is
 	// what the BYE was going to announce.
-	_ = sess.pc.WriteRTCP([]rtcp.Packet{&rtcp.Goodbye{Sources: ssrcs, Reason: "session ended"}})
+	_ = t.pc.WriteRTCP([]rtcp.Packet{&rtcp.Goodbye{Sources: ssrcs, Reason: "session ended"}})
 }

@@ -157,10 +157,18 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 		httpError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	api, base, err := s.running()
+	pl, base, err := s.running()
 	if err != nil {
 		unavailable(w, retryAfterStarting, err.Error())
 		return
+	}
+	// Before a handshake slot is taken: waiting for an edge's source must
+	// not hold back viewers of other paths.
+	if s.cfg.Demand != nil {
+		if err := s.cfg.Demand(r.Context(), path); err != nil {
+			s.demandError(w, r, path, err)
+			return
+		}
 	}
 	clientKey := handshakeKey(r)
 	switch s.handshakes.acquire(clientKey) {
@@ -192,11 +200,14 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.HandshakeTimeout)
 	defer cancel()
 	// Audio is decided now, once: the path's audio at this join and the
-	// offer's. Without it pion rejects an offered audio section (port 0)
-	// and the viewer plays video alone.
+	// offer's. Without it the answer rejects an offered audio section
+	// (port 0) and the viewer plays video alone.
 	withAudio := o.audio && reader.HasAudio()
-	sess, err := newSession(ctx, base, api.pick(withAudio), o, raw, s.cfg.HandshakeTimeout, withAudio)
-	if err != nil {
+	// Everything the transport's callbacks may read is set before it
+	// exists.
+	sess := &session{id: id, path: path, remote: r.RemoteAddr, since: time.Now(), clientKey: clientKey, reader: reader,
+		log: s.log.With("path", path, "session", id, "remote", r.RemoteAddr), offer: o, offerSDP: raw}
+	if _, err := sess.answer(ctx, base, pl, withAudio); err != nil {
 		reader.Close()
 		var bad *badOffer
 		if errors.As(err, &bad) {
@@ -204,17 +215,17 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 			httpError(w, http.StatusBadRequest, bad.msg)
 			return
 		}
+		if errors.Is(err, errServerShutdown) {
+			unavailable(w, retryAfterStarting, err.Error())
+			return
+		}
 		s.log.Warn("cannot answer a WHEP offer", "path", path, "remote", r.RemoteAddr, "err", err)
 		httpError(w, http.StatusInternalServerError, "cannot answer the offer: "+err.Error())
 		return
 	}
-	sess.id, sess.path, sess.remote, sess.since = id, path, r.RemoteAddr, time.Now()
-	sess.clientKey = clientKey
-	sess.reader = reader
-	sess.log = s.log.With("path", path, "session", id, "remote", r.RemoteAddr)
 	if !s.addSession(sess) {
 		sess.cancel(errServerShutdown)
-		_ = sess.pc.GracefulClose()
+		sess.tr.close()
 		reader.Close()
 		unavailable(w, retryAfterStarting, errServerShutdown.Error())
 		return
@@ -228,7 +239,7 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 
 	h := w.Header()
 	h.Set("Content-Type", mimeSDP)
-	h.Set("Location", sessionURL(path, id))
+	h.Set("Location", s.sessionURL(path, id))
 	h.Set("ETag", etag)
 	h.Set("Accept-Patch", mimeSDPFrag)
 	s.linkHeaders(w)
@@ -236,8 +247,32 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 	_, _ = io.WriteString(w, answer)
 }
 
-func sessionURL(path, id string) string {
-	return (&url.URL{Path: "/" + path + "/whep/" + id}).EscapedPath()
+// sessionURL is the Location of a session: relative, or absolute under
+// Config.PublicURL.
+func (s *Server) sessionURL(path, id string) string {
+	return s.cfg.PublicURL + (&url.URL{Path: "/" + path + "/whep/" + id}).EscapedPath()
+}
+
+// demandError answers a POST whose path's source gave no stream, with the
+// source's reason: it is the first thing an operator of an edge needs.
+func (s *Server) demandError(w http.ResponseWriter, r *http.Request, path string, err error) {
+	var timeout interface{ Timeout() bool }
+	switch {
+	case r.Context().Err() != nil:
+		// The viewer went away while waiting; nobody reads the answer.
+		unavailable(w, retryAfterStarting, "request cancelled")
+		return
+	case errors.As(err, &timeout) && timeout.Timeout():
+		s.stats.reject(rejectNoPublisher)
+		w.Header().Set("Retry-After", retryAfterHandshakes)
+		httpError(w, http.StatusGatewayTimeout, fmt.Sprintf("path %q: %v", path, err))
+	case errors.Is(err, hub.ErrNoPublisher):
+		s.stats.reject(rejectNoPublisher)
+		httpError(w, http.StatusNotFound, fmt.Sprintf("path %q: %v", path, err))
+	default:
+		s.stats.reject(rejectNoPublisher)
+		httpError(w, http.StatusBadGateway, fmt.Sprintf("path %q: %v", path, err))
+	}
 }
 
 // authorize asks the policy whether the viewer may watch path and, when

@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pion/webrtc/v4"
-
 	"github.com/srtwhep/srtwhep/pkg/auth"
 )
 
@@ -24,7 +22,7 @@ var errICENotStarted = errors.New("no ICE check from the viewer within the ICE s
 
 // handshakes counts the offers in flight (POST → connected), in total and
 // per client, so that neither one client nor everyone together can hold
-// more than their share of pion's handshake work. The per-client table has
+// more than their share of the handshake work. The per-client table has
 // an entry only while that client has a handshake in flight, so it never
 // holds more entries than the total cap.
 type handshakes struct {
@@ -105,12 +103,13 @@ func (s *Server) awaitConnected(sess *session) error {
 	defer deadline.Stop()
 	iceStart := time.NewTimer(s.cfg.ICEStartTimeout)
 	defer iceStart.Stop()
+	connected := sess.tr.connected()
 	for {
 		select {
-		case <-sess.connected:
+		case <-connected:
 			return nil
 		case <-iceStart.C:
-			if !iceStarted(sess.pc) {
+			if !sess.tr.iceStarted() {
 				s.stats.handshakeFailures.Add(1)
 				return errICENotStarted
 			}
@@ -118,27 +117,11 @@ func (s *Server) awaitConnected(sess *session) error {
 			s.stats.handshakeFailures.Add(1)
 			return errHandshakeTimeout
 		case <-sess.ctx.Done():
-			if c := context.Cause(sess.ctx); errors.Is(c, errICEFailed) || errors.Is(c, errPCClosed) {
+			if c := context.Cause(sess.ctx); errors.Is(c, errICEFailed) || errors.Is(c, errPCClosed) ||
+				errors.Is(c, errHandshakeTimeout) || errors.Is(c, errTransportFailed) {
 				s.stats.handshakeFailures.Add(1)
 			}
 			return context.Cause(sess.ctx)
 		}
 	}
-}
-
-// iceStarted reports whether the viewer has taken part in ICE: it sent us a
-// connectivity check (pion counts only checks that pass the message
-// integrity of the offer's credentials) or answered one of ours. pion's
-// ICE state is no help here: the agent goes "checking" on its own as soon
-// as the offer is applied.
-func iceStarted(pc *webrtc.PeerConnection) bool {
-	if pc.ConnectionState() == webrtc.PeerConnectionStateConnected {
-		return true
-	}
-	for _, st := range pc.GetStats() {
-		if cp, ok := st.(webrtc.ICECandidatePairStats); ok && (cp.RequestsReceived > 0 || cp.ResponsesReceived > 0) {
-			return true
-		}
-	}
-	return false
 }

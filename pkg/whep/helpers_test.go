@@ -15,6 +15,7 @@ import (
 	"github.com/pion/webrtc/v4"
 	"go.uber.org/goleak"
 
+	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 	"github.com/srtwhep/srtwhep/pkg/internal/testlog"
@@ -202,6 +203,7 @@ func startServerStop(t *testing.T, src Source, mod func(*Config)) (*Server, *htt
 		IncludeLoopback: true,
 		Source:          src,
 		Logger:          testLogger(t),
+		MediaPlane:      testkit.MediaPlane(),
 	}
 	if mod != nil {
 		mod(&cfg)

@@ -7,9 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
-
-	"github.com/pion/webrtc/v4"
 )
 
 // handlePatch applies trickled candidates (204) or performs an ICE restart
@@ -42,7 +39,7 @@ func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request, path, id st
 		return
 	}
 	if frag.ufrag == "" || frag.ufrag == sess.offer.ufrag {
-		if err := addCandidates(sess.pc, frag.candidates); err != nil {
+		if err := sess.tr.trickle(frag.candidates); err != nil {
 			httpError(w, http.StatusBadRequest, err.Error())
 			return
 		}
@@ -61,15 +58,15 @@ func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request, path, id st
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.HandshakeTimeout)
 	defer cancel()
-	answer, err := sess.restartICE(ctx, frag, s.cfg.HandshakeTimeout)
+	answer, err := sess.restartICE(ctx, frag)
 	if err != nil {
 		var bad *badOffer
 		if errors.As(err, &bad) {
 			httpError(w, http.StatusBadRequest, bad.msg)
 			return
 		}
-		// The PeerConnection is in an unknown state now: end the session
-		// so the viewer starts over with a fresh POST.
+		// The transport is in an unknown state now: end the session so
+		// the viewer starts over with a fresh POST.
 		sess.cancel(fmt.Errorf("ICE restart failed: %w", err))
 		httpError(w, http.StatusInternalServerError, "ICE restart failed: "+err.Error())
 		return
@@ -94,39 +91,17 @@ func etagMatches(header, etag string) bool {
 	return false
 }
 
-func addCandidates(pc *webrtc.PeerConnection, cands []string) error {
-	for i, c := range cands {
-		if err := pc.AddICECandidate(webrtc.ICECandidateInit{Candidate: c}); err != nil {
-			return fmt.Errorf("candidate %d %q: %v", i+1, c, err)
-		}
-	}
-	return nil
-}
-
-// restartICE re-applies the viewer's offer with its new credentials, which
-// pion treats as an ICE restart (new local ufrag/pwd, gathering again; the
-// DTLS and SRTP state survive), answers it and returns the answer fragment.
-// Caller holds sigMu.
-func (sess *session) restartICE(ctx context.Context, frag sdpFrag, timeout time.Duration) (string, error) {
+// restartICE starts a new ICE generation on the transport for the
+// viewer's new credentials and returns the answer fragment; the DTLS and
+// SRTP state survive. Caller holds sigMu.
+func (sess *session) restartICE(ctx context.Context, frag sdpFrag) (string, error) {
 	offerSDP := restartOffer(sess.offerSDP, frag.ufrag, frag.pwd)
-	err := sess.pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offerSDP})
-	if err != nil {
-		return "", fmt.Errorf("apply the restarted offer: %w", err)
-	}
-	answer, err := negotiate(ctx, sess.pc, timeout)
+	li, err := sess.tr.restartICE(ctx, offerSDP, frag)
 	if err != nil {
 		return "", err
-	}
-	li, err := localICEFrom(answer)
-	if err != nil {
-		return "", err
-	}
-	if err := addCandidates(sess.pc, frag.candidates); err != nil {
-		return "", &badOffer{msg: err.Error()}
 	}
 	sess.offerSDP = offerSDP
 	sess.offer.ufrag, sess.offer.pwd = frag.ufrag, frag.pwd
-	sess.answeredSDP = answer
 	sess.etag = quoteETag(li.ufrag)
 	return li.frag(sess.offer), nil
 }

@@ -3,7 +3,6 @@ package whep
 import (
 	"sync"
 
-	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
@@ -14,8 +13,9 @@ import (
 // retransmission (a browser gives up on a packet after a few RTTs).
 const historySize = 512
 
-// maxResendPerNACK bounds the work one RTCP packet can ask for, so a
-// hostile or broken receiver cannot turn NACKs into a flood.
+// maxResendPerNACK bounds the packets waiting to be resent, and so the
+// work NACKs can ask for between two frames: a hostile or broken receiver
+// cannot turn them into a flood.
 const maxResendPerNACK = 128
 
 // sentRecord remembers where a sent packet came from instead of a copy of
@@ -31,7 +31,8 @@ type sentRecord struct {
 }
 
 // history maps this viewer's sequence numbers back to the shared payloads.
-// The writer goroutine records; the RTCP goroutine looks up.
+// The writer goroutine records and looks up; the lock keeps it safe for
+// any other reader.
 type history struct {
 	mu   sync.Mutex
 	recs [historySize]sentRecord
@@ -67,23 +68,24 @@ func (h *history) lookup(seq uint16, pkt *rtp.Packet) bool {
 	return true
 }
 
-// resend answers one NACK; it returns how many packets went out again.
-func (sess *session) resend(n *rtcp.TransportLayerNack) int {
-	sent := 0
-	var pkt rtp.Packet
-	for _, pair := range n.Nacks {
-		for _, seq := range pair.PacketList() {
-			if sent >= maxResendPerNACK {
-				return sent
-			}
-			if !sess.history.lookup(seq, &pkt) {
-				continue
-			}
-			if err := sess.track.WriteRTP(&pkt); err != nil {
-				return sent
-			}
-			sent++
+// resend answers NACKs for seqs from the writer goroutine, as one batch;
+// it returns how many packets went out again. pt is the video payload
+// type the packets were stamped with.
+func (sess *session) resend(seqs []uint16, pt uint8) int {
+	ssrc := sess.videoSSRC.Load()
+	pkts := sess.resendBuf[:0]
+	for _, seq := range seqs {
+		var pkt rtp.Packet
+		if !sess.history.lookup(seq, &pkt) {
+			continue
 		}
+		pkt.SSRC, pkt.PayloadType = ssrc, pt
+		pkts = append(pkts, pkt)
 	}
-	return sent
+	sess.resendBuf = pkts
+	if len(pkts) == 0 {
+		return 0
+	}
+	n, _ := sess.tr.writeVideo(pkts)
+	return n
 }

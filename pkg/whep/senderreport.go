@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/pion/rtcp"
-	"github.com/pion/webrtc/v4"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
 )
@@ -55,7 +54,7 @@ func (c *mediaClock) at(pts int64) time.Time {
 // interval, from the writer goroutine right after a frame went out, so the
 // RTP timestamp it reports is exactly one just sent.
 type senderReporter struct {
-	sender  *webrtc.RTPSender
+	ssrc    uint32
 	next    time.Time
 	packets uint64 // this track's totals, for the report's counts
 	octets  uint64 // payload bytes
@@ -68,23 +67,19 @@ func (r *senderReporter) sent(packets, payloadOctets uint64) {
 }
 
 // maybeSend reports that rtpTS is at wall time when a report is due.
-func (r *senderReporter) maybeSend(pc *webrtc.PeerConnection, now time.Time, rtpTS uint32, at time.Time) {
+func (r *senderReporter) maybeSend(tr transport, now time.Time, rtpTS uint32, at time.Time) {
 	if now.Before(r.next) {
 		return
 	}
 	r.next = now.Add(senderReportInterval)
-	params := r.sender.GetParameters()
-	if len(params.Encodings) == 0 {
-		return
-	}
 	sr := &rtcp.SenderReport{
-		SSRC:        uint32(params.Encodings[0].SSRC),
+		SSRC:        r.ssrc,
 		NTPTime:     ntpTime(at),
 		RTPTime:     rtpTS,
 		PacketCount: uint32(r.packets),
 		OctetCount:  uint32(r.octets),
 	}
-	// A failed write means the transport is closing; the session's state
-	// callback ends it.
-	_ = pc.WriteRTCP([]rtcp.Packet{sr})
+	// A failed write means the transport is closing, which ends the
+	// session by itself.
+	_ = tr.writeRTCP([]rtcp.Packet{sr})
 }

@@ -14,14 +14,13 @@ import (
 
 	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
-	"github.com/pion/webrtc/v4"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 	"github.com/srtwhep/srtwhep/pkg/rtph264"
 )
 
-// session is one viewer: its PeerConnection, its tracks and its reader.
+// session is one viewer: its transport (transport.go) and its reader.
 type session struct {
 	id, path, remote string
 	since            time.Time
@@ -32,25 +31,32 @@ type session struct {
 	// connected (see awaitConnected).
 	clientKey string
 
-	pc     *webrtc.PeerConnection
-	track  *webrtc.TrackLocalStaticRTP
-	sender *webrtc.RTPSender
-	// audioTrack and audioSender are nil when the session has no audio
-	// (a video-only offer, or a path without audio at the join).
-	audioTrack  *webrtc.TrackLocalStaticRTP
-	audioSender *webrtc.RTPSender
+	// tr is set before the session is registered and never changes.
+	tr transport
+	// videoSSRC is the SSRC NACKs and receiver reports must name to count
+	// (see onRTCP); set once the transport exists.
+	videoSSRC atomic.Uint32
 	// history answers NACKs from the shared payloads (see retransmit.go).
 	history    history
 	retransmit atomic.Uint64
+	// nacks carries NACKs from the RTCP reader to the writer goroutine;
+	// resendBuf is the writer's for the packets it resends.
+	nacks     nackBox
+	resendBuf []rtp.Packet
+	// congestion is the rule that skips a viewer's video to the next IDR
+	// when its link loses too much (congestion.go). Only onRTCP uses it,
+	// and the transport never runs two onRTCP calls at once, nor any after
+	// its close.
+	congestion congestion
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	connected     chan struct{}
-	connectedOnce sync.Once
-	state         atomic.Int32 // webrtc.PeerConnectionState
+	// opened: the reader.opened event went out (session goroutine only).
+	opened bool
 
-	// sigMu serialises signalling (PATCH) on pc and guards the fields below.
+	// sigMu serialises signalling (PATCH) on the transport and guards the
+	// fields below.
 	sigMu       sync.Mutex
 	offer       offer
 	offerSDP    string
@@ -72,7 +78,7 @@ func (sess *session) info() SessionInfo {
 		ID:          sess.id,
 		Path:        sess.path,
 		Remote:      sess.remote,
-		State:       webrtc.PeerConnectionState(sess.state.Load()).String(),
+		State:       sess.tr.state(),
 		Since:       sess.since,
 		PacketsSent: sess.packets.Load(),
 		BytesSent:   sess.bytes.Load(),
@@ -83,175 +89,65 @@ func (sess *session) info() SessionInfo {
 	return si
 }
 
-// newSession builds the PeerConnection for an offer and returns the session
-// with its complete answer (all candidates: we do not trickle). On error
-// nothing is left open; a *badOffer error means the viewer's offer is at
-// fault.
-//
-// The session's context derives from base (the server's run context), while
-// ctx only bounds building the answer (the HTTP request). audio answers the
-// offer's audio section with Opus; api must then know Opus.
-func newSession(ctx, base context.Context, api *webrtc.API, o offer, offerSDP string, timeout time.Duration, audio bool) (*session, error) {
-	sess := &session{offer: o, offerSDP: offerSDP, connected: make(chan struct{})}
+// answer makes sess's transport on p and records the answer. The session's
+// context derives from base (the server's run context), while ctx only
+// bounds building the answer (the HTTP request). On error nothing is left
+// open.
+func (sess *session) answer(ctx, base context.Context, p plane, audio bool) (string, error) {
 	sess.ctx, sess.cancel = context.WithCancelCause(base)
-	pc, err := api.NewPeerConnection(webrtc.Configuration{})
+	tr, answer, err := p.answer(ctx, sess, audio)
 	if err != nil {
-		sess.cancel(err)
-		return nil, fmt.Errorf("create peer connection: %w", err)
-	}
-	sess.pc = pc
-	sess.state.Store(int32(webrtc.PeerConnectionStateNew))
-	ok := false
-	defer func() {
-		if !ok {
-			sess.cancel(errors.New("answer failed"))
-			_ = pc.GracefulClose()
-		}
-	}()
-
-	codec := webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeH264, ClockRate: 90000, SDPFmtpLine: o.fmtp()}
-	sess.track, err = webrtc.NewTrackLocalStaticRTP(codec, "video", "srtwhep")
-	if err != nil {
-		return nil, fmt.Errorf("create track: %w", err)
-	}
-	tr, err := pc.AddTransceiverFromTrack(sess.track, webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionSendonly})
-	if err != nil {
-		return nil, fmt.Errorf("add track: %w", err)
-	}
-	sess.sender = tr.Sender()
-	var audioTr *webrtc.RTPTransceiver
-	if audio {
-		// The same stream id as the video: browsers synchronise only the
-		// tracks of one MediaStream.
-		sess.audioTrack, err = webrtc.NewTrackLocalStaticRTP(opusCodec, "audio", "srtwhep")
-		if err != nil {
-			return nil, fmt.Errorf("create audio track: %w", err)
-		}
-		audioTr, err = pc.AddTransceiverFromTrack(sess.audioTrack, webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionSendonly})
-		if err != nil {
-			return nil, fmt.Errorf("add audio track: %w", err)
-		}
-		sess.audioSender = audioTr.Sender()
-	}
-
-	// pion runs these callbacks on goroutines it does not wait for, so
-	// they only record and signal.
-	pc.OnConnectionStateChange(func(st webrtc.PeerConnectionState) {
-		sess.state.Store(int32(st))
-		switch st {
-		case webrtc.PeerConnectionStateConnected:
-			sess.connectedOnce.Do(func() { close(sess.connected) })
-		case webrtc.PeerConnectionStateFailed:
-			sess.cancel(errICEFailed)
-		case webrtc.PeerConnectionStateClosed:
-			sess.cancel(errPCClosed)
-		}
-	})
-
-	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offerSDP}); err != nil {
-		return nil, badOfferf("offer rejected by the WebRTC stack: %v", err)
-	}
-	// Answer with exactly one codec: the H.264 profile picked from the
-	// offer, under the viewer's payload type.
-	err = tr.SetCodecPreferences([]webrtc.RTPCodecParameters{{
-		RTPCodecCapability: webrtc.RTPCodecCapability{
-			MimeType: webrtc.MimeTypeH264, ClockRate: 90000, SDPFmtpLine: o.fmtp(),
-			RTCPFeedback: []webrtc.RTCPFeedback{{Type: "nack"}, {Type: "nack", Parameter: "pli"}, {Type: "ccm", Parameter: "fir"}},
-		},
-		PayloadType: webrtc.PayloadType(o.payloadType),
-	}})
-	if err != nil {
-		return nil, fmt.Errorf("set codec preferences: %w", err)
-	}
-	if audioTr != nil {
-		err = audioTr.SetCodecPreferences([]webrtc.RTPCodecParameters{{RTPCodecCapability: opusCodec, PayloadType: webrtc.PayloadType(o.audioPT)}})
-		if err != nil {
-			return nil, fmt.Errorf("set audio codec preferences: %w", err)
-		}
-	}
-	answer, err := negotiate(ctx, pc, timeout)
-	if err != nil {
-		return nil, err
+		sess.cancel(errors.New("answer failed"))
+		return "", err
 	}
 	li, err := localICEFrom(answer)
 	if err != nil {
-		return nil, err
+		sess.cancel(err)
+		tr.close()
+		return "", err
 	}
+	sess.tr = tr
+	video, _ := tr.ssrcs()
+	sess.videoSSRC.Store(video)
 	sess.answeredSDP = answer
 	sess.etag = quoteETag(li.ufrag)
-	ok = true
-	return sess, nil
-}
-
-// negotiate answers the applied remote offer and waits for gathering to
-// complete, so the answer carries every candidate.
-func negotiate(ctx context.Context, pc *webrtc.PeerConnection, timeout time.Duration) (string, error) {
-	answer, err := pc.CreateAnswer(nil)
-	if err != nil {
-		return "", badOfferf("cannot answer the offer: %v", err)
-	}
-	gathered := webrtc.GatheringCompletePromise(pc)
-	if err := pc.SetLocalDescription(answer); err != nil {
-		return "", fmt.Errorf("set local description: %w", err)
-	}
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case <-gathered:
-	case <-t.C:
-		return "", fmt.Errorf("ICE gathering did not complete within %v", timeout)
-	case <-ctx.Done():
-		return "", context.Cause(ctx)
-	}
-	return pc.LocalDescription().SDP, nil
+	return answer, nil
 }
 
 func quoteETag(ufrag string) string { return `"` + ufrag + `"` }
 
+// onRTCP takes the RTCP the viewer sent: NACKs go to the writer, which
+// answers them from the viewer's shared-payload history, and receiver
+// reports drive the congestion rule (congestion.go). A compound packet may
+// name other senders' SSRCs, so a NACK or a report block counts only for
+// the video SSRC it is about. It must not block: on the own media plane it
+// runs on the goroutine that reads every viewer's RTCP.
+func (sess *session) onRTCP(pkts []rtcp.Packet) {
+	video := sess.videoSSRC.Load()
+	for _, p := range pkts {
+		switch p := p.(type) {
+		case *rtcp.TransportLayerNack:
+			if p.MediaSSRC == video && !sess.congestion.congested {
+				sess.nacks.add(p)
+			}
+		case *rtcp.ReceiverReport:
+			sess.onReport(p.Reports, video)
+		case *rtcp.SenderReport: // from a viewer that also sends media (RFC 3550 §6.4)
+			sess.onReport(p.Reports, video)
+		}
+	}
+}
+
 // runSession is the session's goroutine, counted in s.wg by addSession. It
-// owns the handshake slot taken at POST, the PeerConnection and the reader.
+// owns the handshake slot taken at POST, the transport and the reader.
 func (s *Server) runSession(sess *session) {
 	defer s.wg.Done()
-
-	// RTCP is read so pion's buffers never fill, and this is where NACKs
-	// are answered from the viewer's shared-payload history. pion hands a
-	// compound RTCP packet to every sender it names, so a NACK is answered
-	// only for the video SSRC it is about.
-	var rtcpWG sync.WaitGroup
-	rtcpWG.Go(func() {
-		var videoSSRC uint32
-		if enc := sess.sender.GetParameters().Encodings; len(enc) > 0 {
-			videoSSRC = uint32(enc[0].SSRC)
-		}
-		for {
-			pkts, _, err := sess.sender.ReadRTCP()
-			if err != nil {
-				return
-			}
-			for _, p := range pkts {
-				if n, ok := p.(*rtcp.TransportLayerNack); ok && n.MediaSSRC == videoSSRC {
-					sess.retransmit.Add(uint64(sess.resend(n)))
-				}
-			}
-		}
-	})
-	if sess.audioSender != nil {
-		rtcpWG.Go(func() {
-			for {
-				if _, _, err := sess.audioSender.ReadRTCP(); err != nil {
-					return
-				}
-			}
-		})
-	}
 
 	reason := s.serve(sess)
 
 	sess.cancel(reason)
 	reason = context.Cause(sess.ctx)
-	sess.sayGoodbye()
-	_ = sess.pc.GracefulClose()
-	rtcpWG.Wait()
+	sess.tr.close()
 	sess.reader.Close()
 	if cur := s.lookupSession(sess.id); cur == sess {
 		s.removeSession(sess.id)
@@ -259,8 +155,13 @@ func (s *Server) runSession(sess *session) {
 	packets := sess.packets.Load()
 	s.stats.closedPackets.Add(packets)
 	s.stats.closedBytes.Add(sess.bytes.Load())
-	sess.log.Info("viewer closed", "reason", reason.Error(),
-		"duration", time.Since(sess.since).Round(time.Millisecond).String(), "packets", packets)
+	s.readerClosed(sess, reason)
+	attrs := []any{"reason", reason.Error(),
+		"duration", time.Since(sess.since).Round(time.Millisecond).String(), "packets", packets}
+	if n := sess.congestion.skips; n > 0 { // the transport delivers no more RTCP
+		attrs = append(attrs, "congestion_skips", n)
+	}
+	sess.log.Info("viewer closed", attrs...)
 }
 
 // serve waits for the connection, then writes access units until the
@@ -271,18 +172,21 @@ func (s *Server) serve(sess *session) error {
 	}
 
 	// Attach only now, so a viewer still in ICE never fills a queue.
-	if sess.audioTrack != nil {
+	videoSSRC, audioSSRC := sess.tr.ssrcs()
+	if audioSSRC != 0 {
 		sess.reader.AttachAV()
 	} else {
 		sess.reader.Attach()
 	}
+	s.readerOpened(sess)
 	sess.sigMu.Lock()
 	pt, audioPT := sess.offer.payloadType, sess.offer.audioPT
 	sess.sigMu.Unlock()
-	st := rtph264.NewStamper(mrand.Uint32(), pt, uint16(mrand.Uint32()), mrand.Uint32())
+	st := rtph264.NewStamper(videoSSRC, pt, uint16(mrand.Uint32()), mrand.Uint32())
 	st.SetCatchUpStep(uint32(catchUpInterval * av.ClockRate / time.Second))
-	audio := opusStamper{ssrc: mrand.Uint32(), pt: audioPT, seq: uint16(mrand.Uint32()), offset: mrand.Uint32()}
+	audio := opusStamper{ssrc: audioSSRC, pt: audioPT, seq: uint16(mrand.Uint32()), offset: mrand.Uint32()}
 	var pkts []rtp.Packet
+	var nacked []uint16
 	pace := time.NewTimer(0)
 	defer pace.Stop()
 	<-pace.C
@@ -294,8 +198,8 @@ func (s *Server) serve(sess *session) error {
 	// Sender reports start at the live edge: the clock is anchored there,
 	// and catch-up video timestamps do not follow the PTS (see Stamp).
 	var clock mediaClock
-	videoReports := senderReporter{sender: sess.sender}
-	audioReports := senderReporter{sender: sess.audioSender}
+	videoReports := senderReporter{ssrc: videoSSRC}
+	audioReports := senderReporter{ssrc: audioSSRC}
 	videoLive := false // the last video AU went out on its PTS timeline
 	// Frames are stamped from their place on the session's timeline, which
 	// goes on across publishers (see timeline).
@@ -306,13 +210,20 @@ func (s *Server) serve(sess *session) error {
 		if sess.ctx.Err() != nil {
 			return context.Cause(sess.ctx)
 		}
-		f, err := sess.reader.RecvFrame(sess.ctx)
+		if nacked = sess.nacks.take(nacked); len(nacked) > 0 {
+			sess.retransmit.Add(uint64(sess.resend(nacked, pt)))
+		}
+		// The wait ends early for a NACK, which is answered at once
+		// rather than after the next frame.
+		f, err := sess.reader.RecvFrame(sess.nacks.waitCtx(sess.ctx))
 		switch {
 		case err == nil:
 		case sess.ctx.Err() != nil:
 			return context.Cause(sess.ctx)
 		case errors.Is(err, hub.ErrEnded):
 			return errPublisherGone
+		case errors.Is(err, context.Canceled):
+			continue // woken for a NACK
 		default:
 			return fmt.Errorf("reader: %w", err)
 		}
@@ -343,14 +254,11 @@ func (s *Server) serve(sess *session) error {
 		live := !(f.CatchUp || catchingUp)
 		pkts = st.StampAt(pkts, au, pts, !live)
 		sess.history.record(au, pkts)
-		var sent, n uint64
-		for i := range pkts {
-			// A write error means the transport is going away; the
-			// state callback ends the session, so just stop this AU.
-			if err := sess.track.WriteRTP(&pkts[i]); err != nil {
-				break
-			}
-			sent++
+		// A write error means the transport is going away; it ends the
+		// session itself, so just count what went out of this AU.
+		k, _ := sess.tr.writeVideo(pkts)
+		sent, n := uint64(k), uint64(0)
+		for i := range pkts[:k] {
 			n += uint64(rtph264.HeaderLen + len(pkts[i].Payload))
 		}
 		if live && sent == uint64(len(pkts)) {
@@ -364,7 +272,7 @@ func (s *Server) serve(sess *session) error {
 			videoLive = live
 		}
 		if sent > 0 && videoLive && clock.set {
-			videoReports.maybeSend(sess.pc, time.Now(), st.LastTimestamp(), clock.at(pts))
+			videoReports.maybeSend(sess.tr, time.Now(), st.LastTimestamp(), clock.at(pts))
 		}
 		// Behind the live edge (catch-up, or frames queued during a stall),
 		// space frames out instead of bursting a whole queue at line rate:

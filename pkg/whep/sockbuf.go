@@ -40,7 +40,11 @@ func sizeUDPBuffers(uc *net.UDPConn, size int, log *slog.Logger) *sockbuf.Drops 
 // udpReceiveDrops is the shared socket's kernel drop count, 0 before Run
 // or when unavailable.
 func (s *Server) udpReceiveDrops() uint64 {
-	d := s.udpDrops.Load()
+	p := s.plane.Load()
+	if p == nil {
+		return 0
+	}
+	d := (*p).udpDrops()
 	if d == nil {
 		return 0
 	}

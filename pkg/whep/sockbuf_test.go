@@ -21,7 +21,7 @@ func TestSocketBufferCapped(t *testing.T) {
 		!strings.Contains(lines[0], "key=webrtc.socketBuffer") {
 		t.Fatalf("warning lines %q\nlog:\n%s", lines, buf.String())
 	}
-	if srv.udpDrops.Load() == nil {
+	if (*srv.plane.Load()).udpDrops() == nil {
 		t.Error("no drop counter for the WebRTC socket")
 	}
 	_ = srv.Stats().UDPReceiveDrops

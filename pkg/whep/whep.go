@@ -1,13 +1,16 @@
 // Package whep is the WHEP server (draft-ietf-wish-whep, HTTP mechanics of
-// RFC 9725): HTTP handlers that turn an SDP offer into a pion PeerConnection
+// RFC 9725): HTTP handlers that turn an SDP offer into a WebRTC transport
 // per viewer, and the session that writes the path's access units (and its
 // Opus frames, when the path and the offer have audio) to it, with sender
 // reports that keep the two in lip sync.
 //
-// All sessions share one ICE UDP socket (plus an optional ICE-TCP
-// listener), so a deployment publishes a single media port, and two pion
-// APIs: one that knows Opus, for sessions with audio, and one that does
-// not.
+// The transport comes from one of two media planes (Config.MediaPlane,
+// transport.go): a pion PeerConnection per viewer (pion.go), or srtwhep's
+// own pkg/mediaplane (own.go), where a connected viewer costs no goroutine
+// beyond its session's writer. Either way all sessions share one ICE UDP
+// socket (plus an optional ICE-TCP listener), so a deployment publishes a
+// single media port. The pion plane keeps two pion APIs: one that knows
+// Opus, for sessions with audio, and one that does not.
 //
 // A viewer outlives its publisher for the path's grace period (kept by the
 // hub): the next publisher's stream continues the same session with
@@ -16,6 +19,13 @@
 // then the PeerConnection's close with its DTLS close_notify, which the
 // browser sees at once as a closed connection instead of waiting for ICE to
 // time out; the player page is expected to reconnect by posting a new offer.
+//
+// A session runs one goroutine, its writer, on either plane; the pion
+// plane adds pion's own (about two dozen per PeerConnection) and an RTCP
+// reader per track. A writer per path that stamps and sends a frame to
+// all its viewers at once would remove that last goroutine per viewer;
+// it needs the hub to hand a path's frames to one consumer with each
+// viewer's drop-to-IDR state kept beside it.
 package whep
 
 import (
@@ -25,14 +35,15 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/srtwhep/srtwhep/pkg/auth"
+	"github.com/srtwhep/srtwhep/pkg/events"
 	"github.com/srtwhep/srtwhep/pkg/hub"
-	"github.com/srtwhep/srtwhep/pkg/sockbuf"
-	"github.com/srtwhep/srtwhep/pkg/udpbatch"
 )
 
 // Source hands out readers of a path's access units. cmd adapts *hub.Hub to
@@ -132,12 +143,28 @@ type Config struct {
 	// check within it, giving its handshake slot back early. Default
 	// DefaultICEStartTimeout, at most HandshakeTimeout.
 	ICEStartTimeout time.Duration
+	// MediaPlane is MediaPlanePion ("" too) or MediaPlaneOwn.
+	MediaPlane string
 
 	Source Source
+	// Demand, when set, is asked before a viewer's reader is added, so an
+	// edge can pull the path from its source first (pkg/edge); the POST
+	// waits meanwhile. An error is the answer: Timeout() → 504, wrapping
+	// hub.ErrNoPublisher → 404 (the source refused), else 502.
+	Demand func(ctx context.Context, path string) error
+	// PublicURL, when set (https://edge1.example.com, optionally with a
+	// path prefix), makes every session URL handed out (Location) absolute
+	// under it, so behind a load balancer a session's PATCH and DELETE
+	// reach the server that holds it.
+	PublicURL string
 	// Authorizer decides whether a viewer may watch a path (nil: everyone
 	// may). Its *auth.Denied answers are mapped to HTTP statuses here.
 	Authorizer Authorizer
-	Logger     *slog.Logger
+	// Events receives reader.opened when a viewer starts receiving media
+	// (ICE connected, attached to the path) and reader.closed when that
+	// viewer's session ends (nil: none).
+	Events events.Func
+	Logger *slog.Logger
 
 	// BeforeWrite, when set, is called by a session's writer goroutine
 	// before it writes each frame (video or audio). It exists so
@@ -164,14 +191,10 @@ type Server struct {
 	cfg Config
 	log *slog.Logger
 
-	started  atomic.Bool
-	ready    chan struct{}
-	udpAddr  atomic.Pointer[net.UDPAddr]
-	tcpAddr  atomic.Pointer[string]        // "" when ICE-TCP is off
-	udpBatch atomic.Pointer[udpbatch.Conn] // nil when batching is unavailable
-	udpDrops atomic.Pointer[sockbuf.Drops] // nil when /proc cannot tell
-	api      *apis
-	baseCtx  context.Context // set by Run before ready closes
+	started atomic.Bool
+	ready   chan struct{}
+	plane   atomic.Pointer[plane] // set by Run before ready closes
+	baseCtx context.Context       // set by Run before ready closes
 	// handshakes are the offers in flight, capped in total and per client.
 	handshakes *handshakes
 
@@ -225,7 +248,7 @@ type Stats struct {
 	SessionsOpened     uint64 // 201s sent
 	HandshakeFailures  uint64 // answered sessions that never connected
 	PacketsSent        uint64
-	BytesSent          uint64 // RTP payload + header bytes handed to pion
+	BytesSent          uint64 // RTP payload + header bytes handed to the transport
 	// UDPDatagrams and UDPRefused count what the shared media socket
 	// handed to the kernel and what the kernel refused (a full socket
 	// buffer: those packets are lost for the viewers).
@@ -245,7 +268,7 @@ type SessionInfo struct {
 	ID          string
 	Path        string
 	Remote      string
-	State       string // pion's PeerConnectionState: new, connecting, connected, …
+	State       string // new, connecting, connected, failed, closed (pion's PeerConnectionState names)
 	Since       time.Time
 	PacketsSent uint64
 	BytesSent   uint64
@@ -259,6 +282,13 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.UDPListen == "" {
 		return nil, errors.New("whep: Config.UDPListen is empty; set it to e.g. 0.0.0.0:8189")
+	}
+	if cfg.PublicURL != "" {
+		u, err := url.Parse(cfg.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return nil, fmt.Errorf("whep: public URL %q must be an absolute http(s) URL without query, e.g. https://edge1.example.com", cfg.PublicURL)
+		}
+		cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	}
 	for _, ip := range cfg.PublicIPs {
 		if _, err := netip.ParseAddr(ip); err != nil {
@@ -291,6 +321,13 @@ func New(cfg Config) (*Server, error) {
 		cfg.ICEStartTimeout = DefaultICEStartTimeout
 	}
 	cfg.ICEStartTimeout = min(cfg.ICEStartTimeout, cfg.HandshakeTimeout)
+	switch cfg.MediaPlane {
+	case "":
+		cfg.MediaPlane = MediaPlanePion
+	case MediaPlanePion, MediaPlaneOwn:
+	default:
+		return nil, fmt.Errorf("whep: media plane %q is neither %q nor %q", cfg.MediaPlane, MediaPlanePion, MediaPlaneOwn)
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -311,13 +348,12 @@ func (s *Server) Run(ctx context.Context) error {
 	if !s.started.CompareAndSwap(false, true) {
 		return errors.New("whep: Run called twice; a Server runs once")
 	}
-	m, err := listenMuxes(s.cfg, s.log)
-	if err != nil {
-		return err
+	listen := listenPion
+	if s.cfg.MediaPlane == MediaPlaneOwn {
+		listen = listenOwn
 	}
-	api, err := newAPIs(s.cfg, m, s.log)
+	p, err := listen(s.cfg, s)
 	if err != nil {
-		m.close()
 		return err
 	}
 	// Sessions outlive ctx until they are told why they end: detached, and
@@ -326,16 +362,11 @@ func (s *Server) Run(ctx context.Context) error {
 	defer cancel(nil)
 
 	s.mu.Lock()
-	s.api = api
 	s.baseCtx = runCtx
 	s.mu.Unlock()
-	s.udpAddr.Store(m.udpAddr)
-	tcp := m.tcpAddrString()
-	s.tcpAddr.Store(&tcp)
-	s.udpBatch.Store(m.udpBatch)
-	s.udpDrops.Store(m.udpDrops)
+	s.plane.Store(&p)
 	close(s.ready)
-	s.log.Info("whep ready", "udp", m.udpAddr.String(), "tcp", m.tcpAddrString())
+	s.log.Info("whep ready", "udp", p.udpAddr().String(), "tcp", p.tcpAddr(), "media_plane", s.cfg.MediaPlane)
 
 	<-ctx.Done()
 
@@ -344,7 +375,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.mu.Unlock()
 	cancel(errServerShutdown)
 	s.wg.Wait()
-	m.close()
+	p.close()
 	return nil
 }
 
@@ -353,8 +384,8 @@ func (s *Server) Ready() <-chan struct{} { return s.ready }
 
 // UDPAddr is the bound ICE UDP address, nil before Ready.
 func (s *Server) UDPAddr() net.Addr {
-	if a := s.udpAddr.Load(); a != nil {
-		return a
+	if p := s.plane.Load(); p != nil {
+		return (*p).udpAddr()
 	}
 	return nil
 }
@@ -362,8 +393,8 @@ func (s *Server) UDPAddr() net.Addr {
 // TCPAddr is the bound ICE-TCP address, "" when ICE-TCP is off or before
 // Ready.
 func (s *Server) TCPAddr() string {
-	if a := s.tcpAddr.Load(); a != nil {
-		return *a
+	if p := s.plane.Load(); p != nil {
+		return (*p).tcpAddr()
 	}
 	return ""
 }
@@ -402,9 +433,8 @@ func (s *Server) Stats() Stats {
 	for i, name := range rejectReasons {
 		st.Rejected[name] = s.stats.rejected[i].Load()
 	}
-	if bc := s.udpBatch.Load(); bc != nil {
-		bs := bc.Stats()
-		st.UDPDatagrams, st.UDPRefused = bs.Datagrams, bs.Errors
+	if p := s.plane.Load(); p != nil {
+		st.UDPDatagrams, st.UDPRefused = (*p).udpCounts()
 	}
 	st.UDPReceiveDrops = s.udpReceiveDrops()
 	st.StateCounts = map[string]int{}
@@ -446,18 +476,19 @@ func (s *Server) lookupSession(id string) *session {
 	return s.sessions[id]
 }
 
-// running returns the pion APIs and the base context once Run is serving,
-// or a reason to refuse.
-func (s *Server) running() (*apis, context.Context, error) {
+// running returns the media plane and the base context once Run is
+// serving, or a reason to refuse.
+func (s *Server) running() (plane, context.Context, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	p := s.plane.Load()
 	switch {
 	case s.closing:
 		return nil, nil, errServerShutdown
-	case s.api == nil:
+	case p == nil:
 		return nil, nil, errors.New("server is starting")
 	}
-	return s.api, s.baseCtx, nil
+	return *p, s.baseCtx, nil
 }
 
 // Reasons a session ends, as logged in "viewer closed".

@@ -23,6 +23,7 @@ import (
 	"github.com/pion/ice/v4"
 	"github.com/pion/interceptor"
 	"github.com/pion/interceptor/pkg/nack"
+	"github.com/pion/interceptor/pkg/report"
 	"github.com/pion/webrtc/v4"
 
 	"github.com/srtwhep/srtwhep/pkg/pionslog"
@@ -65,6 +66,12 @@ type Options struct {
 	// NACK registers a NACK generator so the server can retransmit lost
 	// packets. Off by default: it costs a timer goroutine per session.
 	NACK bool
+
+	// ReceiverReports sends an RTCP receiver report for each track once a
+	// second, as browsers do: loss and jitter as the client saw them, which
+	// a server may act on (a viewer whose link loses too much). Off by
+	// default: it costs a timer goroutine and a lock per packet.
+	ReceiverReports bool
 
 	// Audio also offers a recvonly Opus (48 kHz stereo) m-section. A
 	// server without audio for the path rejects it and video plays alone.
@@ -225,6 +232,13 @@ func newPeerConnection(opt Options, log *slog.Logger) (*webrtc.PeerConnection, e
 			return nil, fmt.Errorf("whepclient: NACK generator: %w", err)
 		}
 		reg.Add(gen)
+	}
+	if opt.ReceiverReports {
+		rr, err := report.NewReceiverInterceptor()
+		if err != nil {
+			return nil, fmt.Errorf("whepclient: receiver reports: %w", err)
+		}
+		reg.Add(rr)
 	}
 
 	se := webrtc.SettingEngine{}

@@ -50,11 +50,18 @@ func LoadServerConfig(path string) (*ServerConfig, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the server config: %w", err)
 	}
+	return ParseServerConfig(path, data)
+}
+
+// ParseServerConfig parses a config held elsewhere than in a file of its
+// own (a Kubernetes ConfigMap, `srtwhep -check` output); name stands for
+// it in errors.
+func ParseServerConfig(name string, data []byte) (*ServerConfig, error) {
 	var tree map[string]any
 	if err := yaml.Unmarshal(data, &tree); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return &ServerConfig{path: path, tree: tree}, nil
+	return &ServerConfig{path: name, tree: tree}, nil
 }
 
 // value returns section.key, or false when the file lacks it.
@@ -67,9 +74,50 @@ func (c *ServerConfig) value(section, key string) (any, bool) {
 	return v, ok
 }
 
+// Value returns the value of a dotted key of the first two levels
+// (pathDefaults.source, logLevel), or false when the config lacks it.
+func (c *ServerConfig) Value(key string) (any, bool) {
+	section, sub, ok := strings.Cut(key, ".")
+	if !ok {
+		v, ok := c.tree[key]
+		return v, ok
+	}
+	return c.value(section, sub)
+}
+
+// Listener is what one listening key of the config opens: the port, and
+// the address it is bound to ("" for every address).
+type Listener struct {
+	Port
+	Host string
+}
+
+// Loopback reports whether nothing outside the host (or pod) can reach it.
+func (l Listener) Loopback() bool {
+	if l.Host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(l.Host)
+	return ip != nil && ip.IsLoopback()
+}
+
 // Ports returns the port each listening key of the config opens, keyed by
 // the key's dotted name (srt.listen → 8890/udp).
 func (c *ServerConfig) Ports() (map[string]Port, error) {
+	ls, err := c.Listeners()
+	if err != nil {
+		return nil, err
+	}
+	ports := make(map[string]Port, len(ls))
+	for k, l := range ls {
+		ports[k] = l.Port
+	}
+	return ports, nil
+}
+
+// Listeners returns what each listening key of the config opens, keyed by
+// the key's dotted name (srt.listen → :8890, udp).
+func (c *ServerConfig) Listeners() (map[string]Listener, error) {
 	keys := []struct {
 		section, key, proto string
 	}{
@@ -79,43 +127,49 @@ func (c *ServerConfig) Ports() (map[string]Port, error) {
 		{"webrtc", "tcpPort", "tcp"},
 		{"metrics", "listen", "tcp"},
 	}
-	ports := make(map[string]Port, len(keys))
+	ls := make(map[string]Listener, len(keys))
 	for _, k := range keys {
 		name := k.section + "." + k.key
 		v, ok := c.value(k.section, k.key)
 		if !ok {
 			return nil, fmt.Errorf("%s has no %s; restore it from the defaults in pkg/config", c.path, name)
 		}
-		n, err := portOf(v)
+		host, n, err := listenOf(v)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", c.path, name, err)
 		}
-		ports[name] = Port{n, k.proto}
+		if k.section == "webrtc" {
+			// The media ports bind to webrtc.listenIP.
+			if ip, ok := c.value("webrtc", "listenIP"); ok {
+				host, _ = ip.(string)
+			}
+		}
+		ls[name] = Listener{Port{n, k.proto}, host}
 	}
-	return ports, nil
+	return ls, nil
 }
 
-// portOf reads a port from a number (udpPort: 8189) or an address
-// (listen: ":8890").
-func portOf(v any) (uint32, error) {
-	var s string
+// listenOf reads a port from a number (udpPort: 8189) or an address
+// (listen: ":8890"), with the address's host part.
+func listenOf(v any) (string, uint32, error) {
+	var host, s string
 	switch v := v.(type) {
 	case int:
 		s = strconv.Itoa(v)
 	case string:
-		_, p, err := net.SplitHostPort(v)
+		h, p, err := net.SplitHostPort(v)
 		if err != nil {
-			return 0, fmt.Errorf("%q is not HOST:PORT: %w", v, err)
+			return "", 0, fmt.Errorf("%q is not HOST:PORT: %w", v, err)
 		}
-		s = p
+		host, s = h, p
 	default:
-		return 0, fmt.Errorf("%v (%T) is neither a port nor an address", v, v)
+		return "", 0, fmt.Errorf("%v (%T) is neither a port nor an address", v, v)
 	}
 	n, err := strconv.ParseUint(s, 10, 16)
 	if err != nil || n == 0 {
-		return 0, fmt.Errorf("%q is not a port number between 1 and 65535", s)
+		return "", 0, fmt.Errorf("%q is not a port number between 1 and 65535", s)
 	}
-	return uint32(n), nil
+	return host, uint32(n), nil
 }
 
 // EnvKey maps an override variable to the config key it sets, matching

@@ -1,6 +1,7 @@
-// Package srtcall is a test-only SRT caller built on srtgo sockets. It
-// exists because srtgo's own Connect closes the socket on failure, which
-// erases the reject reason the listener sent; tests need that reason.
+// Package srtcall is a test-only SRT caller built on srtgo sockets, for
+// publishers and readers alike. It exists because srtgo's own Connect
+// closes the socket on failure, which erases the reject reason the
+// listener sent; tests need that reason.
 package srtcall
 
 /*
@@ -43,11 +44,20 @@ const (
 	ReasonUnsecure  = 11 // SRT_REJ_UNSECURE: passphrase required or unexpected
 )
 
-// Options for Dial; Latency 0 keeps libsrt's default.
+// Options for Dial; zero values keep libsrt's defaults.
 type Options struct {
 	StreamID   string
 	Passphrase string
 	Latency    time.Duration
+	// RcvBuf is libsrt's receive buffer in bytes (SRTO_RCVBUF; libsrt
+	// keeps at least 32 packets): a reader that stops reading fills a
+	// small one within a fraction of a second, where the default takes
+	// half a minute of a typical stream.
+	RcvBuf int
+	// ReadTimeout makes a Read that gets nothing for this long fail
+	// (SRTO_RCVTIMEO), so a test that waits for data it never gets fails
+	// instead of hanging; 0 blocks.
+	ReadTimeout time.Duration
 }
 
 // RejectedError is a failed connect with the reject reason libsrt reported.
@@ -64,7 +74,8 @@ func (e *RejectedError) Error() string {
 func (e *RejectedError) Unwrap() error { return e.Err }
 
 // Dial connects a blocking live-mode caller to addr (IPv4). The returned
-// socket is ready for Write; close it through a copy (see TOOLCHAIN.md).
+// socket is ready for Write, or Read with a streamid that reads; close it
+// through a copy (see TOOLCHAIN.md).
 func Dial(addr *net.UDPAddr, o Options) (*srtgo.SrtSocket, error) {
 	opts := map[string]string{"mode": "caller", "blocking": "1", "transtype": "live"}
 	if o.StreamID != "" {
@@ -76,9 +87,20 @@ func Dial(addr *net.UDPAddr, o Options) (*srtgo.SrtSocket, error) {
 	if o.Latency > 0 {
 		opts["latency"] = strconv.FormatInt(o.Latency.Milliseconds(), 10)
 	}
+	if o.RcvBuf > 0 {
+		opts["rcvbuf"] = strconv.Itoa(o.RcvBuf)
+	}
+
 	sock := srtgo.NewSrtSocket(addr.IP.String(), uint16(addr.Port), opts)
 	if sock == nil {
 		return nil, fmt.Errorf("srtcall: cannot create a socket with %v", opts)
+	}
+	if o.ReadTimeout > 0 {
+		// SRTO_RCVTIMEO (14); srtgo's option table lacks it.
+		if err := sock.SetSockOptInt(14, int(o.ReadTimeout.Milliseconds())); err != nil {
+			Close(sock)
+			return nil, fmt.Errorf("srtcall: SRTO_RCVTIMEO: %w", err)
+		}
 	}
 	ip := C.CString(addr.IP.To4().String())
 	defer C.free(unsafe.Pointer(ip))
@@ -94,4 +116,14 @@ func Dial(addr *net.UDPAddr, o Options) (*srtgo.SrtSocket, error) {
 		return nil, &RejectedError{Reason: int(reason), Err: srtgo.SRTErrno(errno)}
 	}
 	return sock, nil
+}
+
+// Close closes a socket Dial returned, through a copy: srtgo's Close
+// writes the struct it is called on while its value-receiver methods
+// (Read, Write) copy it, and its finalizer would close the id a second
+// time later, when libsrt may have given it to a new socket.
+func Close(s *srtgo.SrtSocket) {
+	c := *s
+	c.Close()
+	runtime.SetFinalizer(s, nil)
 }

@@ -1,0 +1,34 @@
+package hub
+
+// PathState is what a puller of an edge asks of a path: whether a stream
+// is there to read and whether anyone reads it.
+type PathState struct {
+	// Publisher: a publisher streams to the path (false while the path
+	// waits out a grace period, or has none).
+	Publisher bool
+	// Playable: the publisher's stream has reached the hub with an IDR,
+	// so a reader added now starts without waiting for the encoder.
+	Playable bool
+	// Readers are reserved and attached readers, viewers kept through a
+	// grace period included.
+	Readers int
+}
+
+// State reads one path's state; an unknown path has the zero state. It
+// takes the hub's read lock and the path's lock briefly, so polling it a
+// few times a second per pulled path costs nothing measurable.
+func (h *Hub) State(name string) PathState {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	p, ok := h.paths[name]
+	if !ok {
+		return PathState{}
+	}
+	st := PathState{Publisher: p.pub != nil, Readers: len(p.members)}
+	if st.Publisher {
+		p.mu.Lock()
+		st.Playable = p.sawIDR && !p.closed
+		p.mu.Unlock()
+	}
+	return st
+}

@@ -1,0 +1,234 @@
+//go:build linux
+
+package mediaplane
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/pion/dtls/v3"
+	"github.com/pion/interceptor"
+	"github.com/pion/rtp"
+	"github.com/pion/srtp/v3"
+	"github.com/pion/webrtc/v4"
+	"golang.org/x/sys/unix"
+
+	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/pionslog"
+	"github.com/srtwhep/srtwhep/pkg/rtph264"
+	"github.com/srtwhep/srtwhep/pkg/udpbatch"
+)
+
+// benchFrame is a P-frame of ten 1,100-byte payloads, cut once and shared
+// by every viewer as the publisher shares them.
+func benchFrame() *av.AccessUnit {
+	au := &av.AccessUnit{}
+	for range 10 {
+		au.Payloads = append(au.Payloads, fill(0x41, 1100, 3))
+	}
+	return au
+}
+
+// threadCPU is the CPU time, user and system, of the calling thread: with
+// the benchmark goroutine locked to its thread, the sender's own cost,
+// kernel send path included, apart from the receivers' and other load
+// on the machine.
+func threadCPU(b *testing.B) time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// measurePackets runs op b.N times and reports, besides ns/op and
+// allocs/op, the wall time and this thread's CPU time per packet.
+func measurePackets(b *testing.B, packetsPerOp int, op func(i int)) {
+	b.ReportAllocs()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cpu := threadCPU(b)
+	for i := 0; b.Loop(); i++ {
+		op(i)
+	}
+	cpu = threadCPU(b) - cpu
+	n := float64(b.N * packetsPerOp)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/packet")
+	b.ReportMetric(float64(cpu.Nanoseconds())/n, "cpu-ns/packet")
+}
+
+// BenchmarkEncryptRTP is the cost of encrypting one 1,100-byte packet in
+// place, per SRTP profile.
+func BenchmarkEncryptRTP(b *testing.B) {
+	for _, profile := range []srtp.ProtectionProfile{srtp.ProtectionProfileAeadAes128Gcm, srtp.ProtectionProfileAes128CmHmacSha1_80} {
+		b.Run(profile.String(), func(b *testing.B) {
+			keyLen, _ := profile.KeyLen()
+			saltLen, _ := profile.SaltLen()
+			ctx, err := srtp.CreateContext(make([]byte, keyLen), make([]byte, saltLen), profile)
+			if err != nil {
+				b.Fatal(err)
+			}
+			buf := make([]byte, slotSize)
+			payload := fill(0x41, 1100, 1)
+			h := rtp.Header{Version: 2, PayloadType: 102, SSRC: 1}
+			var parsed rtp.Header
+			b.SetBytes(int64(len(payload)))
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				h.SequenceNumber = uint16(i)
+				plain := buf[:rtph264.HeaderLen+len(payload)]
+				rtph264.MarshalHeader(plain, &h)
+				copy(plain[rtph264.HeaderLen:], payload)
+				if _, err := ctx.EncryptRTP(plain[:0], plain, &parsed); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSendFrame is the per-frame send path: for every viewer, stamp
+// its headers around the shared payloads, encrypt into the Sender's
+// buffer and group into a GSO message; then hand everything to the
+// kernel over loopback. "batched" flushes once per frame for all viewers
+// (one sendmmsg); "per-viewer" flushes after each viewer (one sendmmsg of
+// one GSO message each), the shape of one writer goroutine per viewer.
+// One op is one frame to every viewer; allocs/op must be 0.
+func BenchmarkSendFrame(b *testing.B) {
+	au := benchFrame()
+	for _, viewers := range []int{1, 10, 100} {
+		for _, mode := range []string{"batched", "per-viewer"} {
+			b.Run(fmt.Sprintf("viewers=%d/%s", viewers, mode), func(b *testing.B) {
+				srv, _ := newServer(b, nil)
+				s := newSink(b, false)
+				vs := make([]*Viewer, viewers)
+				sts := make([]*rtph264.Stamper, viewers)
+				for i := range vs {
+					vs[i], _ = keyedViewer(b, srv, s.addr(), srtp.ProtectionProfileAeadAes128Gcm)
+					sts[i] = rtph264.NewStamper(vs[i].VideoSSRC(), 102, 0, 0)
+				}
+				snd := srv.NewSender(viewers * len(au.Payloads))
+				var pkts []rtp.Packet
+				// One frame first, so pion/srtp's per-SSRC state exists
+				// and allocs/op shows the steady state.
+				for j, v := range vs {
+					pkts = sts[j].Stamp(pkts, au, false)
+					if err := snd.SendFrame(v, pkts); err != nil {
+						b.Fatal(err)
+					}
+				}
+				measurePackets(b, viewers*len(au.Payloads), func(i int) {
+					au.PTS = int64(i) * 3000
+					for j, v := range vs {
+						pkts = sts[j].Stamp(pkts, au, false)
+						if err := snd.Queue(v, pkts); err != nil {
+							b.Fatal(err)
+						}
+						if mode == "per-viewer" {
+							_ = snd.Flush()
+						}
+					}
+					_ = snd.Flush()
+				})
+				st := srv.Stats()
+				b.ReportMetric(float64(st.PacketsSent)/float64(st.Syscalls), "packets/syscall")
+				if st.SendErrors > 0 {
+					b.Errorf("%d send errors", st.SendErrors)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkPionWriteRTP is today's path for comparison: a pion/webrtc
+// PeerConnection set up as pkg/whep sets it up (no interceptors, AES-GCM
+// first, the ICE UDP mux over udpbatch's sendmmsg batching), writing the
+// same frame through TrackLocalStaticRTP to real pion viewers on
+// loopback. One op is one frame to every viewer.
+func BenchmarkPionWriteRTP(b *testing.B) {
+	au := benchFrame()
+	for _, viewers := range []int{1, 10} {
+		b.Run(fmt.Sprintf("viewers=%d", viewers), func(b *testing.B) {
+			uc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			bc, err := udpbatch.New(uc, 0, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			mux := webrtc.NewICEUDPMux(nil, bc)
+			b.Cleanup(func() { _ = mux.Close(); _ = bc.Close() })
+			me := &webrtc.MediaEngine{}
+			if err := me.RegisterDefaultCodecs(); err != nil {
+				b.Fatal(err)
+			}
+			se := webrtc.SettingEngine{LoggerFactory: pionslog.Factory{Log: slog.New(slog.DiscardHandler)}}
+			testkit.LoopbackOnly(&se)
+			se.SetICEUDPMux(mux)
+			se.SetSRTPProtectionProfiles(dtls.SRTP_AEAD_AES_128_GCM, dtls.SRTP_AES128_CM_HMAC_SHA1_80)
+			api := webrtc.NewAPI(webrtc.WithMediaEngine(me), webrtc.WithSettingEngine(se),
+				webrtc.WithInterceptorRegistry(&interceptor.Registry{}))
+			type pair struct {
+				track *webrtc.TrackLocalStaticRTP
+				st    *rtph264.Stamper
+				pv    *pionViewer
+			}
+			var pairs []pair
+			for range viewers {
+				pv := newPionViewer(b, false)
+				pv.discard.Store(true)
+				vc := codecsFor(b, pv.offer)
+				pc, err := api.NewPeerConnection(webrtc.Configuration{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = pc.GracefulClose() })
+				track, err := webrtc.NewTrackLocalStaticRTP(webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeH264, ClockRate: 90000,
+					SDPFmtpLine: vc.Video.Fmtp}, "video", "bench")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := pc.AddTransceiverFromTrack(track, webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionSendonly}); err != nil {
+					b.Fatal(err)
+				}
+				if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: pv.offer}); err != nil {
+					b.Fatal(err)
+				}
+				answer, err := pc.CreateAnswer(nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				gathered := webrtc.GatheringCompletePromise(pc)
+				if err := pc.SetLocalDescription(answer); err != nil {
+					b.Fatal(err)
+				}
+				<-gathered
+				pv.accept(b, pc.LocalDescription().SDP)
+				testkit.WaitFor(b, 15*time.Second, "the pion pair to connect", func() bool {
+					return pc.ConnectionState() == webrtc.PeerConnectionStateConnected &&
+						pv.pc.ConnectionState() == webrtc.PeerConnectionStateConnected
+				})
+				pairs = append(pairs, pair{track, rtph264.NewStamper(1, vc.Video.PayloadType, 0, 0), pv})
+			}
+			var pkts []rtp.Packet
+			measurePackets(b, viewers*len(au.Payloads), func(i int) {
+				au.PTS = int64(i) * 3000
+				for _, p := range pairs {
+					pkts = p.st.Stamp(pkts, au, false)
+					for k := range pkts {
+						if err := p.track.WriteRTP(&pkts[k]); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			})
+			bc.Flush()
+		})
+	}
+}

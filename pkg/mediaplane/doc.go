@@ -1,0 +1,49 @@
+// Package mediaplane is the WebRTC transport of send-only viewers, owned
+// end to end: one UDP socket for every viewer, an ICE-lite responder, a
+// DTLS handshake that yields SRTP keys, and a send path that encrypts a
+// viewer's frame into a buffer it owns and hands it to the kernel as one
+// UDP GSO message.
+//
+// pion/webrtc gives every viewer a PeerConnection: about 27 goroutines, and
+// on every packet a TrackLocal → SRTP session → ICE conn → UDP mux chain
+// with a lock, an interface call and a clock read at each step. A WHEP
+// server only sends, so most of that machinery has nothing to do. Here pion
+// does what it is good at (pion/stun parses and signs STUN, pion/dtls runs
+// the handshake, pion/srtp encrypts, pion/sdp and pion/ice write the
+// answer) and this package owns the per-packet path and the goroutines.
+//
+// # Goroutines
+//
+// A Server runs two: the demultiplexer, which reads the socket in batches
+// (recvmmsg) and dispatches every datagram by its first byte (RFC 7983:
+// STUN 0–3, DTLS 20–63, RTP/RTCP 128–191) and its remote address, and a
+// janitor that ends viewers whose handshake or consent ran out. A viewer
+// owns no goroutine once connected. While it shakes hands, one goroutine
+// drives pion/dtls, which adds two of its own (its handshake state machine
+// and its read loop; the read loop also starts a short-lived deadline
+// watcher per read).
+//
+// pion/dtls v3 keeps both of its goroutines until the Conn is closed, and
+// closing it sends close_notify. So once the keys are exported the
+// handshake goroutine "detaches": it closes the Conn while the Conn's
+// packet adapter captures what the Conn writes instead of sending it. The
+// capture is the encrypted close_notify record, kept to be sent when the
+// viewer really ends; the adapter also keeps the handshake's last flight
+// (ChangeCipherSpec and Finished), which the demultiplexer sends again if
+// the viewer retransmits its own last flight because ours was lost. After
+// that the viewer's DTLS needs no live state: a WebRTC viewer sends no
+// application data over DTLS, and any alert it sends means it is leaving.
+//
+// # Sending
+//
+// A Sender belongs to one goroutine. Queue stamps nothing itself: it takes
+// the RTP packets a caller stamped (rtph264.Stamper shares one payload
+// buffer among all viewers), writes each header and payload into a slot of
+// the Sender's buffer, encrypts it there in place, and groups the frame's
+// packets into UDP GSO messages (equal segment sizes, the last may be
+// shorter); Flush sends every queued message of every viewer with one
+// sendmmsg. Where the kernel refuses GSO, the same messages go out one
+// datagram each. There is no clock read, channel or interface call per
+// packet, and one lock per viewer per frame (the viewer's SRTP context is
+// shared with RTCP writes).
+package mediaplane

@@ -1,0 +1,187 @@
+package mediaplane
+
+import (
+	"bytes"
+	"crypto/rand"
+	"errors"
+
+	"github.com/pion/stun/v4"
+)
+
+// maxAddrsPerViewer bounds the remote addresses one viewer may validate
+// (one per candidate pair it checks, plus NAT rebinding): a browser checks
+// a handful, and the address table must not grow without bound.
+const maxAddrsPerViewer = 8
+
+// iceCreds is one generation of a viewer's ICE credentials: a restart
+// makes a new one, and the old one answers until the viewer uses the new.
+type iceCreds struct {
+	v           *Viewer
+	ufrag, pwd  string // ours
+	remoteUfrag string
+	key         stun.MessageIntegrity // short-term, from pwd
+}
+
+// iceChars is the ice-char alphabet of RFC 8839 §5.4.
+const iceChars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+// randomICEString returns n random ice-chars; 64 letters, so each byte
+// maps to one without bias.
+func randomICEString(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails since Go 1.24
+	for i := range b {
+		b[i] = iceChars[b[i]&63]
+	}
+	return string(b)
+}
+
+// newCreds returns fresh local credentials for v: a 16-character ufrag
+// (96 bits, so a ufrag names one viewer) and a 32-character password
+// (RFC 8839 asks for at least 128 bits).
+func newCreds(v *Viewer, remoteUfrag string) *iceCreds {
+	pwd := randomICEString(32)
+	return &iceCreds{v: v, ufrag: randomICEString(16), pwd: pwd, remoteUfrag: remoteUfrag,
+		key: stun.NewShortTermIntegrity(pwd)}
+}
+
+// handleSTUN answers an ICE connectivity or consent check (RFC 8445
+// §7.3, as a lite agent, which never sends checks of its own) and learns
+// the address it came from.
+func (s *Server) handleSTUN(d *demuxState, b []byte, from route, now int64) {
+	req := &d.req
+	req.Raw = append(req.Raw[:0], b...)
+	if err := req.Decode(); err != nil {
+		s.stats.malformed.Add(1)
+		return
+	}
+	if req.Type != stun.BindingRequest {
+		// Indications and responses: a lite agent sends no requests, so
+		// no response is ours to read.
+		s.stats.droppedOther.Add(1)
+		return
+	}
+	user, err := req.Get(stun.AttrUsername)
+	if err != nil {
+		s.stats.malformed.Add(1)
+		return
+	}
+	local, remote, ok := bytes.Cut(user, []byte{':'})
+	if !ok {
+		s.stats.malformed.Add(1)
+		return
+	}
+	s.mu.RLock()
+	c := s.byUfrag[string(local)]
+	s.mu.RUnlock()
+	if c == nil || string(remote) != c.remoteUfrag {
+		s.stats.unknownUfrag.Add(1)
+		return
+	}
+	if c.key.Check(req) != nil || stun.Fingerprint.Check(req) != nil {
+		s.stats.badIntegrity.Add(1)
+		return
+	}
+	resp := &d.resp
+	err = resp.Build(stun.NewTransactionIDSetter(req.TransactionID), stun.BindingSuccess,
+		&stun.XORMappedAddress{IP: from.ap.Addr().Unmap().AsSlice(), Port: int(from.ap.Port())},
+		c.key, stun.Fingerprint)
+	if err != nil {
+		s.stats.malformed.Add(1)
+		return
+	}
+	// Learn first, answer second: once the viewer has the answer, the
+	// address must already route to it.
+	s.checked(c, from, req.Contains(stun.AttrUseCandidate), now)
+	s.stats.stunAnswered.Add(1)
+	s.writeTo(resp.Raw, from)
+}
+
+// checked records a valid check: consent is fresh, the address is the
+// viewer's, a new ICE generation replaces the old one, and a nominated
+// pair (USE-CANDIDATE) becomes where media goes. Before any nomination the
+// first validated address stands in, so a viewer that starts DTLS on it
+// is answered there.
+func (s *Server) checked(c *iceCreds, from route, nominated bool, now int64) {
+	v := c.v
+	v.lastSeen.Store(now)
+	v.state.CompareAndSwap(stateNew, stateChecking)
+
+	s.mu.RLock()
+	known := s.byAddr[from] == v && v.creds == c
+	s.mu.RUnlock()
+	if !known {
+		s.mu.Lock()
+		if _, live := s.viewers[v]; live {
+			if v.creds != c && v.pending == c {
+				delete(s.byUfrag, v.creds.ufrag)
+				v.creds, v.pending = c, nil
+			}
+			if s.byAddr[from] != v {
+				if len(v.addrs) == maxAddrsPerViewer {
+					// Evict the oldest, unless media goes there.
+					i := 0
+					if r := v.remote.Load(); r != nil && r.route == v.addrs[0] {
+						i = 1
+					}
+					delete(s.byAddr, v.addrs[i])
+					v.addrs = append(v.addrs[:i], v.addrs[i+1:]...)
+				}
+				v.addrs = append(v.addrs, from)
+				if prev := s.byAddr[from]; prev != nil {
+					prev.forgetAddr(from)
+				}
+				s.byAddr[from] = v
+			}
+		}
+		s.mu.Unlock()
+	}
+	if cur := v.remote.Load(); cur == nil || (nominated && cur.route != from) {
+		v.setRemote(from, s.inet6)
+	}
+}
+
+// forgetAddr drops from from v's addresses; s.mu is held.
+func (v *Viewer) forgetAddr(from route) {
+	for i, a := range v.addrs {
+		if a == from {
+			v.addrs = append(v.addrs[:i], v.addrs[i+1:]...)
+			return
+		}
+	}
+}
+
+// viewerAt is the viewer a validated address belongs to, or nil.
+func (s *Server) viewerAt(from route) *Viewer {
+	s.mu.RLock()
+	v := s.byAddr[from]
+	s.mu.RUnlock()
+	return v
+}
+
+// errRestartUfrag refuses an ICE restart without the viewer's new ufrag.
+var errRestartUfrag = errors.New("mediaplane: ICE restart needs the viewer's new ice-ufrag")
+
+// RestartICE starts a new ICE generation (RFC 8445 §9): remoteUfrag is the
+// viewer's new ufrag, and the returned ufrag and pwd are ours for the
+// answer. The DTLS association and SRTP keys stay. Media keeps flowing
+// to the current address; the old credentials answer checks until the
+// first valid check with the new ones, which replaces them.
+func (v *Viewer) RestartICE(remoteUfrag string) (ufrag, pwd string, err error) {
+	if remoteUfrag == "" {
+		return "", "", errRestartUfrag
+	}
+	s := v.srv
+	c := newCreds(v, remoteUfrag)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, live := s.viewers[v]; !live {
+		return "", "", ErrViewerClosed
+	}
+	if v.pending != nil {
+		delete(s.byUfrag, v.pending.ufrag)
+	}
+	v.pending = c
+	s.byUfrag[c.ufrag] = c
+	return c.ufrag, c.pwd, nil
+}

@@ -1,0 +1,408 @@
+package mediaplane
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pion/dtls/v3"
+	"github.com/pion/rtcp"
+	"github.com/pion/rtp"
+	"github.com/pion/stun/v4"
+
+	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/pkg/rtph264"
+)
+
+// TestRawPeer checks the transport against a peer built from pion's
+// parts, which derives its keys on its own side: what the server encrypts
+// decrypts there, what it sends is read as RTCP, tampered or replayed
+// SRTCP is dropped, a repeated last flight is answered, and Close sends
+// a BYE and a close_notify the peer's DTLS stack accepts.
+func TestRawPeer(t *testing.T) {
+	srv, logs := newServer(t, nil)
+	p := newRawPeer(t, srv)
+	var mu sync.Mutex
+	var got []rtcp.Packet
+	vc := h264Codec
+	vc.OnRTCP = func(pkts []rtcp.Packet) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, pk := range pkts {
+			b, _ := pk.Marshal() // the packets are lent: keep a copy
+			c, _ := rtcp.Unmarshal(b)
+			got = append(got, c...)
+		}
+	}
+	v := p.join(srv, vc)
+	p.connect(srv, v)
+	// The peer listed AES-CM first, as browsers do; the server prefers GCM.
+	logs.WaitLog(t, time.Second, "viewer connected", "srtp=SRTP_AEAD_AES_128_GCM")
+
+	// Media: a frame of FU-A fragments and a short tail, as GSO groups it.
+	au := frames(2)[1]
+	st := rtph264.NewStamper(v.VideoSSRC(), 102, 1, 1)
+	pkts := st.Stamp(nil, au, false)
+	snd := srv.NewSender(4)
+	if err := snd.SendFrame(v, pkts); err != nil {
+		t.Fatal(err)
+	}
+	for i := range pkts {
+		var h rtp.Header
+		plain, err := p.dec.DecryptRTP(nil, p.nextMedia(), &h)
+		if err != nil {
+			t.Fatalf("packet %d does not decrypt with the peer's own keys: %v", i, err)
+		}
+		if h.SequenceNumber != pkts[i].SequenceNumber || h.SSRC != v.VideoSSRC() ||
+			!bytes.Equal(plain[h.MarshalSize():], pkts[i].Payload) {
+			t.Fatalf("packet %d: got seq %d ssrc %d, want %s", i, h.SequenceNumber, h.SSRC, describe(&pkts[i]))
+		}
+	}
+
+	// RTCP from the peer: a PLI reaches OnRTCP; tampered and replayed
+	// copies do not.
+	pli, _ := rtcp.Marshal([]rtcp.Packet{&rtcp.PictureLossIndication{SenderSSRC: 7, MediaSSRC: v.VideoSSRC()}})
+	enc, err := p.enc.EncryptRTCP(nil, pli, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tampered := slices.Clone(enc)
+	tampered[10] ^= 1
+	before := srv.Stats()
+	for _, b := range [][]byte{tampered, enc, enc} {
+		if _, err := p.conn.WriteToUDPAddrPort(b, p.srv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testkit.WaitFor(t, 5*time.Second, "three RTCP datagrams handled", func() bool {
+		s := srv.Stats()
+		return s.RTCPPackets-before.RTCPPackets+s.DroppedBadSRTCP-before.DroppedBadSRTCP >= 3
+	})
+	s := srv.Stats()
+	if s.RTCPPackets-before.RTCPPackets != 1 || s.DroppedBadSRTCP-before.DroppedBadSRTCP != 2 {
+		t.Errorf("RTCP taken %d, dropped %d; want 1 taken, 2 dropped (tampered, replayed)",
+			s.RTCPPackets-before.RTCPPackets, s.DroppedBadSRTCP-before.DroppedBadSRTCP)
+	}
+	mu.Lock()
+	if len(got) != 1 || got[0].(*rtcp.PictureLossIndication).MediaSSRC != v.VideoSSRC() {
+		t.Errorf("OnRTCP got %v, want the one PLI", got)
+	}
+	mu.Unlock()
+
+	// Our last flight again, as if the server's Finished had been lost:
+	// the server repeats its own from the record it kept.
+	p.wmu.Lock()
+	last := slices.Clone(p.flight)
+	p.wmu.Unlock()
+	if len(last) == 0 {
+		t.Fatal("the peer recorded no last flight")
+	}
+	n := p.dtlsN.Load()
+	for _, d := range last {
+		if _, err := p.conn.WriteToUDPAddrPort(d, p.srv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testkit.WaitFor(t, 5*time.Second, "the server's last flight again", func() bool { return p.dtlsN.Load() > n })
+
+	v.Close()
+	bye := p.nextMedia()
+	plain, err := p.dec.DecryptRTCP(nil, bye, nil)
+	if err != nil {
+		t.Fatalf("BYE does not decrypt: %v", err)
+	}
+	pk, err := rtcp.Unmarshal(plain)
+	if err != nil || len(pk) != 1 {
+		t.Fatalf("BYE: %v %v", pk, err)
+	}
+	if g, ok := pk[0].(*rtcp.Goodbye); !ok || !slices.Equal(g.Sources, []uint32{v.VideoSSRC()}) {
+		t.Fatalf("got %v, want a BYE for the video SSRC", pk[0])
+	}
+	_ = p.dtls.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err = p.dtls.Read(make([]byte, 100))
+	var ne net.Error
+	if err == nil || errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("peer's DTLS read after Close: %v, want the close_notify to end it", err)
+	}
+	t.Logf("peer's DTLS after Close: %v", err)
+}
+
+// TestConsentExpires: a connected viewer that stops sending checks and
+// RTCP is ended after the consent timeout, and its state is released.
+func TestConsentExpires(t *testing.T) {
+	srv, logs := newServer(t, func(c *Config) { c.ConsentTimeout = time.Second })
+	p := newRawPeer(t, srv)
+	v := p.join(srv, h264Codec)
+	p.connect(srv, v)
+	start := time.Now()
+	select {
+	case <-v.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("viewer still alive 10 s after its last check, with a 1 s consent timeout")
+	}
+	if v.Err() != ErrConsentExpired {
+		t.Fatalf("Err() = %v, want ErrConsentExpired", v.Err())
+	}
+	t.Logf("ended %v after the last check", time.Since(start).Round(10*time.Millisecond))
+	logs.WaitLog(t, time.Second, "viewer closed", "reason=\"mediaplane: consent expired")
+	assertForgotten(t, srv, v)
+}
+
+// TestHandshakeTimeout: a viewer that never checks, and one that checks
+// but never starts DTLS, are both ended after the handshake timeout.
+func TestHandshakeTimeout(t *testing.T) {
+	srv, _ := newServer(t, func(c *Config) { c.HandshakeTimeout = time.Second })
+	silent := newRawPeer(t, srv)
+	vs := silent.join(srv, h264Codec)
+	p := newRawPeer(t, srv)
+	v := p.join(srv, h264Codec)
+	p.check(true)
+	if !v.ICEStarted() || vs.ICEStarted() {
+		t.Fatalf("ICEStarted: checked viewer %v, silent viewer %v", v.ICEStarted(), vs.ICEStarted())
+	}
+	for name, x := range map[string]*Viewer{"silent": vs, "ICE only": v} {
+		select {
+		case <-x.Done():
+			if x.Err() != ErrHandshakeTimeout {
+				t.Errorf("%s viewer: Err() = %v, want ErrHandshakeTimeout", name, x.Err())
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s viewer alive 10 s after its answer, with a 1 s handshake timeout", name)
+		}
+		assertForgotten(t, srv, x)
+	}
+}
+
+// TestFingerprintMismatch: a DTLS client whose certificate is not the one
+// the offer named is refused, and the viewer ends.
+func TestFingerprintMismatch(t *testing.T) {
+	srv, _ := newServer(t, nil)
+	p := newRawPeer(t, srv)
+	other := newRawPeer(t, srv)
+	v, answer, err := srv.NewViewer(p.offer(&other.cert), h264Codec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.srvUfrag = attrOf(t, answer, "ice-ufrag")
+	p.srvPwd = attrOf(t, answer, "ice-pwd")
+	p.check(true)
+	if err := p.handshake(srv.Fingerprint()); err == nil {
+		t.Fatal("handshake with the wrong certificate succeeded")
+	}
+	select {
+	case <-v.Done():
+		if !strings.Contains(v.Err().Error(), "fingerprint") {
+			t.Errorf("Err() = %v, want a fingerprint mismatch", v.Err())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("viewer alive after a refused certificate")
+	}
+}
+
+// TestICERestart: new credentials on the same viewer; the old ones answer
+// until the viewer checks with the new ones from a new address, which
+// nominates it, and media follows to that address with the same keys.
+func TestICERestart(t *testing.T) {
+	srv, _ := newServer(t, nil)
+	p := newRawPeer(t, srv)
+	v := p.join(srv, h264Codec)
+	p.connect(srv, v)
+	if _, _, err := v.RestartICE(""); err == nil {
+		t.Error("RestartICE without a ufrag succeeded")
+	}
+	oldUfrag, oldPwd, oldRemote := p.srvUfrag, p.srvPwd, p.ufrag
+	p.ufrag = randomICEString(8) // the viewer's new generation
+	ufrag, pwd, err := v.RestartICE(p.ufrag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ufrag == oldUfrag || pwd == oldPwd {
+		t.Fatal("restart kept the old credentials")
+	}
+	// A consent check of the old generation still works meanwhile (the
+	// viewer sends it with its old ufrag).
+	newUfrag := p.ufrag
+	p.ufrag = oldRemote
+	p.check(false)
+	p.ufrag = newUfrag
+
+	moved, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer moved.Close()
+	got := make(chan []byte, 64)
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, _, err := moved.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				close(got)
+				return
+			}
+			if n > 0 && buf[0] >= 128 {
+				got <- append([]byte(nil), buf[:n]...)
+			} else if n > 0 && buf[0] <= 3 {
+				m := &stun.Message{Raw: append([]byte(nil), buf[:n]...)}
+				if m.Decode() == nil {
+					trySend(p.stunIn, m)
+				}
+			}
+		}
+	}()
+	p.checkWith(moved, ufrag, pwd, true)
+	if v.Remote() != moved.LocalAddr().(*net.UDPAddr).AddrPort() {
+		t.Fatalf("media goes to %v after the nominating check from %v", v.Remote(), moved.LocalAddr())
+	}
+	before := srv.Stats().DroppedUnknownUfrag
+	_, _ = p.conn.WriteToUDPAddrPort(p.request(oldUfrag, oldPwd, false).Raw, p.srv)
+	testkit.WaitFor(t, 5*time.Second, "the old generation's check to be refused", func() bool {
+		return srv.Stats().DroppedUnknownUfrag > before
+	})
+
+	pkts := rtph264.NewStamper(v.VideoSSRC(), 102, 9, 9).Stamp(nil, frames(2)[1], false)
+	if err := srv.NewSender(0).SendFrame(v, pkts); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case b := <-got:
+		if _, err := p.dec.DecryptRTP(nil, b, nil); err != nil {
+			t.Fatalf("media at the new address does not decrypt: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no media at the new address")
+	}
+	v.Close()
+	moved.Close()
+	for range got {
+	}
+}
+
+// TestMalformedInput: garbage of every class, STUN with a bad integrity,
+// for an unknown ufrag or without USERNAME, and DTLS or RTCP from an
+// address no check validated are each dropped under their reason; the
+// server still answers a valid check afterwards.
+func TestMalformedInput(t *testing.T) {
+	srv, _ := newServer(t, nil)
+	p := newRawPeer(t, srv)
+	v := p.join(srv, h264Codec)
+	stranger := newRawPeer(t, srv)
+
+	noUser, _ := stun.Build(stun.TransactionID, stun.BindingRequest, stun.Fingerprint)
+	indication, _ := stun.Build(stun.TransactionID, stun.NewType(stun.MethodBinding, stun.ClassIndication), stun.Fingerprint)
+	cases := []struct {
+		name string
+		from *rawPeer
+		b    []byte
+		want func(Stats) uint64
+	}{
+		{"empty", p, []byte{}, func(s Stats) uint64 { return s.DroppedMalformed }},
+		{"outside RFC 7983", p, []byte{100, 1, 2, 3}, func(s Stats) uint64 { return s.DroppedMalformed }},
+		{"truncated STUN", p, []byte{0, 1, 0, 8, 0x21, 0x12}, func(s Stats) uint64 { return s.DroppedMalformed }},
+		{"STUN without USERNAME", p, noUser.Raw, func(s Stats) uint64 { return s.DroppedMalformed }},
+		{"STUN indication", p, indication.Raw, func(s Stats) uint64 { return s.DroppedOther }},
+		{"bad integrity", p, p.request(p.srvUfrag, "not-the-password-at-all", true).Raw, func(s Stats) uint64 { return s.DroppedBadIntegrity }},
+		{"unknown ufrag", p, p.request("nosuchufrag", p.srvPwd, true).Raw, func(s Stats) uint64 { return s.DroppedUnknownUfrag }},
+		{"DTLS from a stranger", stranger, []byte{22, 0xfe, 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, func(s Stats) uint64 { return s.DroppedUnknownAddr }},
+		{"RTCP from a stranger", stranger, []byte{0x81, 201, 0, 1, 0, 0, 0, 1}, func(s Stats) uint64 { return s.DroppedUnknownAddr }},
+		{"short RTP", p, []byte{0x80, 96, 0}, func(s Stats) uint64 { return s.DroppedMalformed }},
+	}
+	for _, tc := range cases {
+		before := tc.want(srv.Stats())
+		if _, err := tc.from.conn.WriteToUDPAddrPort(tc.b, tc.from.srv); err != nil {
+			t.Fatal(err)
+		}
+		testkit.WaitFor(t, 5*time.Second, tc.name+" dropped under its reason", func() bool {
+			return tc.want(srv.Stats()) == before+1
+		})
+	}
+	if v.ICEStarted() {
+		t.Error("a refused check started ICE")
+	}
+	p.check(true)
+	if !v.ICEStarted() {
+		t.Error("a valid check did not start ICE")
+	}
+	s := srv.Stats()
+	handled := s.STUNAnswered + s.DTLSRecords + s.RTCPPackets + s.DroppedMalformed + s.DroppedUnknownUfrag +
+		s.DroppedBadIntegrity + s.DroppedUnknownAddr + s.DroppedBadSRTCP + s.DroppedOther
+	if handled != s.Datagrams {
+		t.Errorf("%d datagrams read but %d accounted for: %+v", s.Datagrams, handled, s)
+	}
+}
+
+// assertForgotten: an ended viewer leaves nothing in the server's tables.
+func assertForgotten(t *testing.T, srv *Server, v *Viewer) {
+	t.Helper()
+	srv.mu.RLock()
+	defer srv.mu.RUnlock()
+	if _, ok := srv.viewers[v]; ok {
+		t.Error("ended viewer still registered")
+	}
+	for u, c := range srv.byUfrag {
+		if c.v == v {
+			t.Errorf("ended viewer's ufrag %s still answers", u)
+		}
+	}
+	for a, x := range srv.byAddr {
+		if x == v {
+			t.Errorf("ended viewer's address %v still routed", a)
+		}
+	}
+}
+
+func attrOf(t *testing.T, sdpText, key string) string {
+	t.Helper()
+	for _, l := range strings.Split(sdpText, "\r\n") {
+		if v, ok := strings.CutPrefix(l, "a="+key+":"); ok {
+			return v
+		}
+	}
+	t.Fatalf("no a=%s in\n%s", key, sdpText)
+	return ""
+}
+
+// TestAddressTableBounded: however many addresses a viewer validates, it
+// holds at most maxAddrsPerViewer routes, and never loses the one its
+// media goes to.
+func TestAddressTableBounded(t *testing.T) {
+	srv, _ := newServer(t, nil)
+	p := newRawPeer(t, srv)
+	v := p.join(srv, h264Codec)
+	nominated := netip.MustParseAddrPort("127.0.0.1:10000")
+	srv.checked(v.creds, route{ap: nominated}, true, time.Now().UnixNano())
+	for i := 1; i <= 3*maxAddrsPerViewer; i++ {
+		srv.checked(v.creds, route{ap: netip.AddrPortFrom(nominated.Addr(), uint16(10000+i))}, false, time.Now().UnixNano())
+	}
+	srv.mu.RLock()
+	defer srv.mu.RUnlock()
+	if len(srv.byAddr) != maxAddrsPerViewer || srv.byAddr[route{ap: nominated}] != v || v.Remote() != nominated {
+		t.Errorf("%d routes (want %d), nominated routed: %v, media to %v", len(srv.byAddr), maxAddrsPerViewer,
+			srv.byAddr[route{ap: nominated}] == v, v.Remote())
+	}
+}
+
+// TestProfileFallback: a peer without AES-GCM gets AES-CM with
+// HMAC-SHA1-80, and media decrypts with it.
+func TestProfileFallback(t *testing.T) {
+	srv, logs := newServer(t, nil)
+	p := newRawPeer(t, srv)
+	v := p.join(srv, h264Codec)
+	p.connect(srv, v, dtls.SRTP_AES128_CM_HMAC_SHA1_80)
+	logs.WaitLog(t, time.Second, "viewer connected", "srtp=SRTP_AES128_CM_HMAC_SHA1_80")
+	pkts := rtph264.NewStamper(v.VideoSSRC(), 102, 1, 1).Stamp(nil, frames(2)[1], false)
+	if err := srv.NewSender(0).SendFrame(v, pkts); err != nil {
+		t.Fatal(err)
+	}
+	for i := range pkts {
+		if _, err := p.dec.DecryptRTP(nil, p.nextMedia(), nil); err != nil {
+			t.Fatalf("packet %d: %v", i, err)
+		}
+	}
+}

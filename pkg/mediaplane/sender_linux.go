@@ -1,0 +1,170 @@
+//go:build linux
+
+package mediaplane
+
+import (
+	"encoding/binary"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxGSOSegments and maxGSOBytes keep a segmented message within what
+// the kernel accepts (UDP_MAX_SEGMENTS, one 64 KiB IP datagram).
+const (
+	maxGSOSegments = 64
+	maxGSOBytes    = 65000
+)
+
+var cmsgSpace = unix.CmsgSpace(2)
+
+// sendState is the sendmmsg side of a Sender: one message per run of a
+// viewer's packets that UDP GSO can carry as one (all segments the size
+// of the first, the last possibly shorter), each slot one iovec.
+type sendState struct {
+	iovs  []unix.Iovec
+	msgs  []mmsghdr
+	names []sockaddr
+	cmsgs []byte
+	first []int // first slot of each message
+	segs  []int // slots in each message
+	nmsgs int
+	short bool // the last message ends in a shorter segment
+
+	// The sendmmsg call's arguments and results live here, and write is
+	// bound once, so handing it to RawConn.Write allocates nothing.
+	off, sent int
+	errno     syscall.Errno
+	write     func(fd uintptr) bool
+}
+
+func (snd *Sender) initSend(packets int) {
+	st := &snd.sendState
+	st.write = snd.sendmmsg
+	st.iovs = make([]unix.Iovec, packets)
+	st.msgs = make([]mmsghdr, packets)
+	st.names = make([]sockaddr, packets)
+	st.cmsgs = make([]byte, packets*cmsgSpace)
+	st.first = make([]int, packets)
+	st.segs = make([]int, packets)
+}
+
+// add puts the encrypted slot into the current message of r's frame, or
+// starts a message.
+func (snd *Sender) add(r *peerAddr, slot int, frameStart bool) {
+	n := snd.lens[slot]
+	iov := &snd.iovs[slot]
+	iov.Base = &snd.buf[slot*slotSize]
+	iov.SetLen(n)
+	if m := snd.nmsgs - 1; !frameStart && m >= 0 && snd.srv.gso.Load() && !snd.short &&
+		n <= snd.lens[snd.first[m]] && snd.segs[m] < maxGSOSegments &&
+		(snd.segs[m]+1)*snd.lens[snd.first[m]] <= maxGSOBytes {
+		snd.segs[m]++
+		h := &snd.msgs[m].hdr
+		h.SetIovlen(snd.segs[m])
+		if snd.segs[m] == 2 {
+			cm := snd.cmsgs[m*cmsgSpace : (m+1)*cmsgSpace]
+			ch := (*unix.Cmsghdr)(unsafe.Pointer(&cm[0]))
+			ch.Level, ch.Type = unix.SOL_UDP, unix.UDP_SEGMENT
+			ch.SetLen(unix.CmsgLen(2))
+			binary.NativeEndian.PutUint16(cm[unix.CmsgLen(0):], uint16(snd.lens[snd.first[m]]))
+			h.Control = &cm[0]
+			h.SetControllen(cmsgSpace)
+		}
+		snd.short = n < snd.lens[snd.first[m]]
+		return
+	}
+	m := snd.nmsgs
+	snd.nmsgs++
+	snd.names[m] = r.name
+	snd.first[m], snd.segs[m], snd.short = slot, 1, false
+	h := &snd.msgs[m].hdr
+	h.Name = &snd.names[m][0]
+	h.Namelen = r.nlen
+	h.Iov = iov
+	h.SetIovlen(1)
+	h.Control = nil
+	h.SetControllen(0)
+}
+
+// flush sends the queued messages with as few sendmmsg calls as the
+// kernel allows. A message it refuses (an ICMP error queued for a
+// departed viewer, say) is counted and skipped so it cannot hold back
+// the others; the first refusal of GSO itself turns GSO off for the
+// server and sends what is left one datagram per message.
+func (snd *Sender) flush() error {
+	st := &snd.srv.stats
+	defer func() { snd.nmsgs, snd.short = 0, false }()
+	for snd.off = 0; snd.off < snd.nmsgs; {
+		off := snd.off
+		err := snd.srv.raw.Write(snd.write)
+		sent, errno := snd.sent, snd.errno
+		st.syscalls.Add(1)
+		if err != nil {
+			for _, n := range snd.segs[off:snd.nmsgs] {
+				st.sendErrors.Add(uint64(n))
+			}
+			return err
+		}
+		if errno != 0 {
+			if snd.segs[off] > 1 && (errno == syscall.EIO || errno == syscall.EINVAL || errno == syscall.EOPNOTSUPP) {
+				snd.srv.gso.Store(false)
+				snd.split(off)
+				continue
+			}
+			st.sendErrors.Add(uint64(snd.segs[off]))
+			snd.off++
+			continue
+		}
+		for _, n := range snd.segs[off : off+sent] {
+			st.packetsSent.Add(uint64(n))
+		}
+		st.messages.Add(uint64(sent))
+		snd.off += sent
+	}
+	return nil
+}
+
+// sendmmsg is RawConn.Write's callback for flush.
+func (snd *Sender) sendmmsg(fd uintptr) bool {
+	// RawSyscall: the socket is non-blocking, so sendmmsg never sleeps,
+	// and the scheduler need not hand the P away.
+	r, _, e := syscall.RawSyscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&snd.msgs[snd.off])),
+		uintptr(snd.nmsgs-snd.off), 0, 0, 0)
+	if e == syscall.EAGAIN {
+		return false // wait until writable
+	}
+	snd.sent, snd.errno = int(r), e
+	return true
+}
+
+// split rewrites messages from off on as one message per slot. It only
+// runs when the kernel refused GSO, once per server, so its allocation
+// does not matter.
+func (snd *Sender) split(off int) {
+	type run struct {
+		first, segs int
+		name        sockaddr
+		nlen        uint32
+	}
+	var runs []run
+	for m := off; m < snd.nmsgs; m++ {
+		runs = append(runs, run{snd.first[m], snd.segs[m], snd.names[m], snd.msgs[m].hdr.Namelen})
+	}
+	m := off
+	for _, r := range runs {
+		for slot := r.first; slot < r.first+r.segs; slot++ {
+			snd.names[m] = r.name
+			snd.first[m], snd.segs[m] = slot, 1
+			h := &snd.msgs[m].hdr
+			h.Name, h.Namelen = &snd.names[m][0], r.nlen
+			h.Iov = &snd.iovs[slot]
+			h.SetIovlen(1)
+			h.Control = nil
+			h.SetControllen(0)
+			m++
+		}
+	}
+	snd.nmsgs = m
+}

@@ -1,0 +1,56 @@
+package mediaplane
+
+import "sync/atomic"
+
+// Stats counts what the Server read and sent, for metrics and tests. Every
+// datagram read is either handled (a STUN check answered, a DTLS record
+// delivered, RTCP decrypted) or dropped under exactly one reason.
+type Stats struct {
+	Datagrams uint64 // read from the socket
+
+	STUNAnswered uint64 // binding requests answered (ICE checks, consent)
+	DTLSRecords  uint64 // DTLS datagrams taken by a handshake or its aftermath
+	RTCPPackets  uint64 // SRTCP datagrams decrypted and handed to a viewer
+
+	DroppedMalformed    uint64 // no known protocol, or a truncated or unparsable one
+	DroppedUnknownUfrag uint64 // STUN for no viewer, or for a stale ICE generation
+	DroppedBadIntegrity uint64 // STUN whose MESSAGE-INTEGRITY or FINGERPRINT failed
+	DroppedUnknownAddr  uint64 // DTLS or RTP/RTCP from an address no check validated
+	DroppedBadSRTCP     uint64 // SRTCP that failed authentication or replay checks
+	DroppedOther        uint64 // valid but unwanted: RTP from a viewer, STUN other than a request, a full handshake queue
+
+	PacketsSent uint64 // media datagrams handed to the kernel
+	Messages    uint64 // sendmmsg entries that carried them (GSO groups)
+	Syscalls    uint64 // sendmmsg calls
+	SendErrors  uint64 // datagrams the kernel refused
+}
+
+type counters struct {
+	datagrams, stunAnswered, dtlsRecords, rtcpPackets            atomic.Uint64
+	malformed, unknownUfrag, badIntegrity, unknownAddr, badSRTCP atomic.Uint64
+	droppedOther                                                 atomic.Uint64
+	packetsSent, messages, syscalls, sendErrors                  atomic.Uint64
+}
+
+// Stats returns the counters so far.
+func (s *Server) Stats() Stats {
+	c := &s.stats
+	return Stats{
+		Datagrams:    c.datagrams.Load(),
+		STUNAnswered: c.stunAnswered.Load(),
+		DTLSRecords:  c.dtlsRecords.Load(),
+		RTCPPackets:  c.rtcpPackets.Load(),
+
+		DroppedMalformed:    c.malformed.Load(),
+		DroppedUnknownUfrag: c.unknownUfrag.Load(),
+		DroppedBadIntegrity: c.badIntegrity.Load(),
+		DroppedUnknownAddr:  c.unknownAddr.Load(),
+		DroppedBadSRTCP:     c.badSRTCP.Load(),
+		DroppedOther:        c.droppedOther.Load(),
+
+		PacketsSent: c.packetsSent.Load(),
+		Messages:    c.messages.Load(),
+		Syscalls:    c.syscalls.Load(),
+		SendErrors:  c.sendErrors.Load(),
+	}
+}

@@ -1,0 +1,310 @@
+package srt
+
+/*
+#cgo LDFLAGS: -lsrt
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <srt/srt.h>
+
+// srtwhep_connect_start starts connecting u to ip:port (IPv4 or IPv6
+// text) without blocking: a blocking srt_connect cannot be interrupted
+// (closing the socket from another thread does not end it), and a dial
+// must end when its context does. It returns 0 or libsrt's error code.
+static int srtwhep_connect_start(SRTSOCKET u, const char* ip, int port) {
+	struct sockaddr_storage ss;
+	int len;
+	int no = 0;
+	memset(&ss, 0, sizeof(ss));
+	struct sockaddr_in* v4 = (struct sockaddr_in*)&ss;
+	struct sockaddr_in6* v6 = (struct sockaddr_in6*)&ss;
+	if (inet_pton(AF_INET, ip, &v4->sin_addr) == 1) {
+		v4->sin_family = AF_INET;
+		v4->sin_port = htons(port);
+		len = sizeof(*v4);
+	} else if (inet_pton(AF_INET6, ip, &v6->sin6_addr) == 1) {
+		v6->sin6_family = AF_INET6;
+		v6->sin6_port = htons(port);
+		len = sizeof(*v6);
+	} else {
+		return SRT_EINVPARAM;
+	}
+	if (srt_setsockflag(u, SRTO_RCVSYN, &no, sizeof(no)) == SRT_ERROR) return srt_getlasterror(NULL);
+	if (srt_connect(u, (struct sockaddr*)&ss, len) == SRT_ERROR) {
+		int e = srt_getlasterror(NULL);
+		if (e != SRT_EASYNCRCV) return e;
+	}
+	return 0;
+}
+
+// srtwhep_connect_state is the socket's state and, once the connect has
+// failed, the reject reason (read before anyone closes the socket: a
+// closed socket has none any more, which is also why srtgo's Connect,
+// which closes on failure, cannot be used).
+static int srtwhep_connect_state(SRTSOCKET u, int* reason) {
+	SRT_SOCKSTATUS st = srt_getsockstate(u);
+	*reason = srt_getrejectreason(u);
+	return (int)st;
+}
+
+// srtwhep_blocking puts a connected socket back into blocking receive
+// mode, which the conn's reads rely on (see TOOLCHAIN.md).
+static int srtwhep_blocking(SRTSOCKET u) {
+	int yes = 1;
+	if (srt_setsockflag(u, SRTO_RCVSYN, &yes, sizeof(yes)) == SRT_ERROR) return srt_getlasterror(NULL);
+	return 0;
+}
+*/
+import "C"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/haivision/srtgo"
+)
+
+// DialConfig configures Dial. Addr and StreamID are required.
+type DialConfig struct {
+	// Addr is the listener's HOST:PORT; a host name is resolved with the
+	// dial's context.
+	Addr string
+	// StreamID is sent in the handshake, e.g. "read:live/cam1"; its path
+	// is the conn's Path, under which the stream is published here.
+	StreamID   string
+	Passphrase string        // "" = no encryption; else 10 to 79 characters
+	PBKeyLen   int           // 0 (libsrt default), 16, 24 or 32
+	Latency    time.Duration // SRTO_LATENCY; 0 keeps libsrt's default (120 ms)
+	// ConnectTimeout bounds the handshake (SRTO_CONNTIMEO); 0 keeps
+	// libsrt's 3 s.
+	ConnectTimeout time.Duration
+	// ReadTimeout ends the conn when the listener sends nothing for this
+	// long (see Config.ReadTimeout).
+	ReadTimeout time.Duration
+}
+
+// Reject reasons libsrt reports on the caller's side (srt.h SRT_REJ_*):
+// they come from the handshake itself, not from the listener's callback.
+const (
+	rejPeer      = 2  // SRT_REJ_PEER: refused without a reason
+	rejBadSecret = 10 // SRT_REJ_BADSECRET
+	rejUnsecure  = 11 // SRT_REJ_UNSECURE
+	rejTimeout   = 16 // SRT_REJ_TIMEOUT
+)
+
+// DialError is a connect that failed: libsrt's error and, when the
+// listener refused, the reject reason it sent.
+type DialError struct {
+	Addr string
+	// Reason is the SRT reject reason: below 1000 libsrt's own
+	// (SRT_REJ_*), from 1000 the listener's access-control answer (1404
+	// not found, 1401 unauthorized, …); 0 when the handshake never ran.
+	Reason int
+	Err    error // libsrt's error (a srtgo.SRTErrno), or the resolver's
+}
+
+func (e *DialError) Error() string {
+	return fmt.Sprintf("srt connect to %s: %s", e.Addr, e.Describe())
+}
+
+func (e *DialError) Unwrap() error { return e.Err }
+
+// Timeout reports a listener that never answered the handshake.
+func (e *DialError) Timeout() bool {
+	return errors.Is(e.Err, srtgo.ENoServer) || e.Reason == rejTimeout
+}
+
+// Rejected reports a listener that answered and refused.
+func (e *DialError) Rejected() bool {
+	return errors.Is(e.Err, srtgo.EConnRej) && !e.Timeout()
+}
+
+// Describe says what went wrong in a few words and how to fix it, with
+// the reject reason's number: "no such stream (1404)".
+func (e *DialError) Describe() string {
+	if !e.Rejected() {
+		if e.Timeout() {
+			return "no answer (connection timed out)"
+		}
+		return e.Err.Error()
+	}
+	switch e.Reason {
+	case srtgo.RejectionReasonNotFound:
+		return "no such stream (1404)"
+	case srtgo.RejectionReasonUnauthorized:
+		return "unauthorized (1401); the listener wants credentials in the streamid"
+	case srtgo.RejectionReasonForbidden:
+		return "forbidden (1403); the listener does not let this address or user read the path"
+	case srtgo.RejectionReasonBadMode:
+		return "bad mode (1405); the listener does not serve this streamid's mode"
+	case rejBadSecret:
+		return fmt.Sprintf("wrong passphrase (%d); use the listener's passphrase", e.Reason)
+	case rejUnsecure:
+		return fmt.Sprintf("encryption mismatch (%d); the listener wants a passphrase, or wants none", e.Reason)
+	case rejPeer:
+		return fmt.Sprintf("refused without a reason (%d)", e.Reason)
+	}
+	if e.Reason >= srtgo.RejectionReasonPredefined {
+		return reasonName(e.Reason)
+	}
+	return fmt.Sprintf("%s (%d)", C.GoString(C.srt_rejectreason_str(C.int(e.Reason))), e.Reason)
+}
+
+// Dial connects to an SRT listener as a caller that receives, and returns
+// the same kind of Conn the listener hands to Config.Serve, so a pulled
+// stream takes the publishers' pipeline. The socket is in blocking mode
+// with SRTO_RCVTIMEO, like accepted ones (see TOOLCHAIN.md). ctx bounds
+// the connect (cancelling it closes the socket, which ends the handshake)
+// and, as for accepted conns, Read ends once it is done.
+func Dial(ctx context.Context, cfg DialConfig) (*Conn, error) {
+	id, err := ParseStreamID(cfg.StreamID)
+	if err != nil {
+		return nil, fmt.Errorf("srt dial: %w", err)
+	}
+	host, portStr, err := net.SplitHostPort(cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("srt dial %q: %w (use HOST:PORT)", cfg.Addr, err)
+	}
+	port, err := strconv.ParseUint(portStr, 10, 16)
+	if err != nil || port == 0 {
+		return nil, fmt.Errorf("srt dial %q: port must be 1-65535", cfg.Addr)
+	}
+	switch n := len(cfg.Passphrase); {
+	case n != 0 && (n < 10 || n > 79):
+		return nil, fmt.Errorf("srt dial %s: the passphrase is %d characters long; SRT needs 10 to 79", cfg.Addr, n)
+	case cfg.Latency < 0 || cfg.ConnectTimeout < 0 || cfg.ReadTimeout < 0:
+		return nil, fmt.Errorf("srt dial %s: negative latency or timeout", cfg.Addr)
+	}
+	ip, err := resolve(ctx, host)
+	if err != nil {
+		return nil, &DialError{Addr: cfg.Addr, Err: err}
+	}
+
+	opts := map[string]string{
+		"blocking":  "1",
+		"mode":      "caller",
+		"transtype": "live",
+		"streamid":  cfg.StreamID,
+	}
+	if cfg.Passphrase != "" {
+		opts["passphrase"] = cfg.Passphrase
+		if cfg.PBKeyLen != 0 {
+			opts["pbkeylen"] = strconv.Itoa(cfg.PBKeyLen)
+		}
+	}
+	if cfg.Latency > 0 {
+		opts["latency"] = strconv.FormatInt(cfg.Latency.Milliseconds(), 10)
+	}
+	if cfg.ConnectTimeout > 0 {
+		opts["conntimeo"] = strconv.FormatInt(max(cfg.ConnectTimeout.Milliseconds(), 1), 10)
+	}
+	sock := srtgo.NewSrtSocket(ip.String(), uint16(port), opts)
+	if sock == nil {
+		return nil, fmt.Errorf("srt dial %s: cannot create the socket (was srt.Init called? options %v)", cfg.Addr, redactOpts(opts))
+	}
+	closeSock := sync.OnceFunc(closeSocket(sock))
+	if err := connect(ctx, sock, ip, int(port)); err != nil {
+		closeSock()
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("srt dial %s: %w", cfg.Addr, context.Cause(ctx))
+		}
+		if de, ok := err.(*DialError); ok {
+			de.Addr = cfg.Addr
+			return nil, de
+		}
+		return nil, fmt.Errorf("srt dial %s: %w", cfg.Addr, err)
+	}
+	if err := sock.SetSockOptInt(srtoRcvTimeo, int(rcvTimeout.Milliseconds())); err != nil {
+		closeSock()
+		return nil, fmt.Errorf("srt dial %s: setting the receive timeout: %w", cfg.Addr, err)
+	}
+	remote := net.JoinHostPort(ip.String(), portStr)
+	c := newConn(ctx, sock, id, remote, cfg.ReadTimeout)
+	c.closer = closeSock
+	c.dialed = true
+	return c, nil
+}
+
+// connectPoll is how often a connect in progress is checked: a handshake
+// takes a round trip or two, and ctx must end it promptly.
+const connectPoll = 5 * time.Millisecond
+
+// connect runs the handshake without blocking in C, polling the socket's
+// state, so ctx can end it; libsrt's SRTO_CONNTIMEO bounds it otherwise.
+func connect(ctx context.Context, sock *srtgo.SrtSocket, ip net.IP, port int) error {
+	u := C.SRTSOCKET(sock.GetSocket())
+	cip := C.CString(ip.String())
+	// srt_getlasterror is thread-local: stay on one OS thread.
+	runtime.LockOSThread()
+	errno := C.srtwhep_connect_start(u, cip, C.int(port))
+	runtime.UnlockOSThread()
+	C.free(unsafe.Pointer(cip))
+	if errno != 0 {
+		return &DialError{Err: srtgo.SRTErrno(errno)}
+	}
+	tick := time.NewTicker(connectPoll)
+	defer tick.Stop()
+	for {
+		var reason C.int
+		switch st := C.srtwhep_connect_state(u, &reason); st {
+		case C.SRTS_CONNECTED:
+			runtime.LockOSThread()
+			errno := C.srtwhep_blocking(u)
+			runtime.UnlockOSThread()
+			if errno != 0 {
+				return fmt.Errorf("back to blocking mode: %w", srtgo.SRTErrno(errno))
+			}
+			return nil
+		case C.SRTS_INIT, C.SRTS_OPENED, C.SRTS_CONNECTING:
+		default: // broken, closing, closed, gone: the connect failed
+			if int(reason) == rejTimeout {
+				return &DialError{Reason: int(reason), Err: srtgo.ENoServer}
+			}
+			return &DialError{Reason: int(reason), Err: srtgo.EConnRej}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// resolve turns host into one IP address, preferring IPv4 as srtgo does.
+func resolve(ctx context.Context, host string) (net.IP, error) {
+	if ip := net.ParseIP(host); ip != nil {
+		return ip, nil
+	}
+	addrs, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range addrs {
+		if a.IP.To4() != nil {
+			return a.IP, nil
+		}
+	}
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("host %q has no address", host)
+	}
+	return addrs[0].IP, nil
+}
+
+// redactOpts hides the passphrase of socket options quoted in an error.
+func redactOpts(opts map[string]string) map[string]string {
+	out := make(map[string]string, len(opts))
+	for k, v := range opts {
+		if k == "passphrase" {
+			v = "***"
+		}
+		out[k] = v
+	}
+	return out
+}
