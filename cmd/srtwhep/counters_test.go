@@ -32,9 +32,9 @@ var notProducible = map[string]string{
 }
 
 // TestCountersMove produces, against one real server, the event behind
-// every srtwhep_* counter: a publisher and viewers, a stalled viewer, SRT
-// loss and late packets (netfilter in a publisher's network namespace),
-// broken TS, B-frames, and each reason a WHEP offer is refused. Which
+// every srtwhep_* counter: a publisher and viewers, a stalled viewer, a
+// viewer behind a narrow link, SRT loss and late packets (netfilter in a
+// publisher's network namespace), broken TS, B-frames, and each reason a WHEP offer is refused. Which
 // counters exist is read from the scrape itself, so a counter added later
 // without an event here fails the test until one is added (or it is listed
 // in notProducible, with the reason).
@@ -87,6 +87,14 @@ func TestCountersMove(t *testing.T) {
 		}
 		w.waitAbove(t, "srtwhep_webrtc_sessions_total")
 		w.waitAbove(t, "srtwhep_webrtc_udp_datagrams_sent_total")
+	})
+
+	t.Run("congested viewer", func(t *testing.T) {
+		// live/m is 500 kbit/s: a 200 kbit/s link loses most of it, the
+		// viewer's receiver reports say so, and its video skips to IDRs.
+		narrow := dialNarrowUDPViewer(t, ts, "live/m", 200_000, nil)
+		w.waitAbove(t, "srtwhep_path_frames_dropped_total", "path", "live/m", "reason", "congested", "kind", "video")
+		_ = narrow.Close()
 	})
 
 	t.Run("srt loss, retransmission and late drops", func(t *testing.T) {

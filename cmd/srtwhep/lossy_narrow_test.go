@@ -92,11 +92,6 @@ func TestNarrowUDPViewer(t *testing.T) {
 	ts.waitPublisher(t, "live/cam1")
 	others := []*viewer{dialViewer(t, ts, "live/cam1"), dialViewer(t, ts, "live/cam1")}
 
-	// The viewer's socket and the relay's client side live in their own
-	// namespace, so the server cannot reach the viewer around the relay.
-	vNS := newNetns(t, "viewer")
-	mediaPort := addrPort(t, ts.addrs.Load().WebRTCUDP)
-	relayIn := listenUDPIn(t, vNS)
 	// The server's skips, seen where it sends: sequence numbers stay
 	// contiguous across a skip while the timestamp jumps by the frames
 	// dropped; the picture after the jump is where the viewer resumes.
@@ -107,38 +102,22 @@ func TestNarrowUDPViewer(t *testing.T) {
 		lastTS   uint32
 		landings = map[uint32]bool{}
 	)
-	udpLink(t, relayIn, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: mediaPort}, linkOpts{
-		rate: 1_000_000,
-		sent: func(p []byte) {
-			seq, rtpTS, ok := rtpHeader(p)
-			if !ok {
-				return
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case !started:
-				started = true
-			case int16(seq-lastSeq) <= 0:
-				return // a retransmission
-			case seq == lastSeq+1 && rtpTS-lastTS > frameTicks*3/2 && rtpTS-lastTS < 1<<31:
-				landings[rtpTS] = true
-			}
-			lastSeq, lastTS = seq, rtpTS
-		},
-	})
-	sock := listenUDPIn(t, vNS)
-	mux := webrtc.NewICEUDPMux(nil, sock)
-	t.Cleanup(func() { mux.Close() })
-	// Like a browser: NACKs, and a receiver report every second.
-	narrow := dialViewer(t, ts, "live/cam1", func(o *whepclient.Options) {
-		o.NACK = true
-		o.ReceiverReports = true
-		o.RewriteAnswer = candidatePort("udp", mediaPort, relayIn.LocalAddr().(*net.UDPAddr).Port)
-		o.SettingEngine = func(se *webrtc.SettingEngine) {
-			testkit.LoopbackOnly(se)
-			se.SetICEUDPMux(mux)
+	narrow := dialNarrowUDPViewer(t, ts, "live/cam1", 1_000_000, func(p []byte) {
+		seq, rtpTS, ok := rtpHeader(p)
+		if !ok {
+			return
 		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case !started:
+			started = true
+		case int16(seq-lastSeq) <= 0:
+			return // a retransmission
+		case seq == lastSeq+1 && rtpTS-lastTS > frameTicks*3/2 && rtpTS-lastTS < 1<<31:
+			landings[rtpTS] = true
+		}
+		lastSeq, lastTS = seq, rtpTS
 	})
 	id := sessionID(narrow)
 	ts.logs.WaitLog(t, 30*time.Second, "reader is too slow, discarding", "session="+id)
@@ -202,4 +181,29 @@ func TestNarrowUDPViewer(t *testing.T) {
 	for i, v := range others {
 		checkFullRate(t, fmt.Sprintf("direct viewer %d", i+1), v)
 	}
+}
+
+// dialNarrowUDPViewer connects a browser-like viewer (NACKs, a receiver
+// report every second) whose media path runs through a relay capped at bps;
+// sent sees every datagram the server sent it, before the cap. The viewer's
+// socket and the relay's client side live in their own namespace, so the
+// server cannot reach the viewer around the relay.
+func dialNarrowUDPViewer(t *testing.T, ts *testServer, path string, bps int, sent func([]byte)) *viewer {
+	t.Helper()
+	vNS := newNetns(t, "viewer")
+	mediaPort := addrPort(t, ts.addrs.Load().WebRTCUDP)
+	relayIn := listenUDPIn(t, vNS)
+	udpLink(t, relayIn, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: mediaPort}, linkOpts{rate: bps, sent: sent})
+	sock := listenUDPIn(t, vNS)
+	mux := webrtc.NewICEUDPMux(nil, sock)
+	t.Cleanup(func() { mux.Close() })
+	return dialViewer(t, ts, path, func(o *whepclient.Options) {
+		o.NACK = true
+		o.ReceiverReports = true
+		o.RewriteAnswer = candidatePort("udp", mediaPort, relayIn.LocalAddr().(*net.UDPAddr).Port)
+		o.SettingEngine = func(se *webrtc.SettingEngine) {
+			testkit.LoopbackOnly(se)
+			se.SetICEUDPMux(mux)
+		}
+	})
 }
