@@ -61,7 +61,7 @@ test: ## deps, tidy go.mod, go vet, gofmt, go test -race, shellcheck, offline de
 	@# The end-to-end package runs on its own, verbose into a log, so the
 	@# browser test has the machine to itself and its figures are shown.
 	log=$$(mktemp); \
-	if ! $(GO) test -race -count=1 -timeout 8m -v ./cmd/srtwhep >"$$log" 2>&1; then \
+	if ! $(GO) test -race -count=1 -timeout 11m -v ./cmd/srtwhep >"$$log" 2>&1; then \
 		grep -v '^time=' "$$log" | tail -150; rm -f "$$log"; exit 1; \
 	fi; \
 	grep -E '^(browser:|--- (PASS|FAIL)|ok )' "$$log"; rm -f "$$log"
