@@ -36,7 +36,7 @@ webrtc:
   listenIP: 10.211.0.1
   udpPort: 8189
   tcpPort: 8189
-metrics:
+`+testkit.MediaPlaneYAML()+`metrics:
   listen: ""
 pathDefaults:
   publisherGrace: 4s

@@ -77,9 +77,12 @@ webrtc:
   tcpPort: %s
   publicIPs: %s
   handshakeTimeout: 4s
-metrics:
+%smetrics:
   listen: ""
-`, natHTTPPort, natMediaPort, natMediaPort, c.publicIPs))
+`, natHTTPPort, natMediaPort, natMediaPort, c.publicIPs, testkit.MediaPlaneYAML()))
+			if p := testkit.MediaPlane(); p != "" {
+				server.WaitLog(t, 5*time.Second, "whep ready", "media_plane="+p)
+			}
 			publishInNetns(t, srv, server, "live/cam1")
 
 			res := runNATViewer(t, cli, "http://"+natPublicIP+":"+natHTTPPort+"/live/cam1/whep")

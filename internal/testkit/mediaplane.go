@@ -12,3 +12,12 @@ const MediaPlaneEnv = "TEST_MEDIAPLANE"
 // MediaPlane is the media plane the tests should use, "" for the
 // server's default.
 func MediaPlane() string { return os.Getenv(MediaPlaneEnv) }
+
+// MediaPlaneYAML is the webrtc section's line that picks MediaPlane,
+// indented for that section, or "" for the default.
+func MediaPlaneYAML() string {
+	if p := MediaPlane(); p != "" {
+		return "  mediaPlane: " + p + "\n"
+	}
+	return ""
+}

@@ -39,10 +39,6 @@ type Server struct {
 // ephemeral loopback port, on the media plane MediaPlane names; extra (more
 // top-level YAML) is appended.
 func LoopbackConfig(extra string) string {
-	plane := ""
-	if p := MediaPlane(); p != "" {
-		plane = "  mediaPlane: " + p + "\n"
-	}
 	return `srt:
   listen: "127.0.0.1:0"
 http:
@@ -51,7 +47,7 @@ webrtc:
   listenIP: 127.0.0.1
   udpPort: 0
   tcpPort: 0
-` + plane + `metrics:
+` + MediaPlaneYAML() + `metrics:
   listen: "127.0.0.1:0"
 ` + extra
 }
@@ -135,6 +131,24 @@ func (s *Server) Stop(t testing.TB) {
 			case <-time.After(5 * time.Second):
 			}
 			t.Errorf("srtwhep still running 5 s after SIGTERM (goroutines after SIGQUIT below):\n%s", s.Log.String())
+		}
+	})
+}
+
+// Kill ends the server with SIGKILL, as a crash, the OOM killer or a
+// lost machine does, and waits for it to be gone; the end of the test
+// then expects nothing more of it. Only the first Kill or Stop acts.
+func (s *Server) Kill(t testing.TB) {
+	t.Helper()
+	s.stopOnce.Do(func() {
+		if err := s.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Errorf("SIGKILL: %v", err)
+			return
+		}
+		select {
+		case <-s.done:
+		case <-time.After(5 * time.Second):
+			t.Errorf("srtwhep still running 5 s after SIGKILL")
 		}
 	})
 }

@@ -17,8 +17,12 @@
 // A Server runs two: the demultiplexer, which reads the socket in batches
 // (recvmmsg) and dispatches every datagram by its first byte (RFC 7983:
 // STUN 0–3, DTLS 20–63, RTP/RTCP 128–191) and its remote address, and a
-// janitor that ends viewers whose handshake or consent ran out. A viewer
-// owns no goroutine once connected. While it shakes hands, one goroutine
+// janitor that ends viewers whose handshake or consent ran out; with
+// Config.TCPListener, a third accepts ICE-TCP connections (RFC 6544,
+// passive), and each connection has one reading its RFC 4571 frames into
+// the same dispatch, so a viewer on ICE-TCP costs one goroutine while it
+// is connected. A UDP viewer owns no goroutine once connected. While it
+// shakes hands, one goroutine
 // drives pion/dtls, which adds two of its own (its handshake state machine
 // and its read loop; the read loop also starts a short-lived deadline
 // watcher per read).
@@ -43,7 +47,9 @@
 // packets into UDP GSO messages (equal segment sizes, the last may be
 // shorter); Flush sends every queued message of every viewer with one
 // sendmmsg. Where the kernel refuses GSO, the same messages go out one
-// datagram each. There is no clock read, channel or interface call per
+// datagram each. An ICE-TCP viewer's packets go out as RFC 4571 frames
+// with one writev per frame, which blocks while its link is full: the
+// back-pressure a per-viewer writer wants. There is no clock read, channel or interface call per
 // packet, and one lock per viewer per frame (the viewer's SRTP context is
 // shared with RTCP writes).
 package mediaplane

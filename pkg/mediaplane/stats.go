@@ -19,7 +19,7 @@ type Stats struct {
 	DroppedBadSRTCP     uint64 // SRTCP that failed authentication or replay checks
 	DroppedOther        uint64 // valid but unwanted: RTP from a viewer, STUN other than a request, a full handshake queue
 
-	PacketsSent uint64 // media datagrams handed to the kernel
+	PacketsSent uint64 // media datagrams (and ICE-TCP frames) handed to the kernel
 	Messages    uint64 // sendmmsg entries that carried them (GSO groups)
 	Syscalls    uint64 // sendmmsg calls
 	SendErrors  uint64 // datagrams the kernel refused

@@ -166,6 +166,8 @@ func (p *ownPlane) tcpAddr() string {
 	return ""
 }
 
+// udpCounts counts ICE-TCP frames too: the media plane tells them apart
+// only by route, and TCP viewers are the rare fallback.
 func (p *ownPlane) udpCounts() (datagrams, refused uint64) {
 	st := p.srv.Stats()
 	return st.PacketsSent, st.SendErrors
@@ -176,6 +178,8 @@ type ownTransport struct {
 	plane *ownPlane
 	v     *mediaplane.Viewer
 	one   [1]rtp.Packet // audio goes out a packet at a time
+	// unwatch stops the watch on the session's end (see answer).
+	unwatch func() bool
 }
 
 // opusFmtp is the answer's Opus fmtp, as the pion plane answers it.
@@ -205,7 +209,12 @@ func (p *ownPlane) answer(_ context.Context, sess *session, audio bool) (transpo
 	case err != nil:
 		return nil, "", err
 	}
-	return &ownTransport{plane: p, v: v}, answer, nil
+	// The viewer ends with the session, at once: a writer blocked on a
+	// full ICE-TCP connection (a viewer that reads nothing) must not hold
+	// a kick or a shutdown until the link drains. No goroutine waits for
+	// it; the closing one starts only then.
+	unwatch := context.AfterFunc(sess.ctx, v.Close)
+	return &ownTransport{plane: p, v: v, unwatch: unwatch}, answer, nil
 }
 
 // errTransportFailed ends a session whose viewer's DTLS failed.
@@ -305,4 +314,7 @@ func (t *ownTransport) restartICE(_ context.Context, _ string, frag sdpFrag) (lo
 // close ends the viewer: a connected one gets the RTCP BYE and DTLS
 // close_notify. Once Close returns, the media plane calls no callback of
 // the session any more.
-func (t *ownTransport) close() { t.v.Close() }
+func (t *ownTransport) close() {
+	t.unwatch()
+	t.v.Close()
+}
