@@ -148,7 +148,8 @@ fi
 
 # clip_has_aac: clips cached before sound was benchmarked are video only.
 clip_has_aac() {
-	[[ $(ffprobe -v error -select_streams a:0 -show_entries stream=codec_name -of csv=p=0 "$CLIP" 2>/dev/null) == aac ]]
+	# ffprobe names the stream once per program it belongs to.
+	ffprobe -v error -select_streams a:0 -show_entries stream=codec_name -of csv=p=0 "$CLIP" 2>/dev/null | grep -qx aac
 }
 if [[ ! -s $CLIP ]] || ! clip_has_aac; then
 	echo "== making $CLIP once (60 s 1280x720@30, libx264 2.5 Mbit/s, GOP 60, no B-frames; AAC 128 kbit/s stereo)"
@@ -266,7 +267,18 @@ for kind in $LADDERS; do
 done
 
 read -r -a planes <<<"${PLANES:-default}"
+# Every ladder gets a server of its own: memory a ladder leaves behind (a
+# heap grown for 400 viewers) would make the next one's RSS per viewer
+# meaningless.
+runs=()
+for kind in $LADDERS; do
+	runs+=("$kind:browser")
+done
+for mode in $EXTRA_MODES; do
+	runs+=("video:$mode")
+done
 transcode=()
+first=1
 for ((round = 1; round <= ROUNDS; round++)); do
 	order=("${planes[@]}")
 	if ((round % 2 == 0)); then # ABBA: drift on the machine falls on every plane alike
@@ -280,52 +292,65 @@ for ((round = 1; round <= ROUNDS; round++)); do
 			label="default plane"
 			setting=
 		fi
-		dir=$out/r$round/$plane
-		mkdir -p "$dir"
-		echo "== round $round/$ROUNDS: srtwhep ($label) on CPU 0"
-		start_server "$setting" "$dir/srtwhep.log"
+		for run in "${runs[@]}"; do
+			kind=${run%%:*}
+			mode=${run#*:}
+			name=$kind
+			if [[ $mode != browser ]]; then
+				name=$mode
+			fi
+			dir=$out/r$round/$plane/$name
+			mkdir -p "$dir"
+			echo "== round $round/$ROUNDS: srtwhep ($label) on CPU 0 for the $name ladder"
+			start_server "$setting" "$dir/srtwhep.log"
 
-		if [[ $G2G != 0 && $round == 1 && $plane == "${order[0]}" ]]; then
-			echo "== glass-to-glass ($G2G; publisher, encoder, decoder and viewer on CPU 1)"
-			{
-				echo "## Glass-to-glass on loopback, at the default srt.latency ($label)"
-				echo
-				taskset -c 1 bin/whep-loadgen g2g -srt "srt://127.0.0.1:$SRT_PORT?streamid=publish:live/g2g&pkt_size=1316" \
-					-url "http://127.0.0.1:$HTTP_PORT/live/g2g/whep" -duration "$G2G" -metrics "http://127.0.0.1:$METRICS_PORT/metrics"
-				echo
-			} | tee -a "$out/report.md"
-		fi
+			if [[ $G2G != 0 && $first == 1 ]]; then
+				echo "== glass-to-glass ($G2G; publisher, encoder, decoder and viewer on CPU 1)"
+				{
+					echo "## Glass-to-glass on loopback, at the default srt.latency ($label)"
+					echo
+					taskset -c 1 bin/whep-loadgen g2g -srt "srt://127.0.0.1:$SRT_PORT?streamid=publish:live/g2g&pkt_size=1316" \
+						-url "http://127.0.0.1:$HTTP_PORT/live/g2g/whep" -duration "$G2G" -metrics "http://127.0.0.1:$METRICS_PORT/metrics"
+					echo
+				} | tee -a "$out/report.md"
+			fi
+			first=0
 
-		audio0=$(audio_cpu_seconds || echo "")
-		t0=$SECONDS
-		for kind in $LADDERS; do
 			flags=()
 			profile=0
-			case $kind in
-			video) profile=$PROFILE_AT ;;
-			audio) flags=(-audio) ;;
-			esac
-			ladder "$dir/$kind" browser "$STEPS" "$profile" "$label" "${flags[@]}"
+			steps=$EXTRA_STEPS
+			if [[ $mode == browser ]]; then
+				steps=$STEPS
+				case $kind in
+				video) profile=$PROFILE_AT ;;
+				audio) flags=(-audio) ;;
+				esac
+			fi
+			audio0=$(audio_cpu_seconds || echo "")
+			t0=$SECONDS
+			ladder "$dir" "$mode" "$steps" "$profile" "$label" "${flags[@]}"
+			if [[ $kind == audio ]] && audio1=$(audio_cpu_seconds) && [[ -n $audio0 ]] && ((SECONDS > t0)); then
+				transcode+=("$(awk -v a="$audio0" -v b="$audio1" -v s="$((SECONDS - t0))" -v l="$label" -v r="$round" \
+					'BEGIN {printf "- In the server (%s, round %d) during the audio ladder: %.2f %% of one core (srtwhep_path_audio_transcode_cpu_seconds_total over %d s)", l, r, 100*(b-a)/s, s}')")
+			fi
+			stop_server
 		done
-		if audio1=$(audio_cpu_seconds) && [[ -n $audio0 ]] && ((SECONDS > t0)); then
-			transcode+=("$(awk -v a="$audio0" -v b="$audio1" -v s="$((SECONDS - t0))" -v l="$label" -v r="$round" \
-				'BEGIN {printf "- In the server (%s, round %d) during the ladders: %.2f %% of one core (srtwhep_path_audio_transcode_cpu_seconds_total over %d s)", l, r, 100*(b-a)/s, s}')")
-		fi
-		for mode in $EXTRA_MODES; do
-			ladder "$dir/$mode" "$mode" "$EXTRA_STEPS" 0 "$label"
-		done
-		stop_server
 	done
 done
 
 {
 	echo
-	bin/whep-loadgen headline "$out"/r*/*/*/ladder.json
+	# In the order of PLANES, so the ratios read later plane / first plane.
+	files=()
+	for plane in "${planes[@]}"; do
+		files+=("$out"/r*/"$plane"/*/ladder.json)
+	done
+	bin/whep-loadgen headline "${files[@]}"
 	echo
 	for plane in "${planes[@]}"; do
 		d=$out/r1/$plane
 		if [[ -s $d/video/ladder.json && -s $d/audio/ladder.json ]]; then
-			echo "### $plane"
+			echo "Media plane: $plane"
 			echo
 			bin/whep-loadgen compare -video "$d/video/ladder.json" -audio "$d/audio/ladder.json"
 			echo
@@ -347,5 +372,5 @@ done
 {
 	echo
 	echo "Machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(uname -sr); load average before the run: $load0"
-	echo "Results: $out (rROUND/PLANE/{video,audio,${EXTRA_MODES// /,}}: ladder.md, ladder.json, ladder.png, cpu-N$PROFILE_AT.pprof; go-bench.txt, logs)"
+	echo "Results: $out (rROUND/PLANE/{video,audio,${EXTRA_MODES// /,}}: ladder.md, ladder.json, ladder.png, srtwhep.log, cpu-N$PROFILE_AT.pprof; go-bench.txt)"
 } | tee -a "$out/report.md"

@@ -98,7 +98,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.token, "token", "", "bearer token sent with each offer")
 	fs.StringVar(&c.ramp, "ramp", "20/s", "how fast new sessions are opened, sessions per second")
 	fs.IntVar(&c.decodeEvery, "decode-every", 10, "every k-th session decodes fully through pion (the first always does); the rest check RTP headers only")
-	fs.IntVar(&c.maxDecode, "max-decode", 0, "at most this many decode sessions (0: no cap); keeps the generator's cost per viewer low in big ladders")
+	fs.IntVar(&c.maxDecode, "max-decode", 0, "at most this many decode sessions (0: no cap, -1: none); keeps the generator's cost per viewer low in big ladders")
 	fs.Float64Var(&c.fps, "fps", 30, "frame rate of the published stream; a viewer is verified at ≥ 90% of it")
 	fs.Float64Var(&c.maxLoss, "max-loss", 0.001, "largest lost/expected packet ratio a verified viewer may have")
 	fs.DurationVar(&c.connectTimeout, "connect-timeout", 15*time.Second, "limit for one session's offer, ICE and DTLS")

@@ -42,7 +42,7 @@ type Step struct {
 	CongestedDrops *float64 `json:"congestedDrops,omitempty"`
 	// Video pauses longer than 200 ms over all viewers during the hold.
 	Stalls uint64 `json:"stalls"`
-	// What the light viewers sent back (browser mode).
+	// What the viewers sent back (browser mode; NACKs from light viewers).
 	ReportsPerViewerSecond float64  `json:"rtcpReportsPerViewerSecond,omitempty"`
 	NACKed                 uint64   `json:"packetsNacked,omitempty"`
 	PLIs                   uint64   `json:"plisSent,omitempty"`

@@ -71,10 +71,18 @@ func Headlines(reps []*Report) []Headline {
 		h.Stalls = append(h.Stalls, float64(sm.Stalls))
 		h.GenPerViewer = append(h.GenPerViewer, sm.GenPerViewer)
 	}
+	// Labels keep the order they came in; video only before video + audio.
 	slices.SortStableFunc(out, func(a, b Headline) int {
-		return cmp.Compare(modeRank(a.Mode), modeRank(b.Mode))
+		return cmp.Or(cmp.Compare(modeRank(a.Mode), modeRank(b.Mode)), cmp.Compare(audioRank(a.Audio), audioRank(b.Audio)))
 	})
 	return out
+}
+
+func audioRank(audio bool) int {
+	if audio {
+		return 1
+	}
+	return 0
 }
 
 func modeRank(m string) int {
@@ -145,8 +153,8 @@ func WriteHeadlines(w io.Writer, hs []Headline) error {
 			ma, okA := Median(a.Marginal)
 			mc, okC := Median(c.Marginal)
 			if okA && okC && ma > 0 && mc > 0 {
-				notes = append(notes, fmt.Sprintf("- %s: %s costs %.2f× what %s does per viewer (ratio of the medians)",
-					Setup{Mode: a.Mode, Audio: a.Audio, Label: "marginal CPU"}, cmp.Or(c.Label, "server"), mc/ma, cmp.Or(a.Label, "server")))
+				notes = append(notes, fmt.Sprintf("- %s: %s costs %.2f× what %s does per viewer (ratio of the median marginal CPU)",
+					Setup{Mode: a.Mode, Audio: a.Audio, Label: "setups"}, cmp.Or(c.Label, "server"), mc/ma, cmp.Or(a.Label, "server")))
 			}
 		}
 	}

@@ -42,7 +42,10 @@ func TestSummarizeMemoryAndStalls(t *testing.T) {
 }
 
 func TestHeadlines(t *testing.T) {
+	withAudio := run("pion", "browser", 0.18, 0.3, 0)
+	withAudio.Audio = true
 	reps := []*Report{
+		withAudio,
 		run("pion", "gro", 0.07, 0.3, 0),
 		run("pion", "browser", 0.16, 0.3, 0),
 		run("own", "browser", 0.08, 0.2, 1),
@@ -52,8 +55,9 @@ func TestHeadlines(t *testing.T) {
 		run("pion", "browser", 0.17, 0.3, 4),
 	}
 	hs := Headlines(reps)
-	if len(hs) != 3 || hs[0].Label != "pion" || hs[0].Mode != "browser" || hs[1].Label != "own" || hs[2].Mode != "gro" {
-		t.Fatalf("setups %+v, want pion and own browser first, then gro", hs)
+	if len(hs) != 4 || hs[0].Label != "pion" || hs[0].Mode != "browser" || hs[0].Audio || hs[1].Label != "own" ||
+		!hs[2].Audio || hs[3].Mode != "gro" {
+		t.Fatalf("setups %+v, want pion and own browser video first, then with audio, then gro", hs)
 	}
 	if m, _ := Median(hs[0].Marginal); !near(m, 0.17) || hs[0].Runs != 3 {
 		t.Errorf("pion: median marginal %v over %d runs, want 0.17 over 3", m, hs[0].Runs)

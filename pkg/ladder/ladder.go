@@ -127,7 +127,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		feedback := ""
 		if cfg.Pool.ReceiverReports && n > 0 {
-			feedback = fmt.Sprintf(", %.2f RTCP reports/s per light viewer, %d packets NACKed", st.ReportsPerViewerSecond, st.NACKed)
+			feedback = fmt.Sprintf(", %.2f RTCP reports/s per viewer, %d packets NACKed", st.ReportsPerViewerSecond, st.NACKed)
 		}
 		fmt.Fprintf(progress, "step N=%d: connected %d, verified %d, server CPU %.1f%% (peak %.1f%%), RSS %.1f MiB, generator %.1f%%, stalls %d%s%s: %s\n",
 			st.N, st.Connected, st.Verified, st.CPUMean, st.CPUPeak, st.RSSMiB, st.GenCPU, st.Stalls, feedback, audio, st.Verdict)

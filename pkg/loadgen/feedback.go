@@ -1,7 +1,6 @@
 package loadgen
 
 import (
-	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -40,8 +39,10 @@ const (
 // counters belongs to the reactor goroutine, like the accountant it hangs
 // from.
 type feedback struct {
-	ssrc  uint32 // the viewer's own SSRC, the sender of its reports
-	cname string
+	ssrc uint32 // the viewer's own SSRC, the sender of its reports
+	// nack: this viewer NACKs and asks for keyframes itself. A decoding
+	// session leaves that to pion's NACK generator, which sees its media.
+	nack bool
 
 	nextReport int64 // unix ns; 0 until media arrives
 	pending    [nackMaxPending]nackEntry
@@ -60,13 +61,16 @@ type nackEntry struct {
 	tries  uint8
 }
 
-func newFeedback(ssrc uint32, id int) *feedback {
-	return &feedback{ssrc: ssrc, cname: fmt.Sprintf("whep-loadgen-%d-%08x", id, ssrc)}
+func newFeedback(ssrc uint32, nack bool) *feedback {
+	return &feedback{ssrc: ssrc, nack: nack}
 }
 
 // lost records packets found missing by a jump of the highest sequence
 // number to seq: the n before it.
 func (f *feedback) lost(seq uint16, n int) {
+	if !f.nack {
+		return
+	}
 	if n >= nackMaxPending {
 		// Beyond repair by NACK: drop the chase, ask for a keyframe.
 		f.nPending = 0
@@ -105,10 +109,14 @@ func (f *feedback) dueNACKs(now int64, w *seqWindow, dst []uint16) []uint16 {
 	return dst
 }
 
-// collect returns the RTCP the viewer sends now: a receiver report with
-// its source description when one is due, NACKs for missing video packets
-// and a PLI after a hole NACKs cannot repair. It returns nil when there is
-// nothing to send.
+// collect returns the RTCP the viewer sends now: a receiver report when
+// one is due, NACKs for missing video packets and a PLI after a hole NACKs
+// cannot repair. It returns nil when there is nothing to send.
+//
+// The report goes alone, as pion's report interceptor sends it, without
+// an SDES: an SDES names the viewer's own SSRC, which the server never
+// heard of, and pion then opens a stream for it per viewer (with a
+// warning in the log), a cost of the generator, not of the server.
 func (a *accountant) collect(now int64) []rtcp.Packet {
 	f := a.fb
 	if f == nil {
@@ -129,10 +137,7 @@ func (a *accountant) collect(now int64) []rtcp.Packet {
 			if a.audio.haveSSRC {
 				rr.Reports = append(rr.Reports, a.audio.report())
 			}
-			pkts = append(pkts, rr, &rtcp.SourceDescription{Chunks: []rtcp.SourceDescriptionChunk{{
-				Source: f.ssrc,
-				Items:  []rtcp.SourceDescriptionItem{{Type: rtcp.SDESCNAME, Text: f.cname}},
-			}}})
+			pkts = append(pkts, rr)
 			f.nextReport += int64(reportInterval)
 			if f.nextReport <= now { // the reactor fell behind: no burst of reports
 				f.nextReport = now + int64(reportInterval)

@@ -54,11 +54,11 @@ func TestBrowserViewersFeedback(t *testing.T) {
 	if rep.Verified != 4 {
 		t.Errorf("%d of 4 viewers verified", rep.Verified)
 	}
-	if rep.FeedbackSessions != 3 {
-		t.Errorf("%d light sessions sent their own RTCP, want 3 (the decoding one leaves it to pion)", rep.FeedbackSessions)
+	if rep.FeedbackSessions != 4 {
+		t.Errorf("%d sessions sent receiver reports built from their socket's counts, want all 4", rep.FeedbackSessions)
 	}
 	if r := rep.ReportsPerViewerSecond; r < 0.7 || r > 1.3 {
-		t.Errorf("%.2f receiver reports per second per light viewer, want about 1", r)
+		t.Errorf("%.2f receiver reports per second per viewer, want about 1", r)
 	}
 	if rep.RTCPUnsent != 0 {
 		t.Errorf("%d RTCP packets built but not sent", rep.RTCPUnsent)
@@ -68,6 +68,10 @@ func TestBrowserViewersFeedback(t *testing.T) {
 	}
 	if lines := srv.Srv.Log.Lines(congestionLog); len(lines) > 0 {
 		t.Errorf("the server found healthy viewers congested: %q", lines)
+	}
+	// Every SSRC the viewers' RTCP names is one the server sends.
+	if lines := srv.Srv.Log.Lines("unhandled RTCP"); len(lines) > 0 {
+		t.Errorf("the server met RTCP about SSRCs it does not know: %q", lines)
 	}
 
 	// Now one light viewer whose 4 KiB socket buffer overflows with every

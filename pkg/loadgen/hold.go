@@ -77,7 +77,7 @@ func (h *Hold) Windows(c Criteria) []Window {
 // Feedback sums what a window's viewers sent back and the stalls they saw.
 type Feedback struct {
 	Stalls uint64 // every session's
-	// Light sessions that send their own feedback (browser mode).
+	// Sessions that send their own receiver reports (browser mode).
 	Sessions                 int
 	ReportsPerViewerSecond   float64
 	NACKed, PLIs, RTCPUnsent uint64

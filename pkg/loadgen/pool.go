@@ -126,7 +126,7 @@ func NewPool(cfg Config) (*Pool, error) {
 	if pace == 0 {
 		pace = DefaultPace
 	}
-	r, err := newReactor(max(pace, 0), cfg.GRO, cfg.ReceiverReports, cfg.SocketBuffer)
+	r, err := newReactor(max(pace, 0), cfg.GRO, cfg.SocketBuffer)
 	if err != nil {
 		return nil, err
 	}

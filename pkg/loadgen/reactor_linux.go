@@ -26,7 +26,11 @@ const (
 	// costs the generator one message instead of ten.
 	messageSize  = 65536
 	maxEvents    = 256
-	passQueueLen = 256 // datagrams waiting for pion per session
+	passQueueLen = 256 // datagrams waiting for pion per light session (no media)
+	// decodeQueueLen holds a join's catch-up burst (the server sends its
+	// cached GOP at once, ~600 packets) for a decoding session's pion
+	// while a busy generator gets to it.
+	decodeQueueLen = 2048
 	// socketBuffer holds a keyframe burst (~100 packets of ~2 KiB kernel
 	// truesize each) while the reactor sleeps between rounds.
 	socketBuffer = 2 << 20
@@ -60,7 +64,6 @@ type reactor struct {
 	epfd   int
 	pace   time.Duration
 	gro    bool // UDP_GRO on new sockets
-	stamps bool // SO_TIMESTAMPNS on new sockets: each datagram's arrival time, for jitter and stalls
 	rcvbuf int  // SO_RCVBUF of connected sockets, bytes; 0 keeps socketBuffer
 
 	// rtcp carries feedback to the goroutine that sends it through pion.
@@ -85,7 +88,7 @@ type reactor struct {
 	pool   sync.Pool // *[]byte of datagramSize for datagrams handed to pion
 }
 
-func newReactor(pace time.Duration, gro, stamps bool, rcvbuf int) (*reactor, error) {
+func newReactor(pace time.Duration, gro bool, rcvbuf int) (*reactor, error) {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: epoll_create1: %w", err)
@@ -94,7 +97,6 @@ func newReactor(pace time.Duration, gro, stamps bool, rcvbuf int) (*reactor, err
 		epfd:     epfd,
 		pace:     pace,
 		gro:      gro,
-		stamps:   stamps,
 		rcvbuf:   rcvbuf,
 		rtcp:     make(chan rtcpJob, rtcpQueueLen),
 		rtcpDone: make(chan struct{}),
@@ -329,10 +331,11 @@ func (r *reactor) open(local netip.Addr, acc *accountant) (*rsock, error) {
 		// Best effort: without UDP_GRO every datagram is its own message.
 		_ = unix.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_GRO, 1)
 	}
-	if r.stamps {
-		// Best effort: without it a datagram's time is its receive round's.
-		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
-	}
+	// Each datagram's arrival time, for jitter and stalls, in every mode so
+	// stalls compare across modes: a busy generator's late receive round
+	// must not look like a pause of the server. Best effort: without it a
+	// datagram's time is its round's.
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
 	if err := unix.Bind(fd, sa); err != nil {
 		return fail("bind UDP socket to "+local.String(), err)
 	}
@@ -347,8 +350,12 @@ func (r *reactor) open(local netip.Addr, acc *accountant) (*rsock, error) {
 	case *unix.SockaddrInet6:
 		port = a.Port
 	}
+	queue := passQueueLen
+	if !acc.swallow {
+		queue = decodeQueueLen
+	}
 	s := &rsock{r: r, fd: fd, local: net.UDPAddrFromAddrPort(netip.AddrPortFrom(local, uint16(port))), acc: acc,
-		in: make(chan dgram, passQueueLen)}
+		in: make(chan dgram, queue)}
 	r.mu.Lock()
 	r.socks[int32(fd)] = s
 	r.mu.Unlock()

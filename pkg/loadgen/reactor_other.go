@@ -22,6 +22,6 @@ type rsock struct{ net.PacketConn }
 
 func (*rsock) connected() {}
 
-func newReactor(time.Duration, bool, bool, int) (*reactor, error) { return nil, errNotLinux }
-func (*reactor) open(netip.Addr, *accountant) (*rsock, error)     { return nil, errNotLinux }
-func (*reactor) Close() error                                     { return nil }
+func newReactor(time.Duration, bool, int) (*reactor, error)   { return nil, errNotLinux }
+func (*reactor) open(netip.Addr, *accountant) (*rsock, error) { return nil, errNotLinux }
+func (*reactor) Close() error                                 { return nil }

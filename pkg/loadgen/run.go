@@ -58,7 +58,7 @@ type RunReport struct {
 
 	Mode   ViewerMode
 	Stalls uint64 // video pauses > 200 ms over all sessions
-	// Feedback of the light viewers over the hold (browser mode).
+	// Feedback of the viewers over the hold (browser mode).
 	ReportsPerViewerSecond   float64
 	NACKed, PLIs, RTCPUnsent uint64
 	FeedbackSessions         int
@@ -177,8 +177,12 @@ func (r *RunReport) WriteText(w io.Writer) error {
 	if r.Packets+r.Gaps > 0 {
 		loss = float64(r.Gaps) / float64(r.Packets+r.Gaps)
 	}
-	fmt.Fprintf(&b, "\nsessions: %d requested, %d connected, %d verified, %d failed to connect (hold %s, %s)\n",
-		r.N, r.Connected, r.Verified, r.Failed, r.Hold.Round(time.Millisecond), r.URL)
+	mode := ""
+	if r.Mode != "" {
+		mode = ", " + string(r.Mode) + " viewers"
+	}
+	fmt.Fprintf(&b, "\nsessions: %d requested, %d connected, %d verified, %d failed to connect (hold %s, %s%s)\n",
+		r.N, r.Connected, r.Verified, r.Failed, r.Hold.Round(time.Millisecond), r.URL, mode)
 	fmt.Fprintf(&b, "video: %d packets, %d bytes, %d sequence gaps (loss %.3f%%), %.0f kbit/s per viewer\n",
 		r.Packets, r.Bytes, r.Gaps, 100*loss, r.KbpsPerViewer)
 	if r.Audio {
@@ -198,7 +202,7 @@ func (r *RunReport) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "generator CPU: %.1f%% of one core while holding (%.3f%% per session), %.1f%% over the whole run\n", r.GenCPUHold, per, r.GenCPUAll)
 	fmt.Fprintf(&b, "stalls (video pauses > %s): %d\n", stallGap, r.Stalls)
 	if r.FeedbackSessions > 0 {
-		fmt.Fprintf(&b, "viewer feedback (%d light sessions): %.2f receiver reports/s each, %d packets NACKed, %d PLIs, %d RTCP packets not sent\n",
+		fmt.Fprintf(&b, "viewer feedback (%d sessions): %.2f receiver reports/s each, %d packets NACKed, %d PLIs, %d RTCP packets not sent\n",
 			r.FeedbackSessions, r.ReportsPerViewerSecond, r.NACKed, r.PLIs, r.RTCPUnsent)
 	}
 	if r.Retries > 0 {

@@ -52,8 +52,8 @@ type Snapshot struct {
 	// Video pauses longer than stallGap (counted for every session).
 	Stalls uint64
 
-	// Feedback the session sent itself (light sessions with
-	// ReceiverReports; decoding sessions leave it to pion, uncounted).
+	// Feedback the session sent itself (with ReceiverReports; a decoding
+	// session's NACKs come from pion, uncounted).
 	ReportsSent, NACKedSent, PLIsSent, RTCPUnsent uint64
 
 	// Decode mode only.
@@ -74,8 +74,12 @@ var pionDiscard = logging.NewDefaultLeveledLoggerForScope("loadgen", logging.Log
 func dialSession(ctx context.Context, id int, decode bool, local netip.Addr, r *reactor, cfg *Config, httpc *http.Client) (*Session, error) {
 	s := &Session{ID: id, Decode: decode, Audio: cfg.Audio}
 	acc := &accountant{c: &s.cnt, swallow: !decode}
-	if cfg.ReceiverReports && !decode {
-		acc.fb = newFeedback(rand.Uint32()|1, id)
+	if cfg.ReceiverReports {
+		// Decoding sessions too: pion's report interceptor would count
+		// what reached pion, and the queue to it may drop a join's burst
+		// on a busy generator, which the server would take for a lossy
+		// link. The socket's counts are what the network delivered.
+		acc.fb = newFeedback(rand.Uint32()|1, !decode)
 		s.feedback = true
 	}
 	sock, err := r.open(local, acc)
@@ -98,15 +102,12 @@ func dialSession(ctx context.Context, id int, decode bool, local netip.Addr, r *
 		}
 	}}}
 	opt := whepclient.Options{
-		Decode: decode,
-		Audio:  cfg.Audio,
-		NACK:   cfg.NACK,
-		// A decoding session's media reaches pion, whose interceptor
-		// reports it like a browser.
-		ReceiverReports: cfg.ReceiverReports && decode,
-		BearerToken:     cfg.BearerToken,
-		HTTPClient:      tapped,
-		Logger:          log,
+		Decode:      decode,
+		Audio:       cfg.Audio,
+		NACK:        cfg.NACK,
+		BearerToken: cfg.BearerToken,
+		HTTPClient:  tapped,
+		Logger:      log,
 		SettingEngine: func(se *webrtc.SettingEngine) {
 			se.SetICEUDPMux(mux)
 			nt := webrtc.NetworkTypeUDP4

@@ -45,8 +45,8 @@ type Window struct {
 	// since a starved generator can cause them too.
 	Stalls uint64
 
-	// Feedback the viewer sent over the window (light viewers in
-	// browser mode; decoding viewers leave it to pion, uncounted).
+	// Feedback the viewer sent over the window (browser mode; a decoding
+	// viewer's NACKs come from pion, uncounted).
 	ReportsSent, NACKedSent, PLIsSent, RTCPUnsent uint64
 
 	// The audio track over the same window.
