@@ -182,7 +182,8 @@ func (s *server) Run(ctx context.Context) error {
 		API: api.Handler(api.Config{Paths: s.ingest, Sessions: viewerSessions{s.whep, s.srtRd}, Authorizer: s.policy,
 			Logger: s.log.With("component", "api")}),
 		APIPrefix: api.Prefix,
-		Player:    player.New(player.Config{Logger: s.log.With("component", "player"), ICEServers: s.playerICE}),
+		Player: player.New(player.Config{Logger: s.log.With("component", "player"), ICEServers: s.playerICE,
+			PublicURL: s.cfg.HTTP.PublicURL}),
 		Ready: func() any {
 			if a := s.addrs.Load(); a != nil {
 				return a

@@ -15,4 +15,6 @@ var (
 	ErrServerFull = errors.New("server reader limit reached")
 	// ErrEnded: the publisher went away (or the reader was closed).
 	ErrEnded = errors.New("stream ended")
+	// ErrIdle: no frame came before RecvFrameIdle's idle channel fired.
+	ErrIdle = errors.New("no frame within the idle time")
 )

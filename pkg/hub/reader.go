@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
 )
@@ -228,6 +229,15 @@ func (r *Reader) HasAudio() bool { return r.hasAudio }
 // ends; queued frames win over a done ctx, so draining with a cancelled ctx
 // is deterministic.
 func (r *Reader) RecvFrame(ctx context.Context) (Frame, error) {
+	return r.RecvFrameIdle(ctx, nil)
+}
+
+// RecvFrameIdle is RecvFrame that also returns ErrIdle when idle fires
+// before a frame comes (a nil idle never fires). A sender whose peer takes
+// silence for a dead link, as an SRT reader's read timeout does, sends a
+// sign of life then: a path between two publishers sends nothing for as
+// long as its grace lasts.
+func (r *Reader) RecvFrameIdle(ctx context.Context, idle <-chan time.Time) (Frame, error) {
 	select {
 	case <-r.done:
 		return Frame{}, ErrEnded
@@ -247,6 +257,8 @@ func (r *Reader) RecvFrame(ctx context.Context) (Frame, error) {
 		return Frame{}, ErrEnded
 	case <-ctx.Done():
 		return Frame{}, ctx.Err()
+	case <-idle:
+		return Frame{}, ErrIdle
 	}
 }
 

@@ -38,9 +38,39 @@ function watchFrames(att) {
       lastTime = video.currentTime;
       onFrame();
     }
-    if (watch.check(now) === "stalled" && state === "playing") setStatus("stalled", INTERRUPTED);
+    if (watch.check(now) === "stalled") {
+      if (state === "playing") setStatus("stalled", INTERRUPTED);
+      probeServer(att);
+    }
   }, STALL_CHECK_MS);
   watch.frame(performance.now());
+}
+
+// probeServer tells a stalled stream whose server died from one between
+// two publishers, which the server keeps the session through: it asks the
+// session URL, repeatedly while the picture stays stalled. A server that
+// answers anything is up. One that refuses the connection is gone (a
+// killed edge behind a load balancer, whose session URL names it, see
+// http.publicURL), and the page reconnects through its endpoint at once
+// instead of waiting for ICE to give up, some 5 to 7 s in Chromium plus
+// DISCONNECT_GRACE_MS. A HEAD in no-cors mode needs nothing of the
+// server's CORS setup: even an opaque answer is an answer. A probe that
+// times out proves nothing; ICE decides then.
+function probeServer(att) {
+  if (!att.session || att.probing || cur !== att) return;
+  att.probing = true;
+  timedFetch(att.session, { method: "HEAD", mode: "no-cors" }, PROBE_TIMEOUT_MS).then(
+    () => "up",
+    (e) => (e && e.name === "AbortError" ? "unknown" : "gone"),
+  ).then((r) => {
+    att.probing = false;
+    if (cur !== att || !att.watch || !att.watch.stalled) return;
+    if (r === "gone") {
+      drop(att, "Server unreachable");
+      return;
+    }
+    att.timers.push(setTimeout(() => probeServer(att), PROBE_EVERY_MS));
+  });
 }
 
 // watchTransport ends the attempt as soon as the server closes its DTLS

@@ -56,7 +56,10 @@ class Store {
 function page({ joins, storage, soundAutoplay, audioTrack }) {
   // frozen holds back the video's frames (a publisher gone); notFound
   // makes every POST a 404, whose times go to refusals.
-  const w = { pcs: [], posts: 0, activated: false, frozen: false, notFound: false, refusals: [] };
+  // gone makes the server that holds the session refuse connections (it
+  // died; the endpoint, a load balancer's, still answers POSTs); probes
+  // lists the requests that are not POSTs.
+  const w = { pcs: [], posts: 0, activated: false, frozen: false, notFound: false, refusals: [], gone: false, probes: [] };
   const tick = () => new Promise((r) => realSetTimeout(r, 0));
 
   class Track extends Target { constructor(kind) { super(); this.kind = kind; } }
@@ -155,7 +158,11 @@ function page({ joins, storage, soundAutoplay, audioTrack }) {
   }
 
   async function fetch(url, init) {
-    if (init.method !== "POST") return { status: 200, statusText: "OK", headers: new Map(), text: async () => "" };
+    if (init.method !== "POST") {
+      w.probes.push({ url, method: init.method, mode: init.mode, at: Date.now() });
+      if (w.gone) throw new TypeError("Failed to fetch");
+      return { status: 200, statusText: "OK", headers: new Map(), text: async () => "" };
+    }
     assert.equal(url, "http://h/live/cam1/whep");
     if (w.notFound) {
       w.refusals.push(Date.now());
@@ -348,9 +355,31 @@ const scenarios = {
     await p.until("the interruption", () => p.els.status.textContent === "Stream interrupted — waiting for the publisher");
     const after = Date.now() - frozenAt;
     assert.ok(after < 2000, "interruption shown " + after + " ms after the last frame, want < 2 s");
+    await p.until("a probe of the session", () => p.w.probes.length > 0);
+    assert.deepEqual(p.w.probes.map((x) => [x.url, x.method, x.mode]), [["http://h/live/cam1/whep/s1", "HEAD", "no-cors"]]);
     p.w.frozen = false;
     await p.playing();
     assert.equal(p.w.pcs.length, 1, "the session was kept: no new POST");
+    p.leave();
+  },
+
+  async "a stalled picture whose server is gone reconnects at once, without waiting for ICE"() {
+    const p = page({ joins: ["absent"], storage: new Store() });
+    await p.playing();
+    // The server dies: no frames, connections refused, and the stand-in's
+    // ICE, like a browser's for seconds, still says connected.
+    p.w.frozen = true;
+    p.w.gone = true;
+    const diedAt = Date.now();
+    await p.until("the probe", () => p.w.probes.some((x) => x.method === "HEAD"));
+    await p.until("the next attempt", () => p.w.pcs.length === 2);
+    assert.equal(p.w.pcs[0].closed, true, "the dead session's PeerConnection is closed");
+    assert.equal(p.els.status.textContent, "Stream interrupted — waiting for the publisher");
+    // Another server behind the endpoint takes the POST and plays.
+    p.w.frozen = false;
+    await p.playing();
+    const took = Date.now() - diedAt;
+    assert.ok(took < 3500, "playing again " + took + " ms after the server died, want the stall (1.2 s) and one 1 s back-off");
     p.leave();
   },
 

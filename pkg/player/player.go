@@ -14,6 +14,7 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -61,6 +62,12 @@ type Config struct {
 	// ICEServers are written into the page, so it need not ask the WHEP
 	// endpoint (an OPTIONS round trip) before it can make its offer.
 	ICEServers []ICEServer
+	// PublicURL is the server's http.publicURL. With it, session URLs are
+	// absolute URLs of whichever server holds the session, which need not
+	// be the origin the page came from (a load balancer's), so the page
+	// may connect to any origin of PublicURL's scheme: it must reach its
+	// session there to probe it and to DELETE it.
+	PublicURL string
 }
 
 // ICEServer is a STUN/TURN server in the form RTCPeerConnection takes.
@@ -74,9 +81,10 @@ type ICEServer struct {
 // path. Mount it as the fallback behind the WHEP and API routes: it claims
 // every GET/HEAD whose URL path looks like a stream path.
 type Player struct {
-	title string
-	log   *slog.Logger
-	ice   string // JSON of Config.ICEServers
+	title   string
+	log     *slog.Logger
+	ice     string // JSON of Config.ICEServers
+	connect string // the CSP connect-src sources
 }
 
 // New returns a Player. It is safe for concurrent use.
@@ -86,7 +94,12 @@ func New(cfg Config) *Player {
 		servers = []ICEServer{}
 	}
 	ice, _ := json.Marshal(servers) // plain strings: cannot fail
-	p := &Player{title: cfg.Title, log: cfg.Logger, ice: string(ice)}
+	p := &Player{title: cfg.Title, log: cfg.Logger, ice: string(ice), connect: "'self'"}
+	// The sibling servers' origins are unknown here, so the scheme is
+	// allowed: "https:" means any secure origin.
+	if u, err := url.Parse(cfg.PublicURL); err == nil && (u.Scheme == "https" || u.Scheme == "http") {
+		p.connect += " " + u.Scheme + ":"
+	}
 	if p.title == "" {
 		p.title = DefaultTitle
 	}
@@ -146,7 +159,7 @@ func (p *Player) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("Content-Security-Policy", csp(nonce))
+	h.Set("Content-Security-Policy", csp(nonce, p.connect))
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodGet {
 		_, _ = w.Write(buf.Bytes())
@@ -155,13 +168,14 @@ func (p *Player) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // csp allows the page's own inline script and style (by nonce) and network
-// access to its own origin only: the WHEP endpoint is always {page}/whep.
-// media-src covers the MediaStream the video element plays; img-src data:
-// covers the empty favicon that stops a /favicon.ico request.
-func csp(nonce string) string {
+// access to connect, its own origin unless Config.PublicURL says sessions
+// live elsewhere: the WHEP endpoint is always {page}/whep. media-src covers
+// the MediaStream the video element plays; img-src data: covers the empty
+// favicon that stops a /favicon.ico request.
+func csp(nonce, connect string) string {
 	n := "'nonce-" + nonce + "'"
 	return "default-src 'self'; script-src 'self' " + n + "; style-src 'self' " + n +
-		"; connect-src 'self'; media-src 'self' blob: mediastream:; img-src 'self' data:" +
+		"; connect-src " + connect + "; media-src 'self' blob: mediastream:; img-src 'self' data:" +
 		"; object-src 'none'; base-uri 'none'; form-action 'none'"
 }
 

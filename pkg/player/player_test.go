@@ -248,3 +248,21 @@ func TestICEServersEmbedded(t *testing.T) {
 		t.Fatalf("ICE servers not embedded as escaped JSON; page head:\n%s", body[:min(len(body), 600)])
 	}
 }
+
+// With http.publicURL the session URL names the server that holds the
+// session, another origin than the load balancer's the page came from:
+// the page may connect to any origin of that scheme, and only then.
+func TestConnectSrcWithPublicURL(t *testing.T) {
+	connectSrc := regexp.MustCompile(`connect-src ([^;]*);`)
+	for _, c := range []struct{ publicURL, want string }{
+		{"", "'self'"},
+		{"https://edge1.example.com", "'self' https:"},
+		{"http://10.0.0.7:8889", "'self' http:"},
+	} {
+		rec := serve(t, New(Config{PublicURL: c.publicURL}), http.MethodGet, "/live/cam1")
+		m := connectSrc.FindStringSubmatch(rec.Header().Get("Content-Security-Policy"))
+		if m == nil || m[1] != c.want {
+			t.Errorf("publicURL %q: CSP %q, want connect-src %s", c.publicURL, rec.Header().Get("Content-Security-Policy"), c.want)
+		}
+	}
+}

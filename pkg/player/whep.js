@@ -13,6 +13,11 @@ const OPTIONS_TIMEOUT_MS = 3000;
 // frozen picture as "Playing". 30 fps video shows a frame every 33 ms.
 const STALL_MS = 1200;
 const STALL_CHECK_MS = 250;
+// While the picture is stalled, the page asks the server that holds the
+// session every PROBE_EVERY_MS whether it still answers at all; a probe
+// without an answer within PROBE_TIMEOUT_MS proves nothing.
+const PROBE_EVERY_MS = 2000;
+const PROBE_TIMEOUT_MS = 3000;
 
 // whepEndpoint is the page URL + "/whep", without query or fragment, so it
 // keeps any reverse-proxy prefix the page was served under.
@@ -235,6 +240,6 @@ if (typeof module === "object" && module.exports) {
   module.exports = {
     whepEndpoint, backoffMs, retryAfterMs, parseLinkHeader, iceServersFromLinks, orderCodecs,
     sdpHasAudio, SOUND_KEY, loadSoundPref, saveSoundPref, startPlayback, soundButtonLabel,
-    frameWatch, STALL_MS,
+    frameWatch, STALL_MS, PROBE_EVERY_MS,
   };
 }

@@ -90,6 +90,28 @@ func (p *packetizer) Flush() error {
 	return p.flushFull()
 }
 
+// KeepAlive sends what waits, then one null packet (PID 0x1fff, ISO
+// 13818-1 2.4.3.3) in a message of its own, which every demuxer discards.
+// Its continuity counter means nothing to a decoder, but counting it like
+// any PID keeps strict stream checkers quiet.
+func (p *packetizer) KeepAlive() error {
+	if err := p.Flush(); err != nil {
+		return err
+	}
+	p.n = copy(p.msg[:], nullPacket[:])
+	p.fix(p.msg[:tsPacketSize])
+	return p.flushFull()
+}
+
+// nullPacket is a null packet with a payload of stuffing bytes.
+var nullPacket = func() (pkt [tsPacketSize]byte) {
+	for i := range pkt {
+		pkt[i] = 0xff
+	}
+	pkt[0], pkt[1], pkt[2], pkt[3] = 0x47, 0x1f, 0xff, 0x10
+	return pkt
+}()
+
 func (p *packetizer) flushFull() error {
 	err := p.send(p.msg[:p.n])
 	p.n, p.fixed = 0, 0

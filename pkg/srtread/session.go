@@ -24,6 +24,14 @@ const (
 	roomPoll   = 20 * time.Millisecond
 )
 
+// keepAliveAfter of silence the reader gets a null packet. Between two
+// publishers (a crashed encoder restarting within the publisher grace) the
+// path sends nothing, and a reader that times out on silence (an edge's
+// pull, after srt.readTimeout, 2 s by default) would hang up on a stream
+// that is about to go on; the null packets tell it this server is alive.
+// A reader that hears nothing at all can still tell that the server died.
+const keepAliveAfter = 500 * time.Millisecond
+
 // errKicked ends a reader closed through the API.
 var errKicked = errors.New("kicked")
 
@@ -52,17 +60,25 @@ func (sess *session) run(ctx context.Context, log *slog.Logger) string {
 		return nil
 	})
 	m := newMuxer(out, log, sess.reader.SourceAudio)
+	idle := time.NewTimer(keepAliveAfter)
+	defer idle.Stop()
 	for {
 		// Checked first because a reader prefers queued frames over a
 		// done context, and an ended session must not drain its queue.
 		if ctx.Err() != nil {
 			return endReason(ctx, nil)
 		}
-		f, err := sess.reader.RecvFrame(ctx)
+		idle.Reset(keepAliveAfter)
+		f, err := sess.reader.RecvFrameIdle(ctx, idle.C)
 		switch {
 		case err == nil:
 		case ctx.Err() != nil:
 			return endReason(ctx, nil)
+		case errors.Is(err, hub.ErrIdle):
+			if err := out.KeepAlive(); err != nil {
+				return endReason(ctx, err)
+			}
+			continue
 		case errors.Is(err, hub.ErrEnded):
 			return "the publisher left"
 		default:
