@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"sync/atomic"
 	"time"
 )
@@ -200,9 +201,15 @@ func (p *Policy) AskHookPublisher(ctx context.Context, pub Publisher) error {
 		return nil
 	}
 	ip := AddrOf(pub.Remote)
+	return p.askSRTHook(ctx, h, ip, Request{Action: ActionPublish, Path: pub.Path, IP: ip.String(), User: pub.User, Password: pub.Pass})
+}
+
+// askSRTHook puts the hook's answer for an SRT client into the SRT
+// throttle: a refusal there counts as a failed attempt from ip like any
+// local refusal, and a yes clears the address's record.
+func (p *Policy) askSRTHook(ctx context.Context, h *Hook, ip netip.Addr, req Request) error {
 	key := Key(ip)
-	err := h.Check(ctx, Request{Action: ActionPublish, Path: pub.Path, IP: ip.String(), User: pub.User, Password: pub.Pass})
-	if err != nil {
+	if err := h.Check(ctx, req); err != nil {
 		p.publish.Fail(key)
 		return &Denied{Reason: ReasonHookDenied, Msg: "refused by authHook", Err: err}
 	}

@@ -55,11 +55,5 @@ func (p *Policy) AskHookSRTViewer(ctx context.Context, v Viewer) error {
 		return nil
 	}
 	ip := AddrOf(v.Remote)
-	key := Key(ip)
-	if err := h.Check(ctx, Request{Action: ActionRead, Path: v.Path, IP: ip.String(), Token: v.Token}); err != nil {
-		p.publish.Fail(key)
-		return &Denied{Reason: ReasonHookDenied, Msg: "refused by authHook", Err: err}
-	}
-	p.publish.Succeed(key)
-	return nil
+	return p.askSRTHook(ctx, h, ip, Request{Action: ActionRead, Path: v.Path, IP: ip.String(), Token: v.Token})
 }
