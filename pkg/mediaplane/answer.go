@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pion/sdp/v3"
+	"github.com/pion/stun/v4"
 )
 
 // msidStream is the MediaStream both tracks belong to: browsers keep lip
@@ -35,7 +36,7 @@ func offerErrorf(format string, args ...any) error {
 // offer is what answering needs from a viewer's offer.
 type offer struct {
 	sd           *sdp.SessionDescription
-	ufrag        string
+	ufrag, pwd   string
 	fingerprints remoteFingerprint
 	bundle       bool
 	video, audio int // indexes of the sections we accept, -1 for none
@@ -60,6 +61,7 @@ func (s *Server) NewViewer(offerSDP string, cfg ViewerConfig) (*Viewer, string, 
 		v.audio = randomSSRC(v.video)
 	}
 	c := newCreds(v, o.ufrag)
+	c.remoteKey = stun.NewShortTermIntegrity(o.pwd)
 	v.creds = c
 	answer, err := s.answer(o, v, c)
 	if err != nil {
@@ -135,8 +137,8 @@ func parseOffer(raw string, cfg ViewerConfig) (offer, error) {
 	if o.audio >= 0 && !offersPT(o.sd.MediaDescriptions[o.audio], cfg.Audio.PayloadType) {
 		return offer{}, offerErrorf("payload type %d is not offered in the audio m-section", cfg.Audio.PayloadType)
 	}
-	o.ufrag = attr(o.sd, videoMD, "ice-ufrag")
-	if o.ufrag == "" || attr(o.sd, videoMD, "ice-pwd") == "" {
+	o.ufrag, o.pwd = attr(o.sd, videoMD, "ice-ufrag"), attr(o.sd, videoMD, "ice-pwd")
+	if o.ufrag == "" || o.pwd == "" {
 		return offer{}, offerErrorf("offer has no ice-ufrag/ice-pwd; a WebRTC offer must carry ICE credentials")
 	}
 	var err error

@@ -30,7 +30,8 @@ func (r route) String() string {
 // next: the UDP demultiplexer has one, and so has each ICE-TCP connection.
 type demuxState struct {
 	req, resp stun.Message
-	rtcp      []byte // decrypted RTCP
+	check     stun.Message // our triggered checks
+	rtcp      []byte       // decrypted RTCP
 }
 
 func newDemuxState() *demuxState {

@@ -3,8 +3,11 @@ package mediaplane
 import (
 	"bytes"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
+	"sync/atomic"
 
+	"github.com/pion/ice/v4"
 	"github.com/pion/stun/v4"
 )
 
@@ -20,7 +23,21 @@ type iceCreds struct {
 	ufrag, pwd  string // ours
 	remoteUfrag string
 	key         stun.MessageIntegrity // short-term, from pwd
+	// remoteKey is the viewer's short-term key, from its offer's ice-pwd,
+	// for our triggered checks; nil after a restart, whose PATCH carries
+	// only the ufrag we need.
+	remoteKey stun.MessageIntegrity
+	triggered atomic.Int32 // triggered checks sent with these credentials
 }
+
+// maxTriggeredChecks bounds the triggered checks per ICE generation: one
+// is enough unless it is lost, and the viewer's own checks go on anyway.
+const maxTriggeredChecks = 3
+
+// hostPriority is the PRIORITY of our triggered checks: that of a host
+// candidate (RFC 8445 §5.1.2.1: type preference 126, local 65535,
+// component 1), as the answer's candidates carry.
+const hostPriority = 126<<24 | 65535<<8 | 255
 
 // iceChars is the ice-char alphabet of RFC 8839 §5.4.
 const iceChars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
@@ -46,8 +63,8 @@ func newCreds(v *Viewer, remoteUfrag string) *iceCreds {
 }
 
 // handleSTUN answers an ICE connectivity or consent check (RFC 8445
-// §7.3, as a lite agent, which never sends checks of its own) and learns
-// the address it came from.
+// §7.3, as a lite agent) and learns the address it came from; before the
+// viewer nominates, it also sends a triggered check (see triggeredCheck).
 func (s *Server) handleSTUN(d *demuxState, b []byte, from route, now int64) {
 	req := &d.req
 	req.Raw = append(req.Raw[:0], b...)
@@ -56,8 +73,8 @@ func (s *Server) handleSTUN(d *demuxState, b []byte, from route, now int64) {
 		return
 	}
 	if req.Type != stun.BindingRequest {
-		// Indications and responses: a lite agent sends no requests, so
-		// no response is ours to read.
+		// Indications and responses: the only requests we send are
+		// triggered checks, whose answers teach us nothing.
 		s.stats.droppedOther.Add(1)
 		return
 	}
@@ -92,9 +109,35 @@ func (s *Server) handleSTUN(d *demuxState, b []byte, from route, now int64) {
 	}
 	// Learn first, answer second: once the viewer has the answer, the
 	// address must already route to it.
-	s.checked(c, from, req.Contains(stun.AttrUseCandidate), now)
+	nominated := req.Contains(stun.AttrUseCandidate)
+	s.checked(c, from, nominated, now)
 	s.stats.stunAnswered.Add(1)
 	s.writeTo(resp.Raw, from)
+	if !nominated && c.remoteKey != nil && c.v.state.Load() == stateChecking &&
+		c.triggered.Add(1) <= maxTriggeredChecks {
+		s.triggeredCheck(d, c, from)
+	}
+}
+
+// triggeredCheck sends the viewer a check of its own pair back, as a full
+// agent's triggered check (RFC 8445 §7.3.1.4) would. A lite agent need
+// not, but a controlling agent with regular nomination (pion's) nominates
+// when a check arrives on a pair that already succeeded, instead of at its
+// next check tick, 200 ms later: connecting, and the first frame, wait that
+// much less. The viewer's answer is dropped like every STUN response.
+func (s *Server) triggeredCheck(d *demuxState, c *iceCreds, from route) {
+	var tie [8]byte
+	_, _ = rand.Read(tie[:])
+	req := &d.check
+	err := req.Build(stun.TransactionID, stun.BindingRequest,
+		stun.NewUsername(c.remoteUfrag+":"+c.ufrag),
+		ice.AttrControlled(binary.BigEndian.Uint64(tie[:])),
+		ice.PriorityAttr(hostPriority),
+		c.remoteKey, stun.Fingerprint)
+	if err != nil {
+		return
+	}
+	s.writeTo(req.Raw, from)
 }
 
 // checked records a valid check: consent is fresh, the address is the

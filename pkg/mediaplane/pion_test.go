@@ -2,6 +2,7 @@ package mediaplane
 
 import (
 	"bytes"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -48,6 +49,14 @@ func (l *rtcpLog) on(pkts []rtcp.Packet) {
 			l.kinds["other"]++
 		}
 	}
+}
+
+// kindCounts copies the counts per RTCP kind: the demultiplexer may be
+// adding to them.
+func (l *rtcpLog) kindCounts() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.kinds)
 }
 
 func (l *rtcpLog) reports(ssrc uint32) int {
@@ -186,7 +195,7 @@ func TestPionViewer(t *testing.T) {
 	if n := srv.Stats().STUNAnswered - answered; n < 3 {
 		t.Errorf("%d consent checks answered over the last seconds, want several", n)
 	}
-	t.Logf("after %v: %+v; RTCP kinds %v", time.Since(connectedAt).Round(time.Second), srv.Stats(), rl.kinds)
+	t.Logf("after %v: %+v; RTCP kinds %v", time.Since(connectedAt).Round(time.Second), srv.Stats(), rl.kindCounts())
 
 	if err := v.WriteRTCP([]rtcp.Packet{&rtcp.SenderReport{SSRC: v.VideoSSRC(), NTPTime: 1 << 32, RTPTime: 5}}); err != nil {
 		t.Fatal(err)

@@ -406,3 +406,79 @@ func TestProfileFallback(t *testing.T) {
 		}
 	}
 }
+
+// TestTriggeredCheck: a check that does not nominate is answered and
+// followed by a check of our own, as a controlled full agent's triggered
+// check, so a controlling agent with regular nomination nominates at once.
+// It carries the viewer's credentials, ICE-CONTROLLED and a fingerprint;
+// a few at most are sent per ICE generation, and none once the viewer is
+// connected.
+func TestTriggeredCheck(t *testing.T) {
+	srv, _ := newServer(t, nil)
+	p := newRawPeer(t, srv)
+	v := p.join(srv, h264Codec)
+	triggered := func() int {
+		n := 0
+		for {
+			select {
+			case m := <-p.stunIn:
+				if m.Type != stun.BindingRequest {
+					continue
+				}
+				var user stun.Username
+				if err := user.GetFrom(m); err != nil || user.String() != p.ufrag+":"+p.srvUfrag {
+					t.Errorf("triggered check's USERNAME %q (%v), want %q", user, err, p.ufrag+":"+p.srvUfrag)
+				}
+				if err := stun.NewShortTermIntegrity(p.pwd).Check(m); err != nil {
+					t.Errorf("triggered check's integrity: %v", err)
+				}
+				if err := stun.Fingerprint.Check(m); err != nil {
+					t.Errorf("triggered check's fingerprint: %v", err)
+				}
+				if !m.Contains(stun.AttrICEControlled) || m.Contains(stun.AttrUseCandidate) || !m.Contains(stun.AttrPriority) {
+					t.Errorf("triggered check's attributes: %v", m)
+				}
+				n++
+			case <-time.After(300 * time.Millisecond):
+				return n
+			}
+		}
+	}
+	p.check(false)
+	if n := triggered(); n != 1 {
+		t.Fatalf("%d triggered checks after the first check, want 1", n)
+	}
+	// Sent without waiting for the answers, which check would skip
+	// triggered checks to find.
+	for range 2 * maxTriggeredChecks {
+		if _, err := p.conn.WriteToUDPAddrPort(p.request(p.srvUfrag, p.srvPwd, false).Raw, p.srv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := triggered(); n != maxTriggeredChecks-1 {
+		t.Errorf("%d more triggered checks after %d checks, want %d", n, 2*maxTriggeredChecks, maxTriggeredChecks-1)
+	}
+	p2 := newRawPeer(t, srv)
+	v2 := p2.join(srv, h264Codec)
+	p2.connect(srv, v2)
+	for range 10 {
+		select {
+		case <-p2.stunIn:
+		default:
+		}
+	}
+	p2.check(false)
+	for {
+		select {
+		case m := <-p2.stunIn:
+			if m.Type == stun.BindingRequest {
+				t.Fatal("a triggered check after the viewer connected")
+			}
+			continue
+		case <-time.After(300 * time.Millisecond):
+		}
+		break
+	}
+	v.Close()
+	v2.Close()
+}

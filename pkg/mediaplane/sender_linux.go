@@ -4,6 +4,8 @@ package mediaplane
 
 import (
 	"encoding/binary"
+	"net"
+	"net/netip"
 	"syscall"
 	"unsafe"
 
@@ -98,7 +100,7 @@ func (snd *Sender) flush() error {
 	defer func() { snd.nmsgs, snd.short = 0, false }()
 	for snd.off = 0; snd.off < snd.nmsgs; {
 		off := snd.off
-		err := snd.srv.raw.Write(snd.write)
+		err := snd.srv.sendDirect(snd)
 		sent, errno := snd.sent, snd.errno
 		st.syscalls.Add(1)
 		if err != nil {
@@ -124,6 +126,52 @@ func (snd *Sender) flush() error {
 		snd.off += sent
 	}
 	return nil
+}
+
+// sendDirect runs snd's sendmmsg on the socket's descriptor without
+// net's write lock, and through RawConn.Write only when the send buffer is
+// full, to wait for room. The lock serialises every writer of the socket
+// behind a semaphore: with hundreds of session writers on a few Ps, a
+// holder preempted or a waiter woken late makes a convoy in which each
+// send waits a trip through the run queue, and whole groups of viewers
+// paused for 200-300 ms (a stall each at the viewer). The kernel takes
+// concurrent sendmmsg calls on one UDP socket as they come.
+func (s *Server) sendDirect(snd *Sender) error {
+	s.fdMu.RLock()
+	if s.fdClosed {
+		s.fdMu.RUnlock()
+		return net.ErrClosed
+	}
+	done := snd.sendmmsg(s.fd)
+	s.fdMu.RUnlock()
+	if done {
+		return nil
+	}
+	return s.raw.Write(snd.write)
+}
+
+// writeUDP sends one datagram to ap past net's write lock, like
+// sendDirect: session writers send their sender reports this way, and
+// must not queue behind a handshake's or the demultiplexer's write.
+func (s *Server) writeUDP(b []byte, ap netip.AddrPort) error {
+	var sa sockaddr
+	n := sa.set(ap, s.inet6)
+	s.fdMu.RLock()
+	if s.fdClosed {
+		s.fdMu.RUnlock()
+		return net.ErrClosed
+	}
+	_, _, e := syscall.RawSyscall6(unix.SYS_SENDTO, s.fd, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)),
+		0, uintptr(unsafe.Pointer(&sa[0])), uintptr(n))
+	s.fdMu.RUnlock()
+	switch e {
+	case 0:
+		return nil
+	case syscall.EAGAIN: // a full send buffer: wait for room in the poller
+		_, err := s.conn.WriteToUDPAddrPort(b, ap)
+		return err
+	}
+	return e
 }
 
 // sendmmsg is RawConn.Write's callback for flush.

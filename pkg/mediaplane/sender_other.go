@@ -36,3 +36,8 @@ func (snd *Sender) flush() error {
 	snd.slots = snd.slots[:0]
 	return nil
 }
+
+func (s *Server) writeUDP(b []byte, ap netip.AddrPort) error {
+	_, err := s.conn.WriteToUDPAddrPort(b, ap)
+	return err
+}

@@ -92,6 +92,13 @@ type Server struct {
 	tcpConns map[*tcpConn]struct{}
 	closed   bool
 
+	// fd is the shared socket's descriptor, which Senders hand to
+	// sendmmsg directly (see sendDirect); fdMu, read-held around each such
+	// call, keeps Close from closing it, and a reused number, under them.
+	fd       uintptr
+	fdMu     sync.RWMutex
+	fdClosed bool
+
 	// gso is cleared for good the first time the kernel refuses a
 	// segmented send.
 	gso   atomic.Bool
@@ -145,6 +152,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("mediaplane: socket family: %w", err)
 	}
 	setDontFragment(raw, s.inet6)
+	if err := raw.Control(func(fd uintptr) { s.fd = fd }); err != nil {
+		return nil, fmt.Errorf("mediaplane: socket descriptor: %w", err)
+	}
 	s.gso.Store(true)
 	if cfg.Certificate != nil {
 		s.cert = *cfg.Certificate
@@ -194,6 +204,9 @@ func (s *Server) Close() error {
 		v.end(ErrServerClosed)
 	}
 	s.cancel()
+	s.fdMu.Lock()
+	s.fdClosed = true
+	s.fdMu.Unlock()
 	err := s.conn.Close()
 	if s.cfg.TCPListener != nil {
 		_ = s.cfg.TCPListener.Close()
@@ -267,7 +280,7 @@ func (s *Server) writeTo(b []byte, to route) {
 		}
 		return
 	}
-	if _, err := s.conn.WriteToUDPAddrPort(b, to.ap); err != nil {
+	if s.writeUDP(b, to.ap) != nil {
 		s.stats.sendErrors.Add(1)
 	}
 }
