@@ -175,7 +175,7 @@ from_metadata() {
 # this host's UDP traffic comes from: what browsers will see, even behind a
 # NAT without a metadata service. Only bash's /dev/udp, od and timeout.
 from_stun() {
-	local host port b txid req hex i type len val addr
+	local host port b txid req hex i type len val addr wait
 	[[ -n $stun_server ]] || return 0
 	command -v od >/dev/null 2>&1 && command -v timeout >/dev/null 2>&1 || return 0
 	host=${stun_server%:*}
@@ -186,14 +186,19 @@ from_stun() {
 		txid+=$b
 		req+="\\x$b"
 	done
-	hex=$(
-		{
-			exec 3<>"/dev/udp/$host/$port" &&
-				printf '%b' "$req" >&3 &&
-				timeout 2 dd bs=1024 count=1 <&3
-		} 2>/dev/null | od -An -v -tx1 | tr -d ' \n'
-	) || true
-	# A binding success response (0x0101) to our transaction.
+	# UDP may lose the request or the answer: send it again with a longer
+	# wait each time, as a STUN client retransmits (RFC 8489 7.2.1).
+	for wait in 0.5 1 2; do
+		hex=$(
+			{
+				exec 3<>"/dev/udp/$host/$port" &&
+					printf '%b' "$req" >&3 &&
+					timeout "$wait" dd bs=1024 count=1 <&3
+			} 2>/dev/null | od -An -v -tx1 | tr -d ' \n'
+		) || true
+		# A binding success response (0x0101) to our transaction.
+		[[ ${hex:0:4} == 0101 && ${hex:8:32} == "2112a442$txid" ]] && break
+	done
 	[[ ${hex:0:4} == 0101 && ${hex:8:32} == "2112a442$txid" ]] || return 0
 	i=40
 	while ((i + 8 <= ${#hex})); do
