@@ -207,10 +207,11 @@ func stallOnce(t *testing.T, mutate func(*config.Config)) (*staller, func()) {
 	t.Helper()
 	s := &staller{release: make(chan struct{})}
 	s.ts = startServer(t, mutate, func(wc *whep.Config) {
-		wc.BeforeWrite = func(session string) {
+		wc.BeforeWrite = func(session string) <-chan struct{} {
 			if id := s.session.Load(); id != nil && session == *id && s.held.CompareAndSwap(false, true) {
-				<-s.release // the stall under test
+				return s.release // the stall under test
 			}
+			return nil
 		}
 	})
 	release := func() { s.once.Do(func() { close(s.release) }) }

@@ -91,6 +91,12 @@ type Reader struct {
 	// its next push: only that goroutine may touch gate.
 	skip atomic.Bool
 
+	// wake, when set (SetWake, before Attach), is told of every frame
+	// queued and of the end: a sender that serves many readers from a few
+	// goroutines polls the reader then instead of waiting on it. Atomic
+	// because a publisher leaving may end a reader while it is set.
+	wake atomic.Pointer[func()]
+
 	attached     atomic.Bool
 	dropped      atomic.Uint64 // every kind
 	droppedAudio atomic.Uint64
@@ -148,6 +154,7 @@ func (r *Reader) push(au *av.AccessUnit, gen uint32) {
 		select {
 		case r.queue <- Frame{Video: au, Gen: gen}:
 			r.gate = gateOpen
+			r.woken()
 			return
 		default:
 		}
@@ -167,8 +174,39 @@ func (r *Reader) pushAudio(af *av.AudioFrame, gen uint32) {
 	}
 	select {
 	case r.queue <- Frame{Audio: af, Gen: gen}:
+		r.woken()
 	default:
 		r.dropAudio()
+	}
+}
+
+func (r *Reader) woken() {
+	if w := r.wake.Load(); w != nil {
+		(*w)()
+	}
+}
+
+// SetWake makes the reader call wake after each frame it queues and once
+// when it ends, so a sender can Poll it instead of blocking in RecvFrame.
+// It must be called before Attach; wake must not block (it runs on the
+// publisher's goroutine, between one reader and the next).
+func (r *Reader) SetWake(wake func()) { r.wake.Store(&wake) }
+
+// Poll returns the next queued frame without waiting: ok is false when
+// the queue is empty, and err is ErrEnded once the publisher or the
+// reader closed (an end wins over queued frames, as in RecvFrame).
+func (r *Reader) Poll() (f Frame, ok bool, err error) {
+	select {
+	case <-r.done:
+		return Frame{}, false, ErrEnded
+	default:
+	}
+	select {
+	case f = <-r.queue:
+		r.delivered.Add(1)
+		return f, true, nil
+	default:
+		return Frame{}, false, nil
 	}
 }
 
@@ -199,7 +237,10 @@ func (r *Reader) dropAudio() {
 }
 
 func (r *Reader) end() {
-	r.endOnce.Do(func() { close(r.done) })
+	r.endOnce.Do(func() {
+		close(r.done)
+		r.woken()
+	})
 }
 
 // Attach starts delivery of video only: the cached GOP from its IDR first

@@ -129,6 +129,7 @@ func (r *Reader) pushSource(u *av.AudioUnit, gen uint32) {
 	}
 	select {
 	case r.queue <- Frame{Source: u, Gen: gen}:
+		r.woken()
 	default:
 		r.dropAudio()
 	}

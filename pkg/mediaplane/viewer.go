@@ -147,6 +147,13 @@ func (v *Viewer) Err() error {
 // is taking part, so a short "did it even start" timeout may stop.
 func (v *Viewer) ICEStarted() bool { return v.state.Load() != stateNew }
 
+// OverTCP reports whether the viewer's media currently goes over ICE-TCP,
+// where a write blocks while the link is full (over UDP none does).
+func (v *Viewer) OverTCP() bool {
+	r := v.remote.Load()
+	return r != nil && r.tcp != nil
+}
+
 // Remote is the address media goes to, invalid before the first check.
 func (v *Viewer) Remote() netip.AddrPort {
 	if r := v.remote.Load(); r != nil {

@@ -66,19 +66,24 @@ func TestStalledViewerKeepsAudio(t *testing.T) {
 		releaseOnce.Do(func() { close(release) })
 	}
 	url := startHubServer(t, h, func(cfg *Config) {
-		cfg.BeforeWrite = func(string) {
+		cfg.BeforeWrite = func(string) <-chan struct{} {
 			if !stalled.Load() {
-				return
+				return nil
 			}
-			select {
-			case arrived <- struct{}{}:
-			case <-release:
-				return
-			}
-			select {
-			case <-tokens:
-			case <-release:
-			}
+			hold := make(chan struct{})
+			go func() {
+				defer close(hold)
+				select {
+				case arrived <- struct{}{}:
+				case <-release:
+					return
+				}
+				select {
+				case <-tokens:
+				case <-release:
+				}
+			}()
+			return hold
 		}
 	})
 	t.Cleanup(unstall) // before the server stops: cleanups run last first

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/pion/webrtc/v4"
@@ -49,6 +50,7 @@ type testReader struct {
 	attached bool
 	ended    bool
 	wake     chan struct{}
+	notify   atomic.Pointer[func()] // SetWake's
 	closed   chan struct{}
 	once     sync.Once
 }
@@ -140,6 +142,26 @@ func (r *testReader) signal() {
 	case r.wake <- struct{}{}:
 	default:
 	}
+	if f := r.notify.Load(); f != nil {
+		(*f)()
+	}
+}
+
+func (r *testReader) SetWake(f func()) { r.notify.Store(&f) }
+
+// Poll is Recv without the wait.
+func (r *testReader) Poll() (hub.Frame, bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.queue) > 0 {
+		q := r.queue[0]
+		r.queue = r.queue[1:]
+		return hub.Frame{Video: q.au, CatchUp: q.catchUp}, true, nil
+	}
+	if r.ended {
+		return hub.Frame{}, false, hub.ErrEnded
+	}
+	return hub.Frame{}, false, nil
 }
 
 func (r *testReader) CountSent(packets, bytes int) {}

@@ -88,7 +88,7 @@ func TestMedia(t *testing.T) {
 	p := src.publish("live/cam1")
 	var writes atomic.Uint64
 	srv, hs := startServer(t, src, func(c *Config) {
-		c.BeforeWrite = func(string) { writes.Add(1) }
+		c.BeforeWrite = func(string) <-chan struct{} { writes.Add(1); return nil }
 	})
 	feed(t, p, clip)
 

@@ -19,12 +19,14 @@ import (
 
 // ownPlane serves every viewer from pkg/mediaplane: one UDP socket (and
 // an optional ICE-TCP listener) read by one goroutine for all viewers,
-// and frames sent as UDP GSO messages. A connected viewer costs its
-// session's writer goroutine and nothing else.
+// and frames sent as UDP GSO messages. A connected viewer costs no
+// goroutine: its writer is stepped by the plane's writerPool (one over
+// ICE-TCP, whose writes block, keeps a goroutine of its own).
 type ownPlane struct {
 	srv     *mediaplane.Server
 	drops   *sockbuf.Drops
-	senders senderPool
+	senders senderPool // for writers on goroutines of their own
+	pool    *writerPool
 }
 
 // senderPackets is a pooled Sender's capacity: a P-frame or a small IDR
@@ -98,7 +100,7 @@ func listenOwn(cfg Config, s *Server) (plane, error) {
 		closeAll()
 		return nil, fmt.Errorf("whep: media plane: %w", err)
 	}
-	return &ownPlane{srv: srv, drops: drops,
+	return &ownPlane{srv: srv, drops: drops, pool: newWriterPool(srv),
 		senders: senderPool{srv: srv, free: make(chan *mediaplane.Sender, 2*runtime.GOMAXPROCS(0))}}, nil
 }
 
@@ -157,7 +159,12 @@ func ownHostIPs(cfg Config, la *net.UDPAddr) ([]netip.Addr, error) {
 
 func (p *ownPlane) udpAddr() *net.UDPAddr    { return p.srv.LocalAddr() }
 func (p *ownPlane) udpDrops() *sockbuf.Drops { return p.drops }
-func (p *ownPlane) close()                   { _ = p.srv.Close() }
+
+// close runs once every session has ended, so no writer is in the pool.
+func (p *ownPlane) close() {
+	p.pool.close()
+	_ = p.srv.Close()
+}
 
 func (p *ownPlane) tcpAddr() string {
 	if a := p.srv.TCPAddr(); a != nil {
@@ -178,6 +185,11 @@ type ownTransport struct {
 	plane *ownPlane
 	v     *mediaplane.Viewer
 	one   [1]rtp.Packet // audio goes out a packet at a time
+	// batch is the Sender of the pool worker stepping the session's
+	// writer, set for the step's duration: writes queue into it and leave
+	// with the worker's batch. Without one, a write takes a pooled Sender
+	// and sends at once.
+	batch *mediaplane.Sender
 	// unwatch stops the watch on the session's end (see answer).
 	unwatch func() bool
 }
@@ -267,6 +279,12 @@ func (t *ownTransport) ssrcs() (video, audio uint32) { return t.v.VideoSSRC(), t
 // them into a pooled Sender and hands them to the kernel as GSO messages
 // (or, over ICE-TCP, one blocking writev).
 func (t *ownTransport) writeVideo(pkts []rtp.Packet) (int, error) {
+	if t.batch != nil {
+		if err := t.batch.Queue(t.v, pkts); err != nil {
+			return 0, err
+		}
+		return len(pkts), nil
+	}
 	snd := t.plane.senders.get()
 	err := snd.SendFrame(t.v, pkts)
 	t.plane.senders.put(snd)

@@ -5,9 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"log/slog"
-	mrand "math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,9 +13,7 @@ import (
 	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
 
-	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/hub"
-	"github.com/srtwhep/srtwhep/pkg/rtph264"
 )
 
 // session is one viewer: its transport (transport.go) and its reader.
@@ -140,11 +136,28 @@ func (sess *session) onRTCP(pkts []rtcp.Packet) {
 
 // runSession is the session's goroutine, counted in s.wg by addSession. It
 // owns the handshake slot taken at POST, the transport and the reader.
+// Once the viewer is connected it becomes the session's writer, or, for
+// an own-plane viewer over UDP, hands the writer to the plane's pool and
+// ends; the session's end then runs on a goroutine the writer starts.
 func (s *Server) runSession(sess *session) {
+	if err := s.awaitConnected(sess); err != nil {
+		s.endSession(sess, err)
+		return
+	}
+	if own, ok := sess.tr.(*ownTransport); ok && !own.v.OverTCP() {
+		w := s.startWriter(sess, own.plane.pool, own)
+		w.stopWake = context.AfterFunc(sess.ctx, w.wake)
+		w.sched.Store(writerQueued)
+		own.plane.pool.enqueue(w)
+		return
+	}
+	s.endSession(sess, s.startWriter(sess, nil, nil).run())
+}
+
+// endSession closes what the session holds and reports why it ended; it
+// marks the end of the session's goroutine in s.wg.
+func (s *Server) endSession(sess *session, reason error) {
 	defer s.wg.Done()
-
-	reason := s.serve(sess)
-
 	sess.cancel(reason)
 	reason = context.Cause(sess.ctx)
 	sess.tr.close()
@@ -162,131 +175,6 @@ func (s *Server) runSession(sess *session) {
 		attrs = append(attrs, "congestion_skips", n)
 	}
 	sess.log.Info("viewer closed", attrs...)
-}
-
-// serve waits for the connection, then writes access units until the
-// session ends, and returns why it ended.
-func (s *Server) serve(sess *session) error {
-	if err := s.awaitConnected(sess); err != nil {
-		return err
-	}
-
-	// Attach only now, so a viewer still in ICE never fills a queue.
-	videoSSRC, audioSSRC := sess.tr.ssrcs()
-	if audioSSRC != 0 {
-		sess.reader.AttachAV()
-	} else {
-		sess.reader.Attach()
-	}
-	s.readerOpened(sess)
-	sess.sigMu.Lock()
-	pt, audioPT := sess.offer.payloadType, sess.offer.audioPT
-	sess.sigMu.Unlock()
-	st := rtph264.NewStamper(videoSSRC, pt, uint16(mrand.Uint32()), mrand.Uint32())
-	st.SetCatchUpStep(uint32(catchUpInterval * av.ClockRate / time.Second))
-	audio := opusStamper{ssrc: audioSSRC, pt: audioPT, seq: uint16(mrand.Uint32()), offset: mrand.Uint32()}
-	var pkts []rtp.Packet
-	var nacked []uint16
-	pace := time.NewTimer(0)
-	defer pace.Stop()
-	<-pace.C
-	// catchingUp lasts from attach until the writer reaches the live edge
-	// (an empty queue): the cached GOP and whatever queued up while it went
-	// out are all stamped as catch-up, so the browser plays them quickly and
-	// then sits at the live edge instead of a GOP behind it.
-	catchingUp := true
-	// Sender reports start at the live edge: the clock is anchored there,
-	// and catch-up video timestamps do not follow the PTS (see Stamp).
-	var clock mediaClock
-	videoReports := senderReporter{ssrc: videoSSRC}
-	audioReports := senderReporter{ssrc: audioSSRC}
-	videoLive := false // the last video AU went out on its PTS timeline
-	// Frames are stamped from their place on the session's timeline, which
-	// goes on across publishers (see timeline).
-	var tl timeline
-	for {
-		// Checked first because a reader may prefer queued frames over a
-		// done context, and an ended session must not drain its queue.
-		if sess.ctx.Err() != nil {
-			return context.Cause(sess.ctx)
-		}
-		if nacked = sess.nacks.take(nacked); len(nacked) > 0 {
-			sess.retransmit.Add(uint64(sess.resend(nacked, pt)))
-		}
-		// The wait ends early for a NACK, which is answered at once
-		// rather than after the next frame.
-		f, err := sess.reader.RecvFrame(sess.nacks.waitCtx(sess.ctx))
-		switch {
-		case err == nil:
-		case sess.ctx.Err() != nil:
-			return context.Cause(sess.ctx)
-		case errors.Is(err, hub.ErrEnded):
-			return errPublisherGone
-		case errors.Is(err, context.Canceled):
-			continue // woken for a NACK
-		default:
-			return fmt.Errorf("reader: %w", err)
-		}
-		if s.cfg.BeforeWrite != nil {
-			s.cfg.BeforeWrite(sess.id)
-		}
-		changes := tl.changes
-		pts, ok := tl.place(f, time.Now())
-		if !ok {
-			continue
-		}
-		if tl.changes != changes {
-			sess.log.Info("viewer continues with a new publisher")
-		}
-		backlog := sess.reader.Backlog()
-		catchingUp = catchingUp && (f.CatchUp || backlog > 0)
-		if !clock.set && !catchingUp && !f.CatchUp {
-			clock.anchor(pts, time.Now())
-		}
-		if f.Audio != nil {
-			// Audio goes out as it comes, between the paced video
-			// frames, so the two stay interleaved in PTS order and a
-			// one-packet frame adds no burst worth pacing.
-			sess.sendAudio(&audio, f.Audio, pts, &audioReports, &clock)
-			continue
-		}
-		au := f.Video
-		live := !(f.CatchUp || catchingUp)
-		pkts = st.StampAt(pkts, au, pts, !live)
-		sess.history.record(au, pkts)
-		// A write error means the transport is going away; it ends the
-		// session itself, so just count what went out of this AU.
-		k, _ := sess.tr.writeVideo(pkts)
-		sent, n := uint64(k), uint64(0)
-		for i := range pkts[:k] {
-			n += uint64(rtph264.HeaderLen + len(pkts[i].Payload))
-		}
-		if live && sent == uint64(len(pkts)) {
-			s.latency.observeSent(au)
-		}
-		sess.packets.Add(sent)
-		sess.bytes.Add(n)
-		sess.reader.CountSent(int(sent), int(n))
-		videoReports.sent(sent, n-sent*rtph264.HeaderLen)
-		if len(pkts) > 0 {
-			videoLive = live
-		}
-		if sent > 0 && videoLive && clock.set {
-			videoReports.maybeSend(sess.tr, time.Now(), st.LastTimestamp(), clock.at(pts))
-		}
-		// Behind the live edge (catch-up, or frames queued during a stall),
-		// space frames out instead of bursting a whole queue at line rate:
-		// a burst of hundreds of packets overflows socket and router
-		// buffers, and the viewer would lose the very frames it waits for.
-		if f.CatchUp || catchingUp || backlog > 1 {
-			pace.Reset(catchUpInterval)
-			select {
-			case <-pace.C:
-			case <-sess.ctx.Done():
-				return context.Cause(sess.ctx)
-			}
-		}
-	}
 }
 
 func framePTS(f hub.Frame) int64 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
@@ -83,6 +84,9 @@ type transport interface {
 // the next frame: the writer waits with a context from waitCtx, which a
 // NACK cancels.
 type nackBox struct {
+	// wake, when set, is told of each NACK: a writer stepped by a pool
+	// (writer.go) waits in no context.
+	wake   atomic.Pointer[func()]
 	mu     sync.Mutex
 	seqs   []uint16
 	ctx    context.Context // the writer's current wait; nil once cancelled
@@ -108,7 +112,12 @@ func (b *nackBox) add(n *rtcp.TransportLayerNack) {
 		b.cancel()
 		b.ctx, b.cancel = nil, nil
 	}
+	if w := b.wake.Load(); w != nil {
+		(*w)()
+	}
 }
+
+func (b *nackBox) setWake(wake func()) { b.wake.Store(&wake) }
 
 // take moves the waiting sequence numbers into dst.
 func (b *nackBox) take(dst []uint16) []uint16 {

@@ -71,6 +71,10 @@ type Reader interface {
 	// totals, so per-path traffic needs no lookup by path name.
 	CountSent(packets, bytes int)
 	RecvFrame(ctx context.Context) (hub.Frame, error)
+	// Poll and SetWake serve a session from a shared writer instead of
+	// its own goroutine (see writer.go); they are *hub.Reader's.
+	Poll() (f hub.Frame, ok bool, err error)
+	SetWake(wake func())
 	// Backlog is how many frames wait; above zero the viewer is behind
 	// the live edge.
 	Backlog() int
@@ -167,11 +171,13 @@ type Config struct {
 	Events events.Func
 	Logger *slog.Logger
 
-	// BeforeWrite, when set, is called by a session's writer goroutine
-	// before it writes each frame (video or audio). It exists so
+	// BeforeWrite, when set, is called by a session's writer before it
+	// writes each frame (video or audio); a non-nil channel it returns
+	// holds that session's writes until the channel is closed (or the
+	// session ends), without holding any other session's. It exists so
 	// integration tests can stall one real viewer; production leaves it
 	// nil.
-	BeforeWrite func(session string)
+	BeforeWrite func(session string) (hold <-chan struct{})
 }
 
 // Defaults for the zero values of Config.
