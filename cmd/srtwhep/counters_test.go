@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"maps"
+	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -12,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pion/stun/v4"
+	"github.com/pion/webrtc/v4"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
@@ -95,6 +98,27 @@ func TestCountersMove(t *testing.T) {
 		narrow := dialNarrowUDPViewer(t, ts, "live/m", 200_000, nil)
 		w.waitAbove(t, "srtwhep_path_frames_dropped_total", "path", "live/m", "reason", "congested", "kind", "video")
 		_ = narrow.Close()
+	})
+
+	t.Run("media plane receive and send", func(t *testing.T) {
+		if ts.config().WebRTC.MediaPlane != config.MediaPlaneOwn {
+			// pion counts none of this: the series must be absent, not 0.
+			fams := w.scrape(t)
+			for _, name := range ownPlaneFamilies {
+				if _, ok := fams[name]; ok {
+					t.Errorf("%s exported on the %s plane", name, ts.config().WebRTC.MediaPlane)
+				}
+			}
+			return
+		}
+		// The viewers so far checked, shook hands and reported (the
+		// congested one sends receiver reports every second).
+		for _, kind := range []string{"stun", "dtls", "rtcp"} {
+			w.waitAbove(t, "srtwhep_webrtc_received_datagrams_total", "kind", kind)
+		}
+		w.waitAbove(t, "srtwhep_webrtc_send_syscalls_total")
+		w.waitAbove(t, "srtwhep_webrtc_send_messages_total")
+		forgeDatagrams(t, ts, w)
 	})
 
 	t.Run("srt loss, retransmission and late drops", func(t *testing.T) {
@@ -194,6 +218,95 @@ func TestCountersMove(t *testing.T) {
 
 	w.wantPublisherUp(t, w.scrape(t), "live/idle", 0)
 	w.checkAllMoved(t)
+}
+
+// ownPlaneFamilies are exported by the own media plane only.
+var ownPlaneFamilies = []string{"srtwhep_webrtc_received_datagrams_total", "srtwhep_webrtc_received_dropped_total",
+	"srtwhep_webrtc_send_syscalls_total", "srtwhep_webrtc_send_messages_total"}
+
+// forgeDatagrams sends the own media plane, from a socket of the test's,
+// a datagram for each reason it drops one: junk, RTCP from an address no
+// ICE check validated, checks for no viewer and with a wrong password, a
+// STUN response nobody asked for and, once a correct check has validated
+// the socket for a connected viewer of live/m, SRTCP with a forged tag.
+func forgeDatagrams(t *testing.T, ts *testServer, w *counterWatch) {
+	t.Helper()
+	// A viewer whose ICE credentials the test knows: its offer and our
+	// answer carry them.
+	free := func() bool { return ts.whep.Stats().HandshakesInFlight == 0 }
+	testkit.WaitFor(t, 15*time.Second, "a free handshake slot", free)
+	offer := testkit.Offer(t, testkit.OfferOptions{Codecs: h264Only})
+	code, _, answer := request(t, http.MethodPost, ts.httpURL("/live/m/whep"), "", "application/sdp", offer.SDP)
+	if code != http.StatusCreated {
+		t.Fatalf("POST live/m: %d %q", code, answer)
+	}
+	if err := offer.PC.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: answer}); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 15*time.Second, "the viewer to connect", func() bool {
+		return offer.PC.ConnectionState() == webrtc.PeerConnectionStateConnected
+	})
+	testkit.WaitFor(t, 15*time.Second, "the server to see the viewer connected", free)
+	username := sdpValue(t, answer, "ice-ufrag") + ":" + sdpValue(t, offer.SDP, "ice-ufrag")
+	check := func(pwd string) []byte {
+		return stun.MustBuild(stun.TransactionID, stun.BindingRequest, stun.NewUsername(username),
+			stun.NewShortTermIntegrity(pwd), stun.Fingerprint).Raw
+	}
+
+	conn, err := net.Dial("udp4", ts.addrs.Load().WebRTCUDP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// send repeats b until the reason's counter grows: loopback may drop
+	// a datagram too.
+	send := func(reason string, b []byte) {
+		t.Helper()
+		before, _ := series(w.scrape(t), "srtwhep_webrtc_received_dropped_total", "reason", reason)
+		testkit.WaitFor(t, 15*time.Second, "a datagram dropped as "+reason, func() bool {
+			if _, err := conn.Write(b); err != nil {
+				t.Fatal(err)
+			}
+			v, _ := series(w.scrape(t), "srtwhep_webrtc_received_dropped_total", "reason", reason)
+			return v > before
+		})
+	}
+	// A receiver report's header and SSRC, then a made-up SRTCP index and
+	// authentication tag.
+	srtcp := append([]byte{0x80, 201, 0, 1, 1, 2, 3, 4}, make([]byte, 14)...)
+	srtcp[8] = 0x80
+
+	send("malformed", []byte{0xff})
+	send("unknown_addr", srtcp)
+	send("unknown_ufrag", stun.MustBuild(stun.TransactionID, stun.BindingRequest,
+		stun.NewUsername("nobody:nobody"), stun.Fingerprint).Raw)
+	send("other", stun.MustBuild(stun.TransactionID, stun.BindingSuccess).Raw)
+	send("bad_integrity", check("not the password"))
+
+	good := check(sdpValue(t, answer, "ice-pwd"))
+	resp := make([]byte, 1500)
+	testkit.WaitFor(t, 15*time.Second, "an answer to a valid ICE check", func() bool {
+		if _, err := conn.Write(good); err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(time.Second))
+		n, err := conn.Read(resp)
+		m := &stun.Message{Raw: resp[:n]}
+		return err == nil && m.Decode() == nil && m.Type == stun.BindingSuccess
+	})
+	send("bad_srtcp", srtcp)
+}
+
+// sdpValue returns the value of the first a=key: line of sdp.
+func sdpValue(t *testing.T, sdp, key string) string {
+	t.Helper()
+	for line := range strings.Lines(sdp) {
+		if v, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), "a="+key+":"); ok {
+			return v
+		}
+	}
+	t.Fatalf("no a=%s in\n%s", key, sdp)
+	return ""
 }
 
 // x264AACArgs is x264Args' stream with a 48 kHz AAC tone, for the audio

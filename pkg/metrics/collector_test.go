@@ -43,6 +43,14 @@ func fixedSources() Sources {
 			}
 		},
 		Hooks: func() HookSample { return HookSample{Sent: 40, Dropped: 3, Failed: 1} },
+		MediaPlane: func() (MediaPlaneSample, bool) {
+			return MediaPlaneSample{
+				STUNAnswered: 30, DTLSRecords: 8, RTCPPackets: 120,
+				DroppedMalformed: 1, DroppedUnknownUfrag: 2, DroppedBadIntegrity: 3,
+				DroppedUnknownAddr: 4, DroppedBadSRTCP: 5, DroppedOther: 6,
+				SendSyscalls: 250, SendMessages: 300,
+			}, true
+		},
 		Build: BuildInfo{Version: "v0.1.0", GoVersion: "go1.26.8"},
 	}
 }
@@ -129,6 +137,17 @@ srtwhep_webrtc_rejected_total{reason="server_full"} 0
 ` + helpOf("srtwhep_webrtc_udp_datagrams_refused_total") + `srtwhep_webrtc_udp_datagrams_refused_total 3
 ` + helpOf("srtwhep_webrtc_udp_receive_drops_total") + `srtwhep_webrtc_udp_receive_drops_total 6
 ` + helpOf("srtwhep_webrtc_udp_datagrams_sent_total") + `srtwhep_webrtc_udp_datagrams_sent_total 900
+` + helpOf("srtwhep_webrtc_received_datagrams_total") + `srtwhep_webrtc_received_datagrams_total{kind="dtls"} 8
+srtwhep_webrtc_received_datagrams_total{kind="rtcp"} 120
+srtwhep_webrtc_received_datagrams_total{kind="stun"} 30
+` + helpOf("srtwhep_webrtc_received_dropped_total") + `srtwhep_webrtc_received_dropped_total{reason="bad_integrity"} 3
+srtwhep_webrtc_received_dropped_total{reason="bad_srtcp"} 5
+srtwhep_webrtc_received_dropped_total{reason="malformed"} 1
+srtwhep_webrtc_received_dropped_total{reason="other"} 6
+srtwhep_webrtc_received_dropped_total{reason="unknown_addr"} 4
+srtwhep_webrtc_received_dropped_total{reason="unknown_ufrag"} 2
+` + helpOf("srtwhep_webrtc_send_syscalls_total") + `srtwhep_webrtc_send_syscalls_total 250
+` + helpOf("srtwhep_webrtc_send_messages_total") + `srtwhep_webrtc_send_messages_total 300
 ` + helpOf("srtwhep_server_latency_seconds") + `srtwhep_server_latency_seconds_bucket{le="0.001"} 5
 srtwhep_server_latency_seconds_bucket{le="0.01"} 9
 srtwhep_server_latency_seconds_bucket{le="+Inf"} 10
@@ -159,6 +178,22 @@ func TestCollectNilSourcesOnlyBuildInfo(t *testing.T) {
 `
 	if err := testutil.CollectAndCompare(m.col, strings.NewReader(want)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A media plane source that reports no own plane (the pion plane, or a
+// server not yet bound) exports no media plane series, not zeros.
+func TestCollectMediaPlaneAbsent(t *testing.T) {
+	m := New(Sources{MediaPlane: func() (MediaPlaneSample, bool) { return MediaPlaneSample{STUNAnswered: 5}, false }})
+	got := gatheredNames(t, m)
+	for _, name := range []string{"srtwhep_webrtc_received_datagrams_total", "srtwhep_webrtc_received_dropped_total",
+		"srtwhep_webrtc_send_syscalls_total", "srtwhep_webrtc_send_messages_total"} {
+		if got[name] {
+			t.Errorf("%s exported although the source reports no own media plane", name)
+		}
+	}
+	if n := testutil.CollectAndCount(m.col); n != 1 {
+		t.Errorf("collected %d series, want only srtwhep_build_info", n)
 	}
 }
 

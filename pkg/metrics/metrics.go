@@ -97,6 +97,21 @@ type WebRTCSample struct {
 	ServerLatency Histogram
 }
 
+// MediaPlaneSample counts, for the life of the process, what srtwhep's own
+// media plane (webrtc.mediaPlane: own) read from viewers on its shared
+// socket (and ICE-TCP connections) and how it sent media. Every datagram
+// read is either handled under one kind or dropped under one reason.
+type MediaPlaneSample struct {
+	// Handled: ICE checks answered, DTLS records taken, SRTCP decrypted.
+	STUNAnswered, DTLSRecords, RTCPPackets uint64
+	// Dropped, one field per srtwhep_webrtc_received_dropped_total reason.
+	DroppedMalformed, DroppedUnknownUfrag, DroppedBadIntegrity uint64
+	DroppedUnknownAddr, DroppedBadSRTCP, DroppedOther          uint64
+	// SendSyscalls are the system calls that sent media, SendMessages the
+	// messages they carried (UDP GSO groups, ICE-TCP frame runs).
+	SendSyscalls, SendMessages uint64
+}
+
 // HookSample counts the events posted to hooks.url for the life of the
 // process: Sent were answered 2xx; Failed were given up after their
 // retries; Dropped never left the queue (it was full, or the server was
@@ -119,6 +134,11 @@ type Sources struct {
 	SRT    func() []SRTSample
 	WebRTC func() WebRTCSample
 	Hooks  func() HookSample
+	// MediaPlane reports false while srtwhep's own media plane is not
+	// running (the pion plane, or before the socket is bound); its series
+	// are then left out rather than exported as zeros that would read as
+	// "nothing received".
+	MediaPlane func() (MediaPlaneSample, bool)
 	// Profiling also serves Go's pprof handlers under /debug/pprof/.
 	Profiling bool
 	// Build fills srtwhep_build_info (always 1). An empty Version reads
