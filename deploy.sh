@@ -187,8 +187,9 @@ from_stun() {
 		req+="\\x$b"
 	done
 	# UDP may lose the request or the answer: send it again with a longer
-	# wait each time, as a STUN client retransmits (RFC 8489 7.2.1).
-	for wait in 0.5 1 2; do
+	# wait each time, as a STUN client retransmits (RFC 8489 7.2.1); the
+	# last wait is long because a busy host may take seconds to run dd.
+	for wait in 0.5 1 2 4; do
 		hex=$(
 			{
 				exec 3<>"/dev/udp/$host/$port" &&
