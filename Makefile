@@ -58,10 +58,10 @@ test: ## deps, tidy go.mod, go vet, gofmt, go test -race, shellcheck, offline de
 		echo "gofmt: these files need 'gofmt -w':"; echo "$$unformatted"; exit 1; \
 	fi
 	$(GO) test -race -count=1 -timeout 8m $$($(GO) list ./... | grep -v '/cmd/srtwhep$$')
-	@# pkg/whep's tests again on the own media plane (webrtc.mediaPlane:
-	@# own), which is not the default yet; cmd/srtwhep covers it with
-	@# TestOwnMediaPlaneCorePath.
-	TEST_MEDIAPLANE=own $(GO) test -race -count=1 -timeout 5m ./pkg/whep
+	@# pkg/whep's tests again on the pion media plane (webrtc.mediaPlane:
+	@# pion), which is not the default; cmd/srtwhep covers it with
+	@# TestPionMediaPlaneCorePath.
+	TEST_MEDIAPLANE=pion $(GO) test -race -count=1 -timeout 5m ./pkg/whep
 	@# The end-to-end package runs on its own, verbose into a log, so the
 	@# browser test has the machine to itself and its figures are shown.
 	log=$$(mktemp); \

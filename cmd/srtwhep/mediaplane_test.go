@@ -17,14 +17,15 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/whepclient"
 )
 
-// TestOwnMediaPlaneCorePath is TestCorePath with sound on the own media
-// plane (webrtc.mediaPlane: own) whatever the default and TEST_MEDIAPLANE
-// say: real ffmpeg pushes 720p30 with AAC; three real pion viewers start
-// at an IDR with SPS and PPS, play every frame at 30 fps without a
-// sequence gap, and hear Opus with contiguous sequence numbers.
-func TestOwnMediaPlaneCorePath(t *testing.T) {
-	ts := startServer(t, func(c *config.Config) { c.WebRTC.MediaPlane = config.MediaPlaneOwn })
-	ts.logs.WaitLog(t, 5*time.Second, "whep ready", "media_plane=own")
+// TestPionMediaPlaneCorePath is TestCorePath with sound on the pion media
+// plane (webrtc.mediaPlane: pion), which is not the default, whatever
+// TEST_MEDIAPLANE says: real ffmpeg pushes 720p30 with AAC; three real
+// pion viewers start at an IDR with SPS and PPS, play every frame at
+// 30 fps without a sequence gap, and hear Opus with contiguous sequence
+// numbers.
+func TestPionMediaPlaneCorePath(t *testing.T) {
+	ts := startServer(t, func(c *config.Config) { c.WebRTC.MediaPlane = config.MediaPlanePion })
+	ts.logs.WaitLog(t, 5*time.Second, "whep ready", "media_plane=pion")
 	args := x264Args("1280x720", "-c:a", "aac", "-ar", "48000", "-b:a", "96k")
 	// The tone is the second input: inputs come before the encoders.
 	args = append(append(args[:5:5], "-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=48000"), args[5:]...)

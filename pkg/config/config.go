@@ -113,8 +113,9 @@ type WebRTC struct {
 	// SocketBuffer is the receive and send buffer of the shared WebRTC UDP
 	// socket in bytes, capped by net.core.rmem_max/wmem_max.
 	SocketBuffer int `yaml:"socketBuffer" reload:"restart"`
-	// MediaPlane picks the WebRTC transport of viewers: MediaPlanePion (a
-	// pion PeerConnection each) or MediaPlaneOwn (pkg/mediaplane).
+	// MediaPlane picks the WebRTC transport of viewers: MediaPlaneOwn
+	// (pkg/mediaplane, the default) or MediaPlanePion (a pion
+	// PeerConnection each).
 	MediaPlane string `yaml:"mediaPlane" reload:"restart"`
 }
 
@@ -254,7 +255,7 @@ func Default() *Config {
 			DisconnectTimeout: Duration(5 * time.Second),
 			Keepalive:         Duration(2 * time.Second),
 			SocketBuffer:      4 << 20,
-			MediaPlane:        MediaPlanePion,
+			MediaPlane:        MediaPlaneOwn,
 		},
 		// Loopback: outside Docker nothing else keeps the metrics (and
 		// pprof) private; the compose file listens on all addresses inside

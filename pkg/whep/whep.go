@@ -148,7 +148,7 @@ type Config struct {
 	// check within it, giving its handshake slot back early. Default
 	// DefaultICEStartTimeout, at most HandshakeTimeout.
 	ICEStartTimeout time.Duration
-	// MediaPlane is MediaPlanePion ("" too) or MediaPlaneOwn.
+	// MediaPlane is MediaPlaneOwn ("" too) or MediaPlanePion.
 	MediaPlane string
 
 	Source Source
@@ -330,7 +330,7 @@ func New(cfg Config) (*Server, error) {
 	cfg.ICEStartTimeout = min(cfg.ICEStartTimeout, cfg.HandshakeTimeout)
 	switch cfg.MediaPlane {
 	case "":
-		cfg.MediaPlane = MediaPlanePion
+		cfg.MediaPlane = MediaPlaneOwn
 	case MediaPlanePion, MediaPlaneOwn:
 	default:
 		return nil, fmt.Errorf("whep: media plane %q is neither %q nor %q", cfg.MediaPlane, MediaPlanePion, MediaPlaneOwn)
