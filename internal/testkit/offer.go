@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pion/ice/v4"
+	"github.com/pion/interceptor"
 	"github.com/pion/webrtc/v4"
 )
 
@@ -28,6 +29,11 @@ type OfferOptions struct {
 	Direction webrtc.RTPTransceiverDirection
 	// Audio adds a recvonly Opus m-section after the video one.
 	Audio bool
+	// NetworkTypes limits ICE to these (nil: pion's default, UDP only on
+	// loopback here).
+	NetworkTypes []webrtc.NetworkType
+	// Feedback sends NACKs and receiver reports, as a browser does.
+	Feedback bool
 }
 
 // Offerer is a viewer's PeerConnection with the offer it made.
@@ -66,7 +72,20 @@ func Offer(t testing.TB, opts OfferOptions) *Offerer {
 	}
 	se := webrtc.SettingEngine{}
 	LoopbackOnly(&se)
-	pc, err := webrtc.NewAPI(webrtc.WithMediaEngine(me), webrtc.WithSettingEngine(se)).NewPeerConnection(webrtc.Configuration{})
+	if opts.NetworkTypes != nil {
+		se.SetNetworkTypes(opts.NetworkTypes)
+	}
+	ir := &interceptor.Registry{}
+	if opts.Feedback {
+		if err := webrtc.ConfigureNack(me, ir); err != nil {
+			t.Fatal(err)
+		}
+		if err := webrtc.ConfigureRTCPReports(ir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pc, err := webrtc.NewAPI(webrtc.WithMediaEngine(me), webrtc.WithInterceptorRegistry(ir), webrtc.WithSettingEngine(se)).
+		NewPeerConnection(webrtc.Configuration{})
 	if err != nil {
 		t.Fatal(err)
 	}

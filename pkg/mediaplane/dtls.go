@@ -89,7 +89,7 @@ func (v *Viewer) takeDTLS(b []byte, from route) (alert bool) {
 			v.setRemote(from, v.srv.inet6)
 		}
 		if err := v.startHandshake(from); err != nil {
-			v.log().Warn("cannot start DTLS", "remote", from.String(), "err", err)
+			v.log().Warn("cannot start DTLS", "media_remote", from.String(), "err", err)
 			return false
 		}
 	}
@@ -174,7 +174,7 @@ func (v *Viewer) handshake(p *pipe, conn *dtls.Conn) {
 		return
 	}
 	close(v.connected)
-	v.log().Info("viewer connected", "remote", v.remoteString(), "srtp", profile.String())
+	v.log().Info("viewer connected", "media_remote", v.remoteString(), "srtp", profile.String())
 }
 
 // srtpContexts exports the keying material of the negotiated profile

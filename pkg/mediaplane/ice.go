@@ -181,6 +181,11 @@ func (s *Server) checked(c *iceCreds, from route, nominated bool, now int64) {
 	}
 	if cur := v.remote.Load(); cur == nil || (nominated && cur.route != from) {
 		v.setRemote(from, s.inet6)
+		if cur != nil && v.state.Load() == stateConnected {
+			// An ICE restart (or a NAT rebinding the browser nominated)
+			// moved the media: worth a line, since ICE-TCP costs more.
+			v.log().Info("viewer route changed", "media_remote", from.String(), "was", cur.route.String())
+		}
 	}
 }
 

@@ -229,7 +229,7 @@ func (v *Viewer) end(reason error) {
 		v.inMu.Unlock()
 		v.err = reason
 		close(v.done)
-		v.log().Info("viewer closed", "remote", v.remoteString(), "reason", reason.Error(),
+		v.log().Info("viewer closed", "media_remote", v.remoteString(), "reason", reason.Error(),
 			"packets", v.packets.Load())
 		if v.cfg.OnDone != nil {
 			v.cfg.OnDone(reason)

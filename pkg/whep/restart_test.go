@@ -112,26 +112,9 @@ func TestICERestart(t *testing.T) {
 
 	// The viewer's new remote description: the first answer with the
 	// server's new credentials and candidates.
-	var lines []string
-	for _, l := range strings.Split(answer, "\r\n") {
-		switch {
-		case strings.HasPrefix(l, "a=ice-ufrag:"):
-			l = "a=ice-ufrag:" + theirs.ufrag
-		case strings.HasPrefix(l, "a=ice-pwd:"):
-			l = "a=ice-pwd:" + theirs.pwd
-		case strings.HasPrefix(l, "a=candidate:"), l == "a=end-of-candidates":
-			continue
-		case strings.HasPrefix(l, "a=mid:"):
-			lines = append(lines, l)
-			for _, c := range theirs.candidates {
-				lines = append(lines, "a="+c)
-			}
-			continue
-		}
-		lines = append(lines, l)
-	}
 	before := packets.Load()
-	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: strings.Join(lines, "\r\n")}); err != nil {
+	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer,
+		SDP: restartedAnswer(answer, theirs.ufrag, theirs.pwd, theirs.candidates)}); err != nil {
 		t.Fatal(err)
 	}
 	wait(iceConnected, "ICE connected again after the restart")
@@ -142,4 +125,29 @@ func TestICERestart(t *testing.T) {
 	if resp.StatusCode != http.StatusPreconditionFailed {
 		t.Errorf("PATCH with the old ETag: %d %q, want 412", resp.StatusCode, msg)
 	}
+}
+
+// restartedAnswer is the first answer with the server's new ICE
+// credentials and the given candidates: the viewer's new remote
+// description after an ICE restart.
+func restartedAnswer(answer, ufrag, pwd string, candidates []string) string {
+	var lines []string
+	for _, l := range strings.Split(answer, "\r\n") {
+		switch {
+		case strings.HasPrefix(l, "a=ice-ufrag:"):
+			l = "a=ice-ufrag:" + ufrag
+		case strings.HasPrefix(l, "a=ice-pwd:"):
+			l = "a=ice-pwd:" + pwd
+		case strings.HasPrefix(l, "a=candidate:"), l == "a=end-of-candidates":
+			continue
+		case strings.HasPrefix(l, "a=mid:"):
+			lines = append(lines, l)
+			for _, c := range candidates {
+				lines = append(lines, "a="+c)
+			}
+			continue
+		}
+		lines = append(lines, l)
+	}
+	return strings.Join(lines, "\r\n")
 }
