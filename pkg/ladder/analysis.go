@@ -40,6 +40,11 @@ type Step struct {
 	// Frames the server dropped because a viewer's receiver reports
 	// showed heavy loss (its congestion rule); part of Drops.
 	CongestedDrops *float64 `json:"congestedDrops,omitempty"`
+	// Datagrams the kernel dropped on the server's media socket during
+	// the hold: incoming (viewers' RTCP, a full receive buffer) and
+	// outgoing (a full send buffer); nil when not exported.
+	SocketReceiveDrops *float64 `json:"socketReceiveDrops,omitempty"`
+	SocketSendRefused  *float64 `json:"socketSendRefused,omitempty"`
 	// Video pauses longer than 200 ms over all viewers during the hold.
 	Stalls uint64 `json:"stalls"`
 	// What the viewers sent back (browser mode; NACKs from light viewers).

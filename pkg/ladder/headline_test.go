@@ -1,6 +1,7 @@
 package ladder
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -87,13 +88,17 @@ func TestReportNamesModeAndProfile(t *testing.T) {
 	r := run("own", "gro", 0.07, 0.3, 0)
 	r.GRO = true
 	r.ProfileN, r.ProfileTop = 400, "Showing nodes accounting for 1s\n      flat  flat%"
+	for i := range r.Steps {
+		r.Steps[i].SocketReceiveDrops, r.Steps[i].SocketSendRefused = ptr(float64(i)), ptr(1)
+	}
 	var b strings.Builder
 	if err := r.WriteMarkdown(&b); err != nil {
 		t.Fatal(err)
 	}
 	md := b.String()
 	for _, want := range []string{"own, gro viewers", "**Not a headline figure**", "no RTCP sent (not browser-like)",
-		"RSS at N = 200: 100.0 MiB (105 MB); per viewer 0.300 MiB", "Stalls (video pauses > 200 ms", "Server CPU profile at N = 400", "flat%"} {
+		"RSS at N = 200: 100.0 MiB (105 MB); per viewer 0.300 MiB", "Stalls (video pauses > 200 ms", "Server CPU profile at N = 400", "flat%",
+		fmt.Sprintf("media socket over the holds: %d datagrams dropped on receive (full buffer), %d sends refused", len(r.Steps)*(len(r.Steps)-1)/2, len(r.Steps))} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}

@@ -170,19 +170,27 @@ func runStep(ctx context.Context, pool *loadgen.Pool, n int, hold time.Duration,
 	st := Step{N: n}
 	var m0 map[string]Sample
 	if cfg.Metrics != "" {
-		m0, _ = Scrape(ctx, httpc, cfg.Metrics, MetricFramesDropped, MetricSRTRTT)
+		m0, _ = Scrape(ctx, httpc, cfg.Metrics, MetricFramesDropped, MetricSRTRTT, MetricReceiveDrops, MetricSendRefused)
 	}
 	h := pool.StartHold()
 	use := srv.watch(ctx, hold)
 	h.Finish()
 	if cfg.Metrics != "" {
-		m1, err := Scrape(ctx, httpc, cfg.Metrics, MetricFramesDropped, MetricSRTRTT)
+		m1, err := Scrape(ctx, httpc, cfg.Metrics, MetricFramesDropped, MetricSRTRTT, MetricReceiveDrops, MetricSendRefused)
 		if err == nil {
 			if a, b := m0[MetricFramesDropped], m1[MetricFramesDropped]; a.Found && b.Found {
 				d := max(b.Sum-a.Sum, 0)
 				st.Drops = &d
 				c := max(b.Label("reason", "congested")-a.Label("reason", "congested"), 0)
 				st.CongestedDrops = &c
+			}
+			if a, b := m0[MetricReceiveDrops], m1[MetricReceiveDrops]; a.Found && b.Found {
+				d := max(b.Sum-a.Sum, 0)
+				st.SocketReceiveDrops = &d
+			}
+			if a, b := m0[MetricSendRefused], m1[MetricSendRefused]; a.Found && b.Found {
+				d := max(b.Sum-a.Sum, 0)
+				st.SocketSendRefused = &d
 			}
 			if r := m1[MetricSRTRTT]; r.Found {
 				ms := r.Max * 1000

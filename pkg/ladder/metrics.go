@@ -17,6 +17,10 @@ import (
 const (
 	MetricFramesDropped = "srtwhep_path_frames_dropped_total"
 	MetricSRTRTT        = "srtwhep_srt_rtt_seconds"
+	// The media socket's kernel drops: viewers' RTCP lost on a full
+	// receive buffer, and sends refused on a full send buffer.
+	MetricReceiveDrops = "srtwhep_webrtc_udp_receive_drops_total"
+	MetricSendRefused  = "srtwhep_webrtc_udp_datagrams_refused_total"
 )
 
 // Sample aggregates the series of one metric: their sum and maximum, and

@@ -96,6 +96,19 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(&b, "- Viewer feedback over the holds: %d packets NACKed, %d PLIs, %d RTCP packets not sent; frames the server dropped for congestion: %s\n",
 			nacked, plis, unsent, cong)
 	}
+	var rcvDrops, sndRefused float64
+	socketKnown := false
+	for _, s := range r.Steps {
+		if s.SocketReceiveDrops != nil && s.SocketSendRefused != nil {
+			rcvDrops += *s.SocketReceiveDrops
+			sndRefused += *s.SocketSendRefused
+			socketKnown = true
+		}
+	}
+	if socketKnown {
+		fmt.Fprintf(&b, "- The server's media socket over the holds: %.0f datagrams dropped on receive (full buffer), %.0f sends refused\n",
+			rcvDrops, sndRefused)
+	}
 	fmt.Fprintf(&b, "- Generator CPU per viewer: %.3f%% of one core", sm.GenPerViewer)
 	if sm.MarginalOK && sm.MarginalCPU > 0 {
 		fmt.Fprintf(&b, " (%.0f%% of the server's marginal cost; the limit is 33%%)", 100*sm.GenPerViewer/sm.MarginalCPU)
