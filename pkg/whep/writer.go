@@ -54,9 +54,10 @@ type writer struct {
 	own   *ownTransport
 	sched atomic.Int32 // writerIdle...writerDone
 	// paceUntil is when the next frame may go out behind the live edge;
-	// paceTimer wakes the writer then.
+	// the pool's pacer wakes the writer then. pacedFor is the deadline
+	// the pacer last took, so early wakes do not add more.
 	paceUntil time.Time
-	paceTimer *time.Timer
+	pacedFor  time.Time
 	// held is a frame BeforeWrite holds until hold is closed.
 	held     hub.Frame
 	hold     <-chan struct{}
@@ -255,8 +256,8 @@ func (w *writer) step() (left bool) {
 		}
 		w.held = hub.Frame{}
 	}
-	if d := time.Until(w.paceUntil); d > 0 {
-		w.paceFor(d)
+	if time.Now().Before(w.paceUntil) {
+		w.paceFor(0)
 		return false
 	}
 	for range stepFrames {
@@ -285,14 +286,16 @@ func (w *writer) step() (left bool) {
 	return false
 }
 
-// paceFor holds the writer's frames for d and wakes it then; a wake
+// paceFor holds the writer's frames for d from now (0: until the
+// deadline already set) and has the pool's pacer wake it then; a wake
 // before that finds the writer paced and leaves it.
 func (w *writer) paceFor(d time.Duration) {
-	w.paceUntil = time.Now().Add(d)
-	if w.paceTimer == nil {
-		w.paceTimer = time.AfterFunc(d, w.wake)
-	} else {
-		w.paceTimer.Reset(d)
+	if d > 0 {
+		w.paceUntil = time.Now().Add(d)
+	}
+	if !w.pacedFor.Equal(w.paceUntil) {
+		w.pacedFor = w.paceUntil
+		w.pool.pacer.wakeAt(w, w.paceUntil)
 	}
 }
 
@@ -310,10 +313,8 @@ func (w *writer) watchHold(hold <-chan struct{}) {
 // run on a goroutine of its own. Either goroutine is the session's, still
 // counted in s.wg since runSession handed it to the pool.
 func (w *writer) leave(reason error) {
+	// A wake the pacer still holds finds the writer done and is lost.
 	w.sched.Store(writerDone)
-	if w.paceTimer != nil {
-		w.paceTimer.Stop()
-	}
 	w.stopWake()
 	w.own.batch = nil // the worker's Sender is not the goroutine's
 	if reason != nil {
@@ -325,8 +326,8 @@ func (w *writer) leave(reason error) {
 }
 
 // wake asks the pool to step the writer; it never blocks. Readers call it
-// for every frame they queue, the NACK box for every NACK, timers and the
-// session's end once each.
+// for every frame they queue, the NACK box for every NACK, the pacer when
+// a wait ends, and the session's context once, when it ends.
 func (w *writer) wake() {
 	for {
 		switch st := w.sched.Load(); st {

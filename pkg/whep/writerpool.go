@@ -33,6 +33,7 @@ type writerPool struct {
 	queue  []*writer
 	closed bool
 	wg     sync.WaitGroup
+	pacer  *pacer
 }
 
 // poolBatch is how many writers a worker steps before sending: large
@@ -46,7 +47,7 @@ const poolBatch = 64
 const poolSenderPackets = 512
 
 func newWriterPool(srv *mediaplane.Server) *writerPool {
-	p := &writerPool{}
+	p := &writerPool{pacer: newPacer()}
 	p.ready.L = &p.mu
 	// Two workers even on one CPU: a worker waiting for room in a full
 	// socket buffer then does not hold every viewer.
@@ -130,4 +131,5 @@ func (p *writerPool) close() {
 	p.mu.Unlock()
 	p.ready.Broadcast()
 	p.wg.Wait()
+	p.pacer.close()
 }
