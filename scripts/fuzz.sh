@@ -43,16 +43,18 @@ while IFS=: read -r file decl; do
 	echo "== $pkg $target ($time)"
 	# go test's fuzz coordinator can report "context deadline exceeded" when
 	# the time runs out while a worker is busy, with no input saved: that is
-	# the runner, not a finding, so such a run is tried once more. A real
-	# failure writes its input under testdata/fuzz and is never retried.
-	for attempt in 1 2; do
+	# the runner, not a finding, so such a run is tried again, up to three
+	# times in all (on a busy machine it happened about once per run of
+	# the 16 targets). A real failure writes its input under
+	# testdata/fuzz and is never retried.
+	for attempt in 1 2 3; do
 		if out=$("$go" test -run '^$' -fuzz "^${target}\$" -fuzztime "$time" -fuzzminimizetime "$minimize" "$pkg" "${cache_args[@]}" 2>&1); then
 			echo "$out"
 			break
 		fi
 		echo "$out"
-		if [[ $attempt -eq 1 && $out == *"context deadline exceeded"* && $out != *"Failing input written"* ]]; then
-			echo "fuzz.sh: $target: the fuzz runner timed out without a finding; running it once more"
+		if [[ $attempt -lt 3 && $out == *"context deadline exceeded"* && $out != *"Failing input written"* ]]; then
+			echo "fuzz.sh: $target: the fuzz runner timed out without a finding; running it again"
 			continue
 		fi
 		failed+=("$pkg $target")
