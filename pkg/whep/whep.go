@@ -6,11 +6,10 @@
 //
 // The transport comes from one of two media planes (Config.MediaPlane,
 // transport.go): a pion PeerConnection per viewer (pion.go), or srtwhep's
-// own pkg/mediaplane (own.go), where a connected viewer costs no goroutine
-// beyond its session's writer. Either way all sessions share one ICE UDP
-// socket (plus an optional ICE-TCP listener), so a deployment publishes a
-// single media port. The pion plane keeps two pion APIs: one that knows
-// Opus, for sessions with audio, and one that does not.
+// own pkg/mediaplane (own.go, the default). Either way all sessions share
+// one ICE UDP socket (plus an optional ICE-TCP listener), so a deployment
+// publishes a single media port. The pion plane keeps two pion APIs: one
+// that knows Opus, for sessions with audio, and one that does not.
 //
 // A viewer outlives its publisher for the path's grace period (kept by the
 // hub): the next publisher's stream continues the same session with
@@ -20,13 +19,11 @@
 // browser sees at once as a closed connection instead of waiting for ICE to
 // time out; the player page is expected to reconnect by posting a new offer.
 //
-// A session runs one goroutine, its writer, on either plane (measured by
-// TestGoroutinesPerViewer: 1.00 per viewer on the own plane); the pion
-// plane adds pion's own and an RTCP reader per track (15 per viewer in
-// all, video only). A writer per path that stamps and sends a frame to
-// all its viewers at once would remove that last goroutine per viewer;
-// it needs the hub to hand a path's frames to one consumer with each
-// viewer's drop-to-IDR state kept beside it.
+// A session's writer (writer.go) runs on a goroutine of its own on the
+// pion plane (15 goroutines per viewer in all, with pion's) and for
+// ICE-TCP viewers; an own-plane UDP viewer's writer is stepped by the
+// plane's fixed writer pool (writerpool.go), so it costs no goroutine
+// (measured by TestGoroutinesPerViewer).
 package whep
 
 import (
@@ -215,73 +212,6 @@ type Server struct {
 	latency latencyHistogram
 }
 
-type serverCounters struct {
-	opened            atomic.Uint64
-	handshakeFailures atomic.Uint64
-	// packets and bytes of sessions that have ended; live sessions add
-	// their own counters in Stats.
-	closedPackets atomic.Uint64
-	closedBytes   atomic.Uint64
-	rejected      [len(rejectReasons)]atomic.Uint64
-}
-
-type rejectReason int
-
-// Why offers are refused; the names are the metrics' reason labels.
-const (
-	rejectReaderCap rejectReason = iota
-	rejectServerFull
-	rejectNoPublisher
-	rejectBadOffer
-	rejectAuth
-	rejectHandshakeLimit
-)
-
-var rejectReasons = [...]string{
-	rejectReaderCap:      "reader_cap",
-	rejectServerFull:     "server_full",
-	rejectNoPublisher:    "no_publisher",
-	rejectBadOffer:       "bad_offer",
-	rejectAuth:           "auth",
-	rejectHandshakeLimit: "handshake_limit",
-}
-
-func (c *serverCounters) reject(r rejectReason) { c.rejected[r].Add(1) }
-
-// Stats is a snapshot for metrics.
-type Stats struct {
-	Sessions           int    // sessions open now (any state)
-	HandshakesInFlight int    // offers answered but not yet connected
-	SessionsOpened     uint64 // 201s sent
-	HandshakeFailures  uint64 // answered sessions that never connected
-	PacketsSent        uint64
-	BytesSent          uint64 // RTP payload + header bytes handed to the transport
-	// UDPDatagrams and UDPRefused count what the shared media socket
-	// handed to the kernel and what the kernel refused (a full socket
-	// buffer: those packets are lost for the viewers).
-	UDPDatagrams, UDPRefused uint64
-	// UDPReceiveDrops is the kernel's count of datagrams dropped on the
-	// way in (a full receive buffer: viewers' RTCP, NACKs, keepalives).
-	UDPReceiveDrops uint64
-	// Rejected counts refused offers by reason (reader_cap, server_full,
-	// no_publisher, bad_offer, auth, handshake_limit).
-	Rejected map[string]uint64
-	// StateCounts counts open sessions by state ("connecting", "connected").
-	StateCounts map[string]int
-}
-
-// SessionInfo describes one viewer.
-type SessionInfo struct {
-	ID          string
-	Path        string
-	Remote      string
-	State       string // new, connecting, connected, failed, closed (pion's PeerConnectionState names)
-	Since       time.Time
-	PacketsSent uint64
-	BytesSent   uint64
-	Dropped     uint64 // access units the hub discarded for this viewer, when it reports them
-}
-
 // New checks cfg and fills in defaults. It starts nothing.
 func New(cfg Config) (*Server, error) {
 	if cfg.Source == nil {
@@ -404,56 +334,6 @@ func (s *Server) TCPAddr() string {
 		return (*p).tcpAddr()
 	}
 	return ""
-}
-
-// Sessions lists the open sessions.
-func (s *Server) Sessions() []SessionInfo {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]SessionInfo, 0, len(s.sessions))
-	for _, sess := range s.sessions {
-		out = append(out, sess.info())
-	}
-	return out
-}
-
-// KickSession closes a session; false when it does not exist.
-func (s *Server) KickSession(id string) bool {
-	sess := s.removeSession(id)
-	if sess == nil {
-		return false
-	}
-	sess.cancel(errKicked)
-	return true
-}
-
-// Stats returns counters for metrics.
-func (s *Server) Stats() Stats {
-	st := Stats{
-		HandshakesInFlight: s.handshakes.inFlight(),
-		SessionsOpened:     s.stats.opened.Load(),
-		HandshakeFailures:  s.stats.handshakeFailures.Load(),
-		PacketsSent:        s.stats.closedPackets.Load(),
-		BytesSent:          s.stats.closedBytes.Load(),
-	}
-	st.Rejected = make(map[string]uint64, len(rejectReasons))
-	for i, name := range rejectReasons {
-		st.Rejected[name] = s.stats.rejected[i].Load()
-	}
-	if p := s.plane.Load(); p != nil {
-		st.UDPDatagrams, st.UDPRefused = (*p).udpCounts()
-	}
-	st.UDPReceiveDrops = s.udpReceiveDrops()
-	st.StateCounts = map[string]int{}
-	s.mu.Lock()
-	st.Sessions = len(s.sessions)
-	for _, sess := range s.sessions {
-		st.PacketsSent += sess.packets.Load()
-		st.BytesSent += sess.bytes.Load()
-		st.StateCounts[sess.info().State]++
-	}
-	s.mu.Unlock()
-	return st
 }
 
 // addSession registers sess and counts its goroutine in the server's
