@@ -1,0 +1,171 @@
+package whepclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/pion/ice/v4"
+	"github.com/pion/interceptor"
+	"github.com/pion/interceptor/pkg/nack"
+	"github.com/pion/interceptor/pkg/report"
+	"github.com/pion/webrtc/v4"
+	"github.com/srtwhep/srtwhep/pkg/pionslog"
+)
+
+func newPeerConnection(opt Options, log *slog.Logger) (*webrtc.PeerConnection, error) {
+	var feedback []webrtc.RTCPFeedback
+	// PLI is always offered so a server may answer our (rare) keyframe
+	// requests; generic NACK only when we actually generate NACKs, because a
+	// server that sees it keeps a retransmission buffer for us.
+	feedback = append(feedback, webrtc.RTCPFeedback{Type: "nack", Parameter: "pli"})
+	if opt.NACK {
+		feedback = append(feedback, webrtc.RTCPFeedback{Type: "nack"})
+	}
+
+	me := &webrtc.MediaEngine{}
+	if opt.Audio {
+		err := me.RegisterCodec(webrtc.RTPCodecParameters{
+			RTPCodecCapability: webrtc.RTPCodecCapability{
+				MimeType: webrtc.MimeTypeOpus, ClockRate: 48000, Channels: 2,
+				SDPFmtpLine: "minptime=10;useinbandfec=1;stereo=1",
+			},
+			PayloadType: 111,
+		}, webrtc.RTPCodecTypeAudio)
+		if err != nil {
+			return nil, fmt.Errorf("whepclient: register Opus codec: %w", err)
+		}
+	}
+	for _, c := range []struct {
+		pt      webrtc.PayloadType
+		profile string
+	}{{102, "42e01f"}, {104, "42001f"}} {
+		err := me.RegisterCodec(webrtc.RTPCodecParameters{
+			RTPCodecCapability: webrtc.RTPCodecCapability{
+				MimeType:     webrtc.MimeTypeH264,
+				ClockRate:    90000,
+				SDPFmtpLine:  "level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=" + c.profile,
+				RTCPFeedback: feedback,
+			},
+			PayloadType: c.pt,
+		}, webrtc.RTPCodecTypeVideo)
+		if err != nil {
+			return nil, fmt.Errorf("whepclient: register H.264 codec: %w", err)
+		}
+	}
+
+	reg := &interceptor.Registry{}
+	if opt.NACK {
+		gen, err := nack.NewGeneratorInterceptor()
+		if err != nil {
+			return nil, fmt.Errorf("whepclient: NACK generator: %w", err)
+		}
+		reg.Add(gen)
+	}
+	if opt.ReceiverReports {
+		rr, err := report.NewReceiverInterceptor()
+		if err != nil {
+			return nil, fmt.Errorf("whepclient: receiver reports: %w", err)
+		}
+		reg.Add(rr)
+	}
+
+	se := webrtc.SettingEngine{}
+	// mDNS would open a multicast socket per session; WHEP servers send
+	// plain IP candidates, so nothing is lost by turning it off.
+	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
+	se.LoggerFactory = pionslog.Factory{Log: log}
+	if opt.SettingEngine != nil {
+		opt.SettingEngine(&se)
+	}
+
+	api := webrtc.NewAPI(webrtc.WithMediaEngine(me), webrtc.WithInterceptorRegistry(reg), webrtc.WithSettingEngine(se))
+	pc, err := api.NewPeerConnection(webrtc.Configuration{})
+	if err != nil {
+		return nil, fmt.Errorf("whepclient: new peer connection: %w", err)
+	}
+	_, err = pc.AddTransceiverFromKind(webrtc.RTPCodecTypeVideo,
+		webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionRecvonly})
+	if err != nil {
+		_ = pc.Close()
+		return nil, fmt.Errorf("whepclient: add recvonly video transceiver: %w", err)
+	}
+	if opt.Audio {
+		_, err = pc.AddTransceiverFromKind(webrtc.RTPCodecTypeAudio,
+			webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionRecvonly})
+		if err != nil {
+			_ = pc.Close()
+			return nil, fmt.Errorf("whepclient: add recvonly audio transceiver: %w", err)
+		}
+	}
+	return pc, nil
+}
+
+// negotiate does the non-trickle offer/answer over HTTP.
+func (s *Session) negotiate(ctx context.Context, endpoint *url.URL) error {
+	offer, err := s.pc.CreateOffer(nil)
+	if err != nil {
+		return fmt.Errorf("whepclient: create offer: %w", err)
+	}
+	gathered := webrtc.GatheringCompletePromise(s.pc)
+	if err := s.pc.SetLocalDescription(offer); err != nil {
+		return fmt.Errorf("whepclient: set local description: %w", err)
+	}
+	select {
+	case <-gathered:
+	case <-ctx.Done():
+		return fmt.Errorf("whepclient: ICE gathering did not complete: %w", ctx.Err())
+	}
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint.String(),
+		strings.NewReader(s.pc.LocalDescription().SDP))
+	if err != nil {
+		return fmt.Errorf("whepclient: build POST: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/sdp")
+	req.Header.Set("Accept", "application/sdp")
+	s.authorize(req)
+
+	resp, err := s.httpClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("whepclient: POST offer to %s: %w", endpoint.Redacted(), err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		return readHTTPError(resp)
+	}
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerSize+1))
+	if err != nil {
+		return fmt.Errorf("whepclient: read SDP answer: %w", err)
+	}
+	if len(answer) > maxAnswerSize {
+		return fmt.Errorf("whepclient: SDP answer larger than %d bytes", maxAnswerSize)
+	}
+
+	loc := resp.Header.Get("Location")
+	if loc == "" {
+		return errors.New("whepclient: 201 without a Location header; the server must name the session URL")
+	}
+	sessionURL, err := endpoint.Parse(loc)
+	if err != nil {
+		return fmt.Errorf("whepclient: bad Location %q: %w", loc, err)
+	}
+	s.sessionURL = sessionURL.String()
+
+	sdp := string(answer)
+	if s.opt.RewriteAnswer != nil {
+		sdp = s.opt.RewriteAnswer(sdp)
+	}
+	err = s.pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: sdp})
+	if err != nil {
+		// The server created a session for us; release it.
+		_ = s.deleteSession()
+		return fmt.Errorf("whepclient: apply SDP answer: %w", err)
+	}
+	return nil
+}
