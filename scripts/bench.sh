@@ -39,7 +39,7 @@
 #
 # Before the ladders, on the idle server: glass-to-glass latency from a
 # generated 640x360@30 clip whose frames carry their creation time in their
-# pixels (whep-loadgen g2g, see pkg/glass), median and p95, and the server's
+# pixels (whep-loadgen g2g, see internal/glass), median and p95, and the server's
 # own share from srtwhep_server_latency_seconds over the same run.
 set -euo pipefail
 

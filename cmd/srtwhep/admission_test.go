@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
-	"github.com/srtwhep/srtwhep/pkg/whepclient"
+	"github.com/srtwhep/srtwhep/internal/whepclient"
 )
 
 // TestAdmissionPastCPULimit: with a deliberately tiny CPU limit, a new

@@ -13,7 +13,7 @@ import (
 	hopus "gopkg.in/hraban/opus.v2"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
-	"github.com/srtwhep/srtwhep/pkg/whepclient"
+	"github.com/srtwhep/srtwhep/internal/whepclient"
 )
 
 // dialAudioViewer is dialViewer offering audio too, with RTCP sender

@@ -12,8 +12,8 @@ import (
 	"github.com/pion/webrtc/v4"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/internal/whepclient"
 	"github.com/srtwhep/srtwhep/pkg/config"
-	"github.com/srtwhep/srtwhep/pkg/whepclient"
 )
 
 // checkContinued asserts that a viewer kept through a publisher change saw

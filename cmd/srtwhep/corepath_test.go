@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/internal/whepclient"
 	"github.com/srtwhep/srtwhep/pkg/config"
 	"github.com/srtwhep/srtwhep/pkg/whep"
-	"github.com/srtwhep/srtwhep/pkg/whepclient"
 
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/h264"
 )

@@ -18,8 +18,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/internal/whepclient"
 	"github.com/srtwhep/srtwhep/pkg/config"
-	"github.com/srtwhep/srtwhep/pkg/whepclient"
 )
 
 // notProducible lists the counters this test cannot make move, with why.

@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/internal/whepclient"
 	"github.com/srtwhep/srtwhep/pkg/api"
-	"github.com/srtwhep/srtwhep/pkg/whepclient"
 	"golang.org/x/sys/unix"
 )
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
-	"github.com/srtwhep/srtwhep/pkg/whepclient"
+	"github.com/srtwhep/srtwhep/internal/whepclient"
 )
 
 // TestFakeOffersDoNotBlockViewers: four offers a second whose peers never

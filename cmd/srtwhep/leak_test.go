@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/procfs"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
-	"github.com/srtwhep/srtwhep/pkg/whepclient"
+	"github.com/srtwhep/srtwhep/internal/whepclient"
 )
 
 // The leak test's shape: rounds of publishers that each get viewers, all

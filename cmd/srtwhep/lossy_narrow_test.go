@@ -11,9 +11,9 @@ import (
 	"github.com/pion/webrtc/v4"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/internal/whepclient"
 	"github.com/srtwhep/srtwhep/pkg/config"
 	"github.com/srtwhep/srtwhep/pkg/whep"
-	"github.com/srtwhep/srtwhep/pkg/whepclient"
 )
 
 // Viewers on links narrower than the stream, over ICE-TCP and over UDP:

@@ -20,8 +20,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/internal/whepclient"
 	"github.com/srtwhep/srtwhep/pkg/metrics"
-	"github.com/srtwhep/srtwhep/pkg/whepclient"
 )
 
 // The lossy-link tests stand a network between one party and the server:

@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/procfs"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/internal/whepclient"
 	"github.com/srtwhep/srtwhep/pkg/config"
-	"github.com/srtwhep/srtwhep/pkg/whepclient"
 )
 
 // TestPionMediaPlaneCorePath is TestCorePath with sound on the pion media

@@ -15,7 +15,7 @@ import (
 	"github.com/pion/webrtc/v4"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
-	"github.com/srtwhep/srtwhep/pkg/whepclient"
+	"github.com/srtwhep/srtwhep/internal/whepclient"
 )
 
 // The NAT topology, after a Docker host on a VPS:

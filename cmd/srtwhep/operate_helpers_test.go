@@ -17,9 +17,9 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/internal/whepclient"
 	"github.com/srtwhep/srtwhep/pkg/config"
 	"github.com/srtwhep/srtwhep/pkg/whep"
-	"github.com/srtwhep/srtwhep/pkg/whepclient"
 )
 
 // writeFile replaces file atomically, as editors and config management do,

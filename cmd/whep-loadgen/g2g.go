@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/srtwhep/srtwhep/pkg/glass"
+	"github.com/srtwhep/srtwhep/internal/glass"
 )
 
 // serverLatencyMetric is the server's own share, as pkg/metrics exports it.

@@ -22,8 +22,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/srtwhep/srtwhep/pkg/ladder"
-	"github.com/srtwhep/srtwhep/pkg/loadgen"
+	"github.com/srtwhep/srtwhep/internal/ladder"
+	"github.com/srtwhep/srtwhep/internal/loadgen"
 )
 
 func main() {

@@ -17,8 +17,8 @@ import (
 
 	"github.com/prometheus/procfs"
 
-	"github.com/srtwhep/srtwhep/pkg/ladder"
-	"github.com/srtwhep/srtwhep/pkg/loadgen"
+	"github.com/srtwhep/srtwhep/internal/ladder"
+	"github.com/srtwhep/srtwhep/internal/loadgen"
 )
 
 // soakConfig is what `whep-loadgen soak` runs: its own server, one

@@ -5,7 +5,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/srtwhep/srtwhep/pkg/ladder"
+	"github.com/srtwhep/srtwhep/internal/ladder"
 )
 
 // soakSample is the server as seen at one minute of a soak.

@@ -109,3 +109,32 @@ func containsAll(s string, subs []string) bool {
 	}
 	return true
 }
+
+// TestLogger returns a logger that writes through t.Log at level and
+// above. pion logs from goroutines that may outlive the test by a moment,
+// and t.Log after a test ended is a data race, so forwarding stops when
+// the test's cleanup runs.
+func TestLogger(t *testing.T, level slog.Level) *slog.Logger {
+	w := &testWriter{t: t}
+	t.Cleanup(func() {
+		w.mu.Lock()
+		w.done = true
+		w.mu.Unlock()
+	})
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+type testWriter struct {
+	t    *testing.T
+	mu   sync.Mutex
+	done bool
+}
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Log(strings.TrimSpace(string(p)))
+	}
+	return len(p), nil
+}

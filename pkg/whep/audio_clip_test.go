@@ -13,9 +13,9 @@ import (
 	"gopkg.in/hraban/opus.v2"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/internal/whepclient"
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/hub"
-	"github.com/srtwhep/srtwhep/pkg/whepclient"
 )
 
 // makeOpus encodes n 20 ms stereo frames of a 1 kHz tone with a little

@@ -13,9 +13,9 @@ import (
 	"github.com/pion/webrtc/v4"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/internal/whepclient"
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/hub"
-	"github.com/srtwhep/srtwhep/pkg/whepclient"
 )
 
 // interval is what one receiver report adds to the counters: packets

@@ -19,7 +19,6 @@ import (
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/hub"
-	"github.com/srtwhep/srtwhep/pkg/internal/testlog"
 )
 
 func TestMain(m *testing.M) {
@@ -264,7 +263,7 @@ func startServerStop(t *testing.T, src Source, mod func(*Config)) (*Server, *htt
 	return srv, hs, stop
 }
 
-func testLogger(t *testing.T) *slog.Logger { return testlog.New(t, slog.LevelInfo) }
+func testLogger(t *testing.T) *slog.Logger { return testkit.TestLogger(t, slog.LevelInfo) }
 
 func h264Codec(pt uint8, profile string, mode int) webrtc.RTPCodecParameters {
 	return webrtc.RTPCodecParameters{

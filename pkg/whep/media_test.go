@@ -9,8 +9,8 @@ import (
 
 	"github.com/pion/webrtc/v4"
 
+	"github.com/srtwhep/srtwhep/internal/whepclient"
 	"github.com/srtwhep/srtwhep/pkg/av"
-	"github.com/srtwhep/srtwhep/pkg/whepclient"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
 )

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/srtwhep/srtwhep/pkg/whepclient"
+	"github.com/srtwhep/srtwhep/internal/whepclient"
 )
 
 // Config describes the sessions a Pool opens.

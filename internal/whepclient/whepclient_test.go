@@ -14,14 +14,13 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
-	"github.com/srtwhep/srtwhep/pkg/internal/testlog"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-func testLogger(t *testing.T) *slog.Logger { return testlog.New(t, slog.LevelWarn) }
+func testLogger(t *testing.T) *slog.Logger { return testkit.TestLogger(t, slog.LevelWarn) }
 
 func TestReceivesClip(t *testing.T) {
 	c := makeClip(t)

@@ -6,13 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/srtwhep/srtwhep/pkg/ladder"
-	"github.com/srtwhep/srtwhep/pkg/loadgen"
+	"github.com/srtwhep/srtwhep/internal/ladder"
+	"github.com/srtwhep/srtwhep/internal/loadgen"
 )
 
 // TestLadderAgainstSrtwhep runs a two-step ladder and checks the figures
 // that come from the server process and its metrics are really read. It
-// lives here, not in pkg/ladder, because the real-server fixture is this
+// lives here, not in internal/ladder, because the real-server fixture is this
 // package's.
 func TestLadderAgainstSrtwhep(t *testing.T) {
 	srv := loadgen.StartTestServer(t)

@@ -1,5 +1,5 @@
 // Package loadgen opens many WHEP sessions against a server and verifies
-// that media really flows to each of them; pkg/ladder builds the capacity
+// that media really flows to each of them; internal/ladder builds the capacity
 // ladder on top of its Pool. Its cost must stay far below the server it
 // measures: most sessions run in light mode, where SRTP media packets are
 // accounted from their clear RTP header at the socket and never decrypted;

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/srtwhep/srtwhep/pkg/whepclient"
+	"github.com/srtwhep/srtwhep/internal/whepclient"
 )
 
 // answer is the shape of srtwhep's answer to an offer with audio, trimmed

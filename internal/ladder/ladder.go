@@ -11,7 +11,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/srtwhep/srtwhep/pkg/loadgen"
+	"github.com/srtwhep/srtwhep/internal/loadgen"
 )
 
 // Config configures a capacity ladder.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/pion/rtcp"
 
-	"github.com/srtwhep/srtwhep/pkg/whepclient"
+	"github.com/srtwhep/srtwhep/internal/whepclient"
 )
 
 // A browser sends its sender an RTCP receiver report about a second apart,

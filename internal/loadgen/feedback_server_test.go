@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/srtwhep/srtwhep/internal/ladder"
+	"github.com/srtwhep/srtwhep/internal/loadgen"
 	"github.com/srtwhep/srtwhep/internal/testkit"
-	"github.com/srtwhep/srtwhep/pkg/ladder"
-	"github.com/srtwhep/srtwhep/pkg/loadgen"
 )
 
 // congestionLog is the server's line when a viewer's receiver reports show

@@ -13,7 +13,7 @@ import (
 	"github.com/pion/logging"
 	"github.com/pion/webrtc/v4"
 
-	"github.com/srtwhep/srtwhep/pkg/whepclient"
+	"github.com/srtwhep/srtwhep/internal/whepclient"
 )
 
 // Session is one viewer of the load generator.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/pion/webrtc/v4"
 
-	"github.com/srtwhep/srtwhep/pkg/whepclient"
+	"github.com/srtwhep/srtwhep/internal/whepclient"
 )
 
 // Config describes one measurement.
