@@ -29,6 +29,9 @@ RUN apt-get update \
  && useradd --system --uid 10001 --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin srtwhep
 COPY --from=build /out/srtwhep /usr/local/bin/srtwhep
 COPY configs/srtwhep.yml /etc/srtwhep/srtwhep.yml
+# The image links Debian's GPL-built libavcodec; the notice says what that
+# means for whoever passes the image on.
+COPY LICENSE THIRD_PARTY_NOTICES.md /usr/share/doc/srtwhep/
 # SRT ingest, HTTP (WHEP, player, health), WebRTC ICE UDP mux + ICE-TCP, metrics.
 EXPOSE 8890/udp 8889/tcp 8189/udp 8189/tcp 9998/tcp
 USER 10001:10001
