@@ -200,7 +200,12 @@ from_stun() {
 		# A binding success response (0x0101) to our transaction.
 		[[ ${hex:0:4} == 0101 && ${hex:8:32} == "2112a442$txid" ]] && break
 	done
-	[[ ${hex:0:4} == 0101 && ${hex:8:32} == "2112a442$txid" ]] || return 0
+	if [[ ${hex:0:4} != 0101 || ${hex:8:32} != "2112a442$txid" ]]; then
+		# Said, so that a host whose STUN lookups fail (a firewall, a
+		# lost datagram four times over) shows why the route source won.
+		log "no STUN binding answer from $stun_server after 4 tries${hex:+ (last reply: ${#hex} hex digits, starting ${hex:0:16})}"
+		return 0
+	fi
 	i=40
 	while ((i + 8 <= ${#hex})); do
 		type=${hex:i:4}
