@@ -38,6 +38,7 @@ type memConn struct {
 	// it has been handed to the demuxer.
 	pauseAt        int
 	paused, resume chan struct{}
+	pauseOnce      sync.Once
 	// lateFrom, lateDrops: once Read has handed out the byte at lateFrom,
 	// Stats reports lateDrops packets dropped, as SRT counts packets that
 	// came after the latency before it hands over the ones behind them.
@@ -61,7 +62,7 @@ func (c *memConn) Read(p []byte) (int, error) {
 	off := c.off
 	c.mu.Unlock()
 	if c.pauseAt > 0 && off == c.pauseAt {
-		close(c.paused)
+		c.pauseOnce.Do(func() { close(c.paused) })
 		select {
 		case <-c.resume:
 		case <-c.closed:
