@@ -3,7 +3,6 @@ package edge
 import (
 	"bytes"
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/haivision/srtgo"
 
-	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/events"
 	"github.com/srtwhep/srtwhep/pkg/hub"
@@ -112,48 +110,29 @@ func (l *memLink) Serve(ctx context.Context) error {
 	return nil
 }
 
-// memRig is a Puller whose dials and back-offs the test decides.
+// memRig is newRig's puller (edge_test.go) with dials and back-offs the
+// test decides.
 type memRig struct {
-	p    *Puller
-	hub  *hub.Hub
-	logs *testkit.LogBuffer
+	*rig
 
 	mu     sync.Mutex
 	dials  []srt.DialConfig
 	sleeps []time.Duration
-	events []events.Event
 }
 
-// newMemRig runs a Puller whose nth dial (from 0) is answered by dial
-// and whose back-off is sleep: it gets the nth back-off and returns
-// whether the pull goes on (nil: every back-off waits for the end of the
-// test, the pull then ends).
+// newMemRig answers the puller's nth dial (from 0) with dial, and its nth
+// back-off with sleep, which returns whether the pull goes on (nil: every
+// back-off waits for the end of the test, the pull then ends). Every path
+// but live/none has src as its source. The pulls start from the test's
+// Demand calls, after dial and sleep are in place.
 func newMemRig(t *testing.T, src Source, dial func(n int) (link, error), sleep func(n int, ctx context.Context) bool) *memRig {
 	t.Helper()
-	r := &memRig{logs: &testkit.LogBuffer{}}
-	log := r.logs.Logger(slog.LevelDebug)
-	r.hub = hub.New(hub.Config{Logger: log})
-	var err error
-	r.p, err = New(Config{Hub: r.hub, Logger: log, Latency: 200 * time.Millisecond, ReadTimeout: 2 * time.Second, PBKeyLen: 16,
-		Serve: func(context.Context, *srt.Conn) error {
-			t.Error("Config.Serve called: the memLinks serve themselves")
-			return nil
-		},
-		Source: func(path string) Source {
-			if path == "live/none" {
-				return Source{}
-			}
-			return src
-		},
-		Events: func(e events.Event) {
-			r.mu.Lock()
-			e.Time = time.Time{}
-			r.events = append(r.events, e)
-			r.mu.Unlock()
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := &memRig{rig: newRig(t, func(path string) Source {
+		if path == "live/none" {
+			return Source{}
+		}
+		return src
+	})}
 	r.p.dial = func(_ context.Context, cfg srt.DialConfig) (link, error) {
 		r.mu.Lock()
 		n := len(r.dials)
@@ -172,24 +151,19 @@ func newMemRig(t *testing.T, src Source, dial func(n int) (link, error), sleep f
 		}
 		return sleep(n, ctx)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = r.hub.Run(ctx) })
-	wg.Go(func() { _ = r.p.Run(ctx) })
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait() // a pull that does not end fails the test by its timeout
-		if t.Failed() {
-			t.Logf("logs:\n%s", r.logs.String())
-		}
-	})
 	return r
 }
 
+// record returns the dials, the back-offs and the events (without their
+// times) so far.
 func (r *memRig) record() (dials []srt.DialConfig, sleeps []time.Duration, ev []events.Event) {
+	ev = r.seen()
+	for i := range ev {
+		ev[i].Time = time.Time{}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return slices.Clone(r.dials), slices.Clone(r.sleeps), slices.Clone(r.events)
+	return slices.Clone(r.dials), slices.Clone(r.sleeps), ev
 }
 
 // Dial errors as srt.Dial returns them.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -44,15 +43,13 @@ func TestDemandAdmission(t *testing.T) {
 		t.Error("Pullable does not follow the path's source")
 	}
 
-	var wg sync.WaitGroup
-	errs := make([]error, 3)
-	for i := range errs {
-		wg.Go(func() { errs[i] = r.p.Demand(t.Context(), "live/e") })
+	errs := make(chan error, 3)
+	for range cap(errs) {
+		go func() { errs <- r.p.Demand(t.Context(), "live/e") }()
 	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("demand %d: %v", i, err)
+	for range cap(errs) {
+		if err := <-errs; err != nil {
+			t.Fatalf("concurrent demand: %v", err)
 		}
 	}
 	if st := r.hub.State("live/e"); !st.Playable {
