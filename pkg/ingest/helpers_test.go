@@ -188,6 +188,9 @@ func (r *rig) serve(t *testing.T, c *memConn) <-chan error {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- r.m.serve(t.Context(), c) }()
+	// A test that failed with its publisher paused does not leave it
+	// blocked in Read.
+	t.Cleanup(func() { c.CloseWith("test over") })
 	return done
 }
 
