@@ -121,8 +121,8 @@ type memRig struct {
 }
 
 // newMemRig answers the puller's nth dial (from 0) with dial, and its nth
-// back-off with sleep, which returns whether the pull goes on (nil: every
-// back-off waits for the end of the test, the pull then ends). Every path
+// back-off with sleep, which returns whether the pull goes on (nil: a
+// back-off lasts until a demand kicks the pull or the test ends). Every path
 // but live/none has src as its source. The pulls start from the test's
 // Demand calls, after dial and sleep are in place.
 func newMemRig(t *testing.T, src Source, dial func(n int) (link, error), sleep func(n int, ctx context.Context) bool) *memRig {
@@ -140,16 +140,23 @@ func newMemRig(t *testing.T, src Source, dial func(n int) (link, error), sleep f
 		r.mu.Unlock()
 		return dial(n)
 	}
-	r.p.sleep = func(_ *pull, ctx context.Context, d time.Duration) bool {
+	r.p.sleep = func(pl *pull, ctx context.Context, d time.Duration) bool {
 		r.mu.Lock()
 		n := len(r.sleeps)
 		r.sleeps = append(r.sleeps, d)
 		r.mu.Unlock()
-		if sleep == nil {
-			<-ctx.Done()
+		if sleep != nil {
+			return sleep(n, ctx)
+		}
+		// A demand's kick ends the back-off, as in (*pull).sleep: a
+		// demand that came just after a failed attempt (an instant dial
+		// here) waits for the next attempt's answer.
+		select {
+		case <-pl.kick:
+			return true
+		case <-ctx.Done():
 			return false
 		}
-		return sleep(n, ctx)
 	}
 	return r
 }
