@@ -89,6 +89,13 @@ type Puller struct {
 
 	started chan struct{} // closed when Run has begun
 
+	// dial opens a link to a source (dialSRT) and sleep waits out a
+	// back-off ((*pull).sleep): the two places a pull meets libsrt and the
+	// clock. Tests replace them to run pulls from memory, without back-off
+	// waits.
+	dial  func(ctx context.Context, cfg srt.DialConfig) (link, error)
+	sleep func(pl *pull, ctx context.Context, d time.Duration) bool
+
 	mu      sync.Mutex
 	base    context.Context // Run's; nil before Run
 	stopped bool            // Run is ending: no new pull
@@ -110,7 +117,35 @@ func New(cfg Config) (*Puller, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Puller{cfg: cfg, log: log.With("component", "edge"), started: make(chan struct{}), pulls: map[string]*pull{}}, nil
+	p := &Puller{cfg: cfg, log: log.With("component", "edge"), started: make(chan struct{}), pulls: map[string]*pull{},
+		sleep: (*pull).sleep}
+	p.dial = p.dialSRT
+	return p, nil
+}
+
+// link is one connection to a source as a pull uses it: an *srt.Conn
+// served by Config.Serve (srtLink), or one from memory in the tests.
+type link interface {
+	Remote() string
+	CloseWith(reason string)
+	Close() error
+	// Serve runs the connection through the ingest pipeline until it ends.
+	Serve(ctx context.Context) error
+}
+
+type srtLink struct {
+	*srt.Conn
+	serve func(ctx context.Context, c *srt.Conn) error
+}
+
+func (l srtLink) Serve(ctx context.Context) error { return l.serve(ctx, l.Conn) }
+
+func (p *Puller) dialSRT(ctx context.Context, cfg srt.DialConfig) (link, error) {
+	c, err := srt.Dial(ctx, cfg)
+	if err != nil {
+		return nil, err // a nil link, not a link holding a nil *srt.Conn
+	}
+	return srtLink{Conn: c, serve: p.cfg.Serve}, nil
 }
 
 // Run lets demands start pulls until ctx ends, then closes every pull and

@@ -131,7 +131,7 @@ func (pl *pull) run(ctx context.Context) {
 		if played {
 			// The source was fine until now: try again soon, then back off.
 			pl.log.Warn("source lost; reconnecting", "reason", reason, "retry_in", minBackoff.String())
-			if !pl.sleep(ctx, minBackoff) {
+			if !pl.p.sleep(pl, ctx, minBackoff) {
 				return
 			}
 			backoff = 2 * minBackoff
@@ -158,12 +158,12 @@ func (pl *pull) retry(ctx context.Context, err error, backoff *time.Duration) bo
 		attrs = append(attrs, "hint", h)
 	}
 	pl.log.Warn("source unavailable; retrying", attrs...)
-	ok := pl.sleep(ctx, *backoff)
+	ok := pl.p.sleep(pl, ctx, *backoff)
 	*backoff = min(*backoff*2, maxBackoff)
 	return ok
 }
 
-func (pl *pull) dial(ctx context.Context) (*srt.Conn, error) {
+func (pl *pull) dial(ctx context.Context) (link, error) {
 	pl.mu.Lock()
 	pl.lastAttempt = time.Now()
 	pl.mu.Unlock()
@@ -178,7 +178,7 @@ func (pl *pull) dial(ctx context.Context) (*srt.Conn, error) {
 	if pl.src.Timeout > 0 {
 		connectTimeout = max(min(connectTimeout, pl.src.Timeout*3/4), 100*time.Millisecond)
 	}
-	return srt.Dial(ctx, srt.DialConfig{
+	return pl.p.dial(ctx, srt.DialConfig{
 		Addr:           pl.src.Addr,
 		StreamID:       streamID(pl.path, pl.src),
 		Passphrase:     pl.src.Passphrase,
@@ -202,13 +202,13 @@ func streamID(path string, src Source) string {
 // hub meanwhile: readiness for the demands, readers for the linger.
 // played reports that the stream reached the hub; stop that the pull must
 // end (nobody wants it, a publisher took the path, or shutdown).
-func (pl *pull) serve(ctx context.Context, c *srt.Conn) (played bool, reason string, stop bool) {
+func (pl *pull) serve(ctx context.Context, c link) (played bool, reason string, stop bool) {
 	pl.log.Info("source connected", "remote", c.Remote())
 	pl.update(func() { pl.connected, pl.lastErr = true, nil })
 	pl.p.cfg.Events.Emit(events.Event{Kind: events.SourceUp, Path: pl.path, Protocol: "srt", ID: pl.src.URL, Remote: c.Remote()})
 	served := make(chan error, 1)
 	// Owned here: every return below waits for it.
-	go func() { served <- pl.p.cfg.Serve(ctx, c) }()
+	go func() { served <- c.Serve(ctx) }()
 
 	tick := time.NewTicker(readyPoll)
 	defer tick.Stop()

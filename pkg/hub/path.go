@@ -30,7 +30,7 @@ type path struct {
 	// because the caps are decided there.
 	members []*Reader
 
-	// wmu is held by Write and WriteAudio for the whole fan-out, and by a
+	// wmu is held by fanout (every Write*) for the whole fan-out, and by a
 	// change of generation, so the readers' gates and the "only one
 	// goroutine pushes" rule survive a publisher taking over from another
 	// that is still writing. Lock order: Hub.mu, wmu, mu.
@@ -261,6 +261,26 @@ func (pub *Publisher) Write(au *av.AccessUnit) {
 	if au == nil {
 		return
 	}
+	fanout(pub, au, (*path).updateCache, countVideo, (*Reader).push)
+}
+
+func countVideo(p *path, au *av.AccessUnit) {
+	p.framesIn.Add(1)
+	p.bytesIn.Add(uint64(au.Size))
+}
+
+// fanout is the one write path behind Write, WriteAudio and
+// WriteSourceAudio. wmu is held for the whole of it, so one goroutine
+// pushes at a time even while a new publisher takes over from one that is
+// still writing. Under mu it drops the write of a publisher that no longer
+// owns the path (closed, or taken over: gen moved on), updates the GOP
+// cache and takes the readers' snapshot together, which is what lets
+// Attach hand a reader cache+live with no gap and no duplicate. Counting
+// and pushing happen after mu is released, so an Attach or a Stats never
+// waits behind a fan-out. count may be nil. The functions are method
+// expressions and plain funcs, not closures: nothing is allocated per
+// frame.
+func fanout[T any](pub *Publisher, x T, cache func(*path, T), count func(*path, T), push func(*Reader, T, uint32)) {
 	p := pub.p
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
@@ -269,14 +289,15 @@ func (pub *Publisher) Write(au *av.AccessUnit) {
 		p.mu.Unlock()
 		return
 	}
-	p.updateCache(au)
+	cache(p, x)
 	readers := p.readers
 	p.mu.Unlock()
 
-	p.framesIn.Add(1)
-	p.bytesIn.Add(uint64(au.Size))
+	if count != nil {
+		count(p, x)
+	}
 	for _, r := range readers {
-		r.push(au, pub.gen)
+		push(r, x, pub.gen)
 	}
 }
 
@@ -290,23 +311,12 @@ func (pub *Publisher) WriteAudio(af *av.AudioFrame) {
 	if af == nil {
 		return
 	}
-	p := pub.p
-	p.wmu.Lock()
-	defer p.wmu.Unlock()
-	p.mu.Lock()
-	if p.closed || p.gen != pub.gen {
-		p.mu.Unlock()
-		return
-	}
-	p.updateAudioCache(af)
-	readers := p.readers
-	p.mu.Unlock()
+	fanout(pub, af, (*path).updateAudioCache, countAudio, (*Reader).pushAudio)
+}
 
+func countAudio(p *path, af *av.AudioFrame) {
 	p.audioFramesIn.Add(1)
 	p.audioBytesIn.Add(uint64(len(af.Data)))
-	for _, r := range readers {
-		r.pushAudio(af, pub.gen)
-	}
 }
 
 // Close frees the path for the next publisher. With a grace period (see

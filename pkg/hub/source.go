@@ -75,21 +75,9 @@ func (pub *Publisher) WriteSourceAudio(u *av.AudioUnit) {
 	if u == nil || u.Track == nil {
 		return
 	}
-	p := pub.p
-	p.wmu.Lock()
-	defer p.wmu.Unlock()
-	p.mu.Lock()
-	if p.closed || p.gen != pub.gen {
-		p.mu.Unlock()
-		return
-	}
-	p.updateSourceCache(u)
-	readers := p.readers
-	p.mu.Unlock()
-
-	for _, r := range readers {
-		r.pushSource(u, pub.gen)
-	}
+	// Not counted, as before: the path's audio counters (AudioFramesIn)
+	// are the Opus frames of WriteAudio.
+	fanout(pub, u, (*path).updateSourceCache, nil, (*Reader).pushSource)
 }
 
 // updateSourceCache is updateAudioCache for source units. Called with mu

@@ -7,14 +7,13 @@ import (
 	"strconv"
 
 	"github.com/srtwhep/srtwhep/pkg/events"
-	"github.com/srtwhep/srtwhep/pkg/srt"
 )
 
 // publisherEvent tells the control plane about c. The SRT socket id is
 // the publisher's id: the same remote may reconnect to the same path, and
 // only the id pairs a disconnect with its connect. An edge's pull (a
 // dialed conn) is announced by the edge as source.up/down instead.
-func (m *Manager) publisherEvent(kind events.Kind, c *srt.Conn, reason string) {
+func (m *Manager) publisherEvent(kind events.Kind, c conn, reason string) {
 	if c.Dialed() {
 		return
 	}
@@ -25,7 +24,7 @@ func (m *Manager) publisherEvent(kind events.Kind, c *srt.Conn, reason string) {
 // endReason says why a publisher's stream ended, in the words of the
 // "publisher closed" log line: the stream's error, or else why the
 // connection was closed.
-func endReason(ctx context.Context, c *srt.Conn, err error) string {
+func endReason(ctx context.Context, c conn, err error) string {
 	if err != nil && !errors.Is(err, io.EOF) && !(errors.Is(err, context.Canceled) && ctx.Err() != nil) {
 		return err.Error()
 	}

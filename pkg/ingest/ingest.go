@@ -9,6 +9,7 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -80,9 +81,26 @@ type history struct {
 	lastSeen time.Time
 }
 
-// publisher is one SRT connection's pipeline.
+// conn is what a publisher's pipeline uses of its connection. Serve hands
+// it an *srt.Conn; the tests hand it MPEG-TS from memory, so the pipeline
+// from the first byte to the hub runs without a socket. Read must return
+// io.EOF once CloseWith was called, as srt.Conn's does.
+type conn interface {
+	io.Reader
+	Path() string
+	Remote() string
+	StreamID() srt.StreamID
+	// Dialed: this server opened the connection (an edge's pull).
+	Dialed() bool
+	Stats() srt.Stats
+	CloseWith(reason string)
+	EndReason() string
+	SocketID() int
+}
+
+// publisher is one connection's pipeline.
 type publisher struct {
-	conn  *srt.Conn
+	conn  conn
 	since time.Time
 
 	// Set on the publisher's goroutine once the stream has started; read
@@ -136,7 +154,10 @@ func (m *Manager) Admit(req srt.Request) error {
 // Serve is srt.Config.Serve. It runs one publisher: ask the hook, claim the hub path, then socket →
 // TS demux → RTP payloads cut once → hub, until the stream ends. Nothing
 // here waits on viewers.
-func (m *Manager) Serve(ctx context.Context, c *srt.Conn) error {
+func (m *Manager) Serve(ctx context.Context, c *srt.Conn) error { return m.serve(ctx, c) }
+
+// serve is Serve for any conn.
+func (m *Manager) serve(ctx context.Context, c conn) error {
 	p := &publisher{conn: c, since: time.Now()}
 	p.loss = newLossAdvisor(c.Stats, m.log.With("path", c.Path(), "remote", c.Remote()))
 	path := c.Path()

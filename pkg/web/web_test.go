@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/pkg/auth"
 )
 
@@ -324,26 +326,32 @@ func TestPerClientConnectionCap(t *testing.T) {
 	if resp := get(t, dialFrom(t, s, "127.0.0.2"), "/healthz", ""); resp.StatusCode != 200 {
 		t.Fatalf("another client while the first is at its cap: %d", resp.StatusCode)
 	}
-	// Closing one gives its slot back. The server may not have seen
-	// held[0]'s close yet; until it does, a new connection is refused
-	// and on a loaded machine even the dial may be reset.
+	// Closing one gives its slot back once the server has read the close
+	// and closed its side: wait for the count to drop (countedConn releases
+	// before it closes, so the count is the server's own view), then one
+	// connection from the same client must get through.
 	held[0].Close()
-	deadline := time.Now().Add(closeBound)
-	for {
-		c, err := (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.1")}}).Dial("tcp", s.Addr().String())
-		if err == nil {
-			var resp *http.Response
-			resp, err = tryGet(c)
-			c.Close()
-			if err == nil && resp.StatusCode == 200 {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the freed slot is not reusable: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	testkit.WaitFor(t, closeBound, "the server to release the closed connection's slot",
+		func() bool { return s.limit.clientOpen("127.0.0.1") == limit-1 })
+	c, err := (&net.Dialer{Timeout: closeBound, LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.1")}}).Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatalf("dial after the slot was freed: %v", err)
 	}
+	defer c.Close()
+	resp, err := tryGet(c)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the freed slot is not reusable: %v %v", resp, err)
+	}
+}
+
+// clientOpen is how many connections of the client at ip are counted.
+func (l *limitListener) clientOpen(ip string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if cc := l.clients[auth.Key(netip.MustParseAddr(ip))]; cc != nil {
+		return cc.open
+	}
+	return 0
 }
 
 func tryGet(c net.Conn) (*http.Response, error) {
