@@ -37,20 +37,7 @@ func startSoakServer(ctx context.Context, bin, dir string, log io.Writer) (*soak
 	// Metrics are on for go_goroutines; the automatic viewer limit is off
 	// because the machine is shared and its CPU readings would refuse
 	// viewers the soak needs.
-	yml := `logLevel: warn
-srt:
-  listen: "127.0.0.1:0"
-http:
-  listen: "127.0.0.1:0"
-webrtc:
-  listenIP: 127.0.0.1
-  udpPort: 0
-  tcpPort: 0
-metrics:
-  listen: "127.0.0.1:0"
-readers:
-  maxCPUPercent: 0
-`
+	yml := procstart.LoopbackConfig("", "logLevel: warn\nreaders:\n  maxCPUPercent: 0\n")
 	l, err := procstart.Prepare(dir, bin, yml)
 	if err != nil {
 		return nil, err

@@ -28,6 +28,24 @@ type Addrs struct {
 	Metrics   string `json:"metrics"`
 }
 
+// LoopbackConfig is the config of a server whose every listener is on an
+// ephemeral loopback port, the addresses WaitReady then reads back;
+// webrtc is more lines of the webrtc section (indented by two spaces) and
+// extra more top-level YAML.
+func LoopbackConfig(webrtc, extra string) string {
+	return `srt:
+  listen: "127.0.0.1:0"
+http:
+  listen: "127.0.0.1:0"
+webrtc:
+  listenIP: 127.0.0.1
+  udpPort: 0
+  tcpPort: 0
+` + webrtc + `metrics:
+  listen: "127.0.0.1:0"
+` + extra
+}
+
 // Launch is a server about to be started: its command and files.
 type Launch struct {
 	// Cmd runs `bin -config ConfigFile -ready-file ReadyFile`; the caller

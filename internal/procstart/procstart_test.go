@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 // start runs a shell script standing in for the binary: it gets the same
@@ -68,5 +70,24 @@ func TestNotReady(t *testing.T) {
 				t.Errorf("error %v, want one with %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestLoopbackConfig(t *testing.T) {
+	var cfg struct {
+		LogLevel string `yaml:"logLevel"`
+		SRT      struct{ Listen string }
+		WebRTC   struct {
+			ListenIP   string `yaml:"listenIP"`
+			MediaPlane string `yaml:"mediaPlane"`
+		} `yaml:"webrtc"`
+		Metrics struct{ Listen string }
+	}
+	if err := yaml.Unmarshal([]byte(LoopbackConfig("  mediaPlane: own\n", "logLevel: warn\n")), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.LogLevel != "warn" || cfg.SRT.Listen != "127.0.0.1:0" || cfg.WebRTC.ListenIP != "127.0.0.1" ||
+		cfg.WebRTC.MediaPlane != "own" || cfg.Metrics.Listen != "127.0.0.1:0" {
+		t.Errorf("config read back as %+v", cfg)
 	}
 }

@@ -29,17 +29,7 @@ type Server struct {
 // ephemeral loopback port, on the media plane MediaPlane names; extra (more
 // top-level YAML) is appended.
 func LoopbackConfig(extra string) string {
-	return `srt:
-  listen: "127.0.0.1:0"
-http:
-  listen: "127.0.0.1:0"
-webrtc:
-  listenIP: 127.0.0.1
-  udpPort: 0
-  tcpPort: 0
-` + MediaPlaneYAML() + `metrics:
-  listen: "127.0.0.1:0"
-` + extra
+	return procstart.LoopbackConfig(MediaPlaneYAML(), extra)
 }
 
 // StartServer writes config to a file, runs `bin -config FILE -ready-file
