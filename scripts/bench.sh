@@ -164,12 +164,15 @@ if [[ ! -s $CLIP ]] || ! clip_has_aac; then
 	mv "$CLIP.tmp" "$CLIP"
 fi
 
-echo "== building bin/srtwhep and bin/whep-loadgen"
+echo "== building bin/srtwhep, bin/whep-loadgen and bin/ladderplot"
 # The report names the exact build it measured.
 version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)
 ldflags="-X github.com/srtwhep/srtwhep/pkg/version.Version=$version"
 go build -ldflags "$ldflags" -o bin/srtwhep ./cmd/srtwhep
 go build -ldflags "$ldflags" -o bin/whep-loadgen ./cmd/whep-loadgen
+# The plot is drawn by a command of the tools module, which keeps the
+# plotting library out of the server's module.
+(cd tools && go build -o ../bin/ladderplot ./ladderplot)
 
 cat >"$out/srtwhep.yml" <<YAML
 # Written by scripts/bench.sh: loopback only, admission control off so the
@@ -244,7 +247,8 @@ audio_cpu_seconds() {
 }
 
 # ladder DIR MODE STEPS PROFILE_AT LABEL [FLAGS...]: one whep-loadgen ladder
-# against the running server, its report appended to report.md.
+# against the running server, its report appended to report.md and its
+# plot drawn as DIR/ladder.png.
 ladder() {
 	local dir=$1 mode=$2 steps=$3 profile=$4 label=$5
 	shift 5
@@ -254,6 +258,7 @@ ladder() {
 		-steps "$steps" -hold "$HOLD" -ramp "$RAMP" -decode-every "$DECODE_EVERY" -max-decode "$MAX_DECODE" -pace "$PACE" \
 		-metrics "http://127.0.0.1:$METRICS_PORT/metrics" -profile-at "$profile" -label "$label" -out "$dir" \
 		2> >(tee "$dir/ladder-progress.log" >&2) | tee "$dir/report.md" | tee -a "$out/report.md"
+	bin/ladderplot -in "$dir/ladder-plot.json" -out "$dir/ladder.png"
 }
 
 for kind in $LADDERS; do
@@ -372,5 +377,5 @@ done
 {
 	echo
 	echo "Machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(uname -sr); load average before the run: $load0"
-	echo "Results: $out (rROUND/PLANE/{video,audio,${EXTRA_MODES// /,}}: ladder.md, ladder.json, ladder.png, srtwhep.log, cpu-N$PROFILE_AT.pprof; go-bench.txt)"
+	echo "Results: $out (rROUND/PLANE/{video,audio,${EXTRA_MODES// /,}}: ladder.md, ladder.json, ladder-plot.json, ladder.png, srtwhep.log, cpu-N$PROFILE_AT.pprof; go-bench.txt)"
 } | tee -a "$out/report.md"

@@ -1,7 +1,8 @@
 // Command whep-loadgen opens many WHEP sessions against a server and checks
 // that each really receives the stream (run), or steps through
 // concurrencies while measuring the server's CPU and memory to find its
-// capacity (ladder), or redraws a ladder's plot from its JSON (plot). Most
+// capacity (ladder), or writes a ladder's plot data from its JSON
+// (plotdata; tools/ladderplot draws it). Most
 // sessions count SRTP packets from their clear RTP headers without
 // decrypting them, so the generator stays far cheaper than the server it
 // measures; a sample decodes fully.
@@ -34,7 +35,7 @@ const usage = `usage:
   whep-loadgen run    -url URL -n N [-mode browser|none|gro] [-ramp 20/s] [-hold 30s] [-decode-every 10] [-audio]
   whep-loadgen ladder -url URL -pid SERVERPID [-mode browser|none|gro] [-steps 10,20,40,80,160] [-hold 20s] [-audio]
                       [-metrics http://127.0.0.1:9998/metrics] [-profile-at 400] [-label pion] [-out DIR]
-  whep-loadgen plot   -in DIR/ladder.json -out ladder.png
+  whep-loadgen plotdata -in DIR/ladder.json -out ladder-plot.json
   whep-loadgen compare -video DIR/ladder.json -audio DIR/ladder.json
   whep-loadgen headline DIR/ladder.json...
   whep-loadgen soak   -server bin/srtwhep [-duration 10m] [-viewers 100] [-churn 10]
@@ -55,8 +56,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return cmdRun(ctx, args[1:], stdout, stderr)
 	case "ladder":
 		return cmdLadder(ctx, args[1:], stdout, stderr)
-	case "plot":
-		return cmdPlot(args[1:], stderr)
+	case "plotdata":
+		return cmdPlotData(args[1:], stderr)
 	case "compare":
 		return cmdCompare(args[1:], stdout, stderr)
 	case "headline":
@@ -208,7 +209,7 @@ func cmdLadder(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	hold := fs.Duration("hold", 20*time.Second, "measured time per step")
 	settle := fs.Duration("settle", 2*time.Second, "wait after every new session receives media, before measuring")
 	metrics := fs.String("metrics", "", "the server's Prometheus URL (e.g. http://127.0.0.1:9998/metrics) for dropped frames and SRT RTT")
-	out := fs.String("out", "", "directory for ladder.md, ladder.json and ladder.png (and the CPU profile)")
+	out := fs.String("out", "", "directory for ladder.md, ladder.json and "+ladder.PlotFile+" (and the CPU profile)")
 	label := fs.String("label", "", "names the server setup measured (e.g. its media plane) in the report, for whep-loadgen headline")
 	profileAt := fs.Int("profile-at", 400, "after the hold of the step with this N, take a CPU profile of the server from the pprof handler next to -metrics (srtwhep: metrics.pprof: true) and report its top 15; 0 turns it off")
 	profileFor := fs.Duration("profile-for", 10*time.Second, "length of that CPU profile")
@@ -256,36 +257,28 @@ func cmdLadder(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return 0
 }
 
-// cmdPlot redraws a ladder's PNG from its JSON, so a plot can be remade
-// without rerunning the bench.
-func cmdPlot(args []string, stderr io.Writer) int {
-	fs := flag.NewFlagSet("whep-loadgen plot", flag.ContinueOnError)
+// cmdPlotData writes a plot's data from a ladder's JSON, its summary
+// computed again from the steps (so a ladder.json written by hand plots
+// too); tools/ladderplot draws it. The drawing is not done here so that
+// this module carries no plotting library.
+func cmdPlotData(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("whep-loadgen plotdata", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	in := fs.String("in", "", "a ladder.json written by \"whep-loadgen ladder -out DIR\" (required)")
-	out := fs.String("out", "", "the PNG to write (required)")
+	out := fs.String("out", "", "the "+ladder.PlotFile+" to write, for tools/ladderplot (required)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if *in == "" || *out == "" {
-		fmt.Fprintln(stderr, "whep-loadgen plot: -in and -out are required, e.g. -in bench/results/STAMP/ladder.json -out docs/bench-ladder.png")
+		fmt.Fprintln(stderr, "whep-loadgen plotdata: -in and -out are required, e.g. -in bench/results/STAMP/ladder.json -out /tmp/"+ladder.PlotFile)
 		return 2
 	}
 	rep, err := ladder.ReadReport(*in)
-	if err != nil {
-		fmt.Fprintf(stderr, "whep-loadgen plot: %v\n", err)
-		return 1
-	}
-	f, err := os.Create(*out)
-	if err != nil {
-		fmt.Fprintf(stderr, "whep-loadgen plot: %v\n", err)
-		return 1
-	}
-	err = ladder.Plot(f, rep.Steps, rep.Summary)
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	if err == nil {
+		err = rep.WritePlotData(*out)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "whep-loadgen plot: %v\n", err)
+		fmt.Fprintf(stderr, "whep-loadgen plotdata: %v\n", err)
 		return 1
 	}
 	return 0

@@ -1,14 +1,16 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
-	"image/png"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/srtwhep/srtwhep/internal/ladder"
 )
 
 func TestParseSteps(t *testing.T) {
@@ -34,7 +36,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "-url", "http://127.0.0.1:1/x/whep", "-ramp", "fast"}, "-ramp"},
 		{[]string{"ladder", "-url", "http://127.0.0.1:1/x/whep"}, "-pid is required"},
 		{[]string{"ladder", "-url", "http://127.0.0.1:1/x/whep", "-pid", "1", "-steps", "5,4"}, "ascend"},
-		{[]string{"plot", "-in", "ladder.json"}, "-in and -out are required"},
+		{[]string{"plotdata", "-in", "ladder.json"}, "-in and -out are required"},
 		{[]string{"compare", "-video", "ladder.json"}, "-video and -audio are required"},
 		{[]string{"run", "-url", "http://127.0.0.1:1/x/whep", "-mode", "chrome"}, "want browser"},
 		{[]string{"ladder", "-url", "http://127.0.0.1:1/x/whep", "-pid", "1", "-rcvbuf", "-1"}, "-rcvbuf"},
@@ -51,11 +53,12 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
-// TestPlotFromJSON is the path docs/bench-ladder.png is made by: a
-// ladder.json in, a PNG out.
-func TestPlotFromJSON(t *testing.T) {
+// TestPlotDataFromJSON is the first half of how docs/bench-ladder.png is
+// made: a ladder.json in (here one written by hand, without a summary),
+// the plot's data, summary included, out for tools/ladderplot.
+func TestPlotDataFromJSON(t *testing.T) {
 	dir := t.TempDir()
-	in, out := filepath.Join(dir, "ladder.json"), filepath.Join(dir, "ladder.png")
+	in, out := filepath.Join(dir, "ladder.json"), filepath.Join(dir, ladder.PlotFile)
 	js := `{"steps": [{"n": 0, "verified": 0, "cpuMeanPct": 1.4, "cpuPeakPct": 2},
 		{"n": 100, "verified": 100, "cpuMeanPct": 11.9, "cpuPeakPct": 15, "drops": 0},
 		{"n": 200, "verified": 200, "cpuMeanPct": 21.5, "cpuPeakPct": 28, "drops": 0}]}`
@@ -63,18 +66,21 @@ func TestPlotFromJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stderr strings.Builder
-	if code := realMain([]string{"plot", "-in", in, "-out", out}, io.Discard, &stderr); code != 0 {
+	if code := realMain([]string{"plotdata", "-in", in, "-out", out}, io.Discard, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	f, err := os.Open(out)
+	b, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	if _, err := png.Decode(f); err != nil {
-		t.Fatalf("%s is not a PNG: %v", out, err)
+	var d ladder.PlotData
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatalf("%s: %v", out, err)
 	}
-	if code := realMain([]string{"plot", "-in", filepath.Join(dir, "missing.json"), "-out", out}, io.Discard, &stderr); code != 1 {
+	if len(d.Points) != 3 || d.Points[2].CPUPeak != 28 || d.Fit == nil || d.Fit.Slope <= 0 {
+		t.Errorf("plot data %s", b)
+	}
+	if code := realMain([]string{"plotdata", "-in", filepath.Join(dir, "missing.json"), "-out", out}, io.Discard, &stderr); code != 1 {
 		t.Errorf("a missing input gave exit %d, want 1", code)
 	}
 }

@@ -2,18 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/srtwhep/srtwhep/internal/procstart"
 )
 
 // makeSoakClip encodes a small clip once: the publisher then loops it with
@@ -32,41 +28,22 @@ func makeSoakClip(ctx context.Context, path string) error {
 // soakServer is the srtwhep process under test.
 type soakServer struct {
 	cmd   *exec.Cmd
-	addrs struct{ SRT, HTTP, Metrics string }
+	addrs procstart.Addrs
 	done  chan struct{}
 	err   error
 }
 
 func startSoakServer(ctx context.Context, bin, dir string, log io.Writer) (*soakServer, error) {
-	cfg := filepath.Join(dir, "srtwhep.yml")
 	// Metrics are on for go_goroutines; the automatic viewer limit is off
 	// because the machine is shared and its CPU readings would refuse
 	// viewers the soak needs.
-	yml := `logLevel: warn
-srt:
-  listen: "127.0.0.1:0"
-http:
-  listen: "127.0.0.1:0"
-webrtc:
-  listenIP: 127.0.0.1
-  udpPort: 0
-  tcpPort: 0
-metrics:
-  listen: "127.0.0.1:0"
-readers:
-  maxCPUPercent: 0
-`
-	if err := os.WriteFile(cfg, []byte(yml), 0o600); err != nil {
+	yml := procstart.LoopbackConfig("", "logLevel: warn\nreaders:\n  maxCPUPercent: 0\n")
+	l, err := procstart.Prepare(dir, bin, yml)
+	if err != nil {
 		return nil, err
 	}
-	ready := filepath.Join(dir, "ready.json")
-	s := &soakServer{cmd: exec.Command(bin, "-config", cfg, "-ready-file", ready), done: make(chan struct{})}
+	s := &soakServer{cmd: l.Cmd, done: make(chan struct{})}
 	s.cmd.Stdout, s.cmd.Stderr = log, log
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SRTWHEP_") { // the server refuses unknown ones
-			s.cmd.Env = append(s.cmd.Env, kv)
-		}
-	}
 	if err := s.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
@@ -74,30 +51,12 @@ readers:
 		s.err = s.cmd.Wait()
 		close(s.done)
 	}()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(15 * time.Second)
-	for {
-		b, err := os.ReadFile(ready)
-		if err == nil && json.Unmarshal(b, &s.addrs) == nil && s.addrs.HTTP != "" {
-			return s, nil
-		}
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			s.stop()
-			return nil, err
-		}
-		select {
-		case <-tick.C:
-		case <-s.done:
-			return nil, fmt.Errorf("srtwhep exited before it was ready: %v", s.err)
-		case <-deadline:
-			s.stop()
-			return nil, errors.New("srtwhep wrote no ready file within 15 s")
-		case <-ctx.Done():
-			s.stop()
-			return nil, ctx.Err()
-		}
+	s.addrs, err = l.WaitReady(ctx, 15*time.Second, s.done, func() error { return s.err })
+	if err != nil {
+		s.stop() // returns at once when it has exited
+		return nil, err
 	}
+	return s, nil
 }
 
 func (s *soakServer) exited() (bool, error) {

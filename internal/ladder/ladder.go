@@ -1,7 +1,9 @@
 // Package ladder finds a WHEP server's capacity: it steps a loadgen.Pool
 // through rising viewer counts, measures the server process (/proc) and
 // its Prometheus metrics at each step, and turns the steps into a verdict,
-// a markdown table, JSON and a plot of CPU against viewers.
+// a markdown table, JSON and the data of a plot of CPU against viewers
+// (drawn by tools/ladderplot, which keeps the plotting library out of
+// this module).
 package ladder
 
 import (

@@ -179,7 +179,8 @@ func (r *Report) viewers() string {
 	return strings.Join(parts, ", ")
 }
 
-// WriteFiles writes dir/ladder.md, dir/ladder.json and dir/ladder.png.
+// WriteFiles writes dir/ladder.md, dir/ladder.json and dir/ladder-plot.json
+// (PlotFile), which tools/ladderplot draws as ladder.png.
 func (r *Report) WriteFiles(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("ladder: create output directory: %w", err)
@@ -198,18 +199,7 @@ func (r *Report) WriteFiles(dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, "ladder.json"), append(js, '\n'), 0o644); err != nil {
 		return fmt.Errorf("ladder: write ladder.json: %w", err)
 	}
-	f, err := os.Create(filepath.Join(dir, "ladder.png"))
-	if err != nil {
-		return fmt.Errorf("ladder: create ladder.png: %w", err)
-	}
-	if err := Plot(f, r.Steps, r.Summary); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("ladder: write ladder.png: %w", err)
-	}
-	return nil
+	return r.WritePlotData(filepath.Join(dir, PlotFile))
 }
 
 // ReadReport reads a ladder.json. Its summary is computed again from the

@@ -3,9 +3,7 @@ package ladder
 import (
 	"bytes"
 	"encoding/json"
-	"image"
-	"image/color"
-	"image/png"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,35 +40,59 @@ func TestReportFiles(t *testing.T) {
 	if len(back.Steps) != 4 || !back.Summary.Invalid {
 		t.Errorf("ladder.json round trip: %d steps, invalid=%v", len(back.Steps), back.Summary.Invalid)
 	}
-	f, err := os.Open(filepath.Join(dir, "ladder.png"))
-	if err != nil {
+	var plot PlotData
+	if err := decodeStrict(filepath.Join(dir, PlotFile), &plot); err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatalf("ladder.png: %v", err)
-	}
-	if b := img.Bounds(); b.Dx() < 800 || b.Dy() < 400 {
-		t.Errorf("ladder.png is %v, want at least 800x400", b)
-	}
-	for name, c := range map[string]color.RGBA{"mean": ColorMean, "fit": ColorFit, "80% line": ColorCeil} {
-		if !hasColour(img, c) {
-			t.Errorf("ladder.png has no pixel of the %s colour", name)
-		}
+	if len(plot.Points) != 4 || plot.Fit == nil || plot.Cross == nil || !plot.Cross.Extrapolated || plot.SaturationCPU != SaturationCPU {
+		t.Errorf("%s: %+v", PlotFile, plot)
 	}
 }
 
-func hasColour(img image.Image, c color.RGBA) bool {
-	b := img.Bounds()
-	for y := b.Min.Y; y < b.Max.Y; y++ {
-		for x := b.Min.X; x < b.Max.X; x++ {
-			if color.RGBAModel.Convert(img.At(x, y)).(color.RGBA) == c {
-				return true
-			}
+// TestPlotDataContract holds the ladder to the sample tools/ladderplot
+// renders in its own test: a field renamed or dropped here fails there
+// only if the two files are kept in step, so they are compared.
+func TestPlotDataContract(t *testing.T) {
+	var steps []Step
+	for _, n := range []int{0, 50, 100, 200} {
+		mean := 2 + 0.3*float64(n)
+		s := Step{N: n, Verified: n, CPUMean: mean, CPUPeak: mean + 3, Drops: ptr(0)}
+		s.Judge()
+		steps = append(steps, s)
+	}
+	rep := &Report{Steps: steps, Summary: Summarize(steps)}
+	var want PlotData
+	if err := decodeStrict("../../tools/ladderplot/testdata/"+PlotFile, &want); err != nil {
+		t.Fatal(err)
+	}
+	got := rep.PlotData()
+	if len(got.Points) != len(want.Points) || got.Fit == nil || want.Fit == nil || got.Cross == nil || want.Cross == nil {
+		t.Fatalf("plot data %+v, sample %+v", got, want)
+	}
+	for i := range got.Points {
+		g, w := got.Points[i], want.Points[i]
+		if g.N != w.N || !near(g.CPUMean, w.CPUMean) || !near(g.CPUPeak, w.CPUPeak) {
+			t.Errorf("point %d: %+v, sample %+v", i, got.Points[i], want.Points[i])
 		}
 	}
-	return false
+	if got.SaturationCPU != want.SaturationCPU || !near(got.Fit.Intercept, want.Fit.Intercept) || !near(got.Fit.Slope, want.Fit.Slope) ||
+		!near(got.Cross.N, want.Cross.N) || got.Cross.Extrapolated != want.Cross.Extrapolated {
+		t.Errorf("plot data %+v %+v %+v, sample %+v %+v %+v", got, *got.Fit, *got.Cross, want, *want.Fit, *want.Cross)
+	}
+}
+
+// decodeStrict reads a JSON file, refusing keys v has no field for.
+func decodeStrict(name string, v any) error {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
 }
 
 func TestValidReportSaysValid(t *testing.T) {

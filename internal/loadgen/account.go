@@ -3,6 +3,8 @@ package loadgen
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/srtwhep/srtwhep/internal/rtpseq"
 )
 
 // stallGap is the pause between two video frames that counts as a stall:
@@ -55,70 +57,14 @@ func (s *ptSet) has(pt uint8) bool {
 	return s.bits[pt>>6].Load()&(1<<(pt&63)) != 0
 }
 
-// seqWindow tracks which of the last 64 sequence numbers arrived, so a late
-// packet (reordering) can be told from a duplicate without allocating.
-type seqWindow struct {
-	started bool
-	highest uint16
-	seen    uint64 // bit i set: highest-i arrived
-}
-
-// has tells whether seq arrived, and whether it is still within the
-// window at all (older numbers are forgotten).
-func (w *seqWindow) has(seq uint16) (arrived, inWindow bool) {
-	if !w.started {
-		return false, false
-	}
-	back := int(int16(w.highest - seq))
-	if back < 0 || back >= 64 {
-		return false, false
-	}
-	return w.seen&(1<<uint(back)) != 0, true
-}
-
-// push returns the change in the number of missing packets and whether the
-// packet was late or a duplicate.
-func (w *seqWindow) push(seq uint16) (missing int, late, dup bool) {
-	if !w.started {
-		// Numbers before the first packet were never expected.
-		w.started, w.highest, w.seen = true, seq, ^uint64(0)
-		return 0, false, false
-	}
-	d := int(int16(seq - w.highest)) // wrap-around 65535→0 is a step forward
-	switch {
-	case d > 0:
-		if d >= 64 {
-			w.seen = 0
-		} else {
-			w.seen <<= uint(d)
-		}
-		w.seen |= 1
-		w.highest = seq
-		return d - 1, false, false
-	case d == 0:
-		return 0, false, true
-	}
-	back := -d
-	if back >= 64 {
-		return 0, true, false // counted missing long ago; stays so
-	}
-	bit := uint64(1) << uint(back)
-	if w.seen&bit != 0 {
-		return 0, false, true
-	}
-	w.seen |= bit
-	return -1, true, false
-}
-
 // rtpStream is the receive state of one track: audio and video have their
 // own SSRC and sequence space, so each needs its own window.
 type rtpStream struct {
-	seq      seqWindow
+	seq      rtpseq.Window
 	ssrc     uint32
 	haveSSRC bool
 
 	// What a receiver report says (RFC 3550 A.3, A.8).
-	cycles      uint32 // sequence number wraps, in the upper 16 bits
 	lost        int64  // gaps opened minus gaps filled late
 	priorExt    uint32 // extended highest sequence number at the last report
 	priorLost   int64  // lost at the last report
@@ -140,13 +86,10 @@ func (s *rtpStream) push(h RTPHeader) (missing int, late, dup, newSSRC bool) {
 		s.priorExt = uint32(h.Seq) - 1
 	}
 	s.ssrc, s.haveSSRC = h.SSRC, true
-	prev, started := s.seq.highest, s.seq.started
-	missing, late, dup = s.seq.push(h.Seq)
-	if started && !late && !dup && h.Seq < prev {
-		s.cycles += 1 << 16
-	}
+	r := s.seq.Push(h.Seq)
+	missing = r.Delta()
 	s.lost += int64(missing)
-	return missing, late, dup, newSSRC
+	return missing, r.Late, r.Dup, newSSRC
 }
 
 // addGaps applies a change in missing packets to a gap counter.

@@ -2,34 +2,6 @@ package loadgen
 
 import "testing"
 
-func TestSeqWindow(t *testing.T) {
-	var w seqWindow
-	type step struct {
-		seq     uint16
-		missing int
-		late    bool
-		dup     bool
-	}
-	steps := []step{
-		{65533, 0, false, false}, // first packet
-		{65534, 0, false, false},
-		{1, 2, false, false},     // 65535 and 0 skipped across the wrap
-		{0, -1, true, false},     // 0 arrives late and fills its gap
-		{0, 0, false, true},      // and again: duplicate
-		{1, 0, false, true},      // duplicate of the highest
-		{65500, 0, false, true},  // before the first packet: never expected
-		{200, 198, false, false}, // a long jump
-		{100, 0, true, false},    // older than the window: late, stays missing
-	}
-	for i, s := range steps {
-		m, late, dup := w.push(s.seq)
-		if m != s.missing || late != s.late || dup != s.dup {
-			t.Errorf("step %d seq %d: got missing=%d late=%v dup=%v, want %d %v %v",
-				i, s.seq, m, late, dup, s.missing, s.late, s.dup)
-		}
-	}
-}
-
 func TestAccountantCountsAndSwallows(t *testing.T) {
 	var c counters
 	light := accountant{c: &c, swallow: true}

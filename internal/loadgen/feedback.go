@@ -6,6 +6,7 @@ import (
 
 	"github.com/pion/rtcp"
 
+	"github.com/srtwhep/srtwhep/internal/rtpseq"
 	"github.com/srtwhep/srtwhep/internal/whepclient"
 )
 
@@ -90,10 +91,10 @@ func (f *feedback) lost(seq uint16, n int) {
 // dueNACKs returns the missing sequence numbers to NACK now, in the order
 // they were found (ascending), and forgets those that arrived, left the
 // receive window or had their tries.
-func (f *feedback) dueNACKs(now int64, w *seqWindow, dst []uint16) []uint16 {
+func (f *feedback) dueNACKs(now int64, w *rtpseq.Window, dst []uint16) []uint16 {
 	kept := 0
 	for _, e := range f.pending[:f.nPending] {
-		arrived, inWindow := w.has(e.seq)
+		arrived, inWindow := w.Has(e.seq)
 		if arrived || !inWindow || e.tries >= nackMaxTries {
 			continue
 		}
@@ -180,9 +181,9 @@ func (s *rtpStream) report() rtcp.ReceptionReport {
 	}
 }
 
-// extHighest is the extended highest sequence number received: the wraps
-// counted in the upper 16 bits.
-func (s *rtpStream) extHighest() uint32 { return s.cycles | uint32(s.seq.highest) }
+// extHighest is the extended highest sequence number received as a
+// receiver report carries it: the low 32 bits, wraps in the upper 16.
+func (s *rtpStream) extHighest() uint32 { return uint32(s.seq.Extended()) }
 
 // updateJitter applies RFC 3550 A.8 to a packet that arrived at arrival
 // (unix ns) in order: the interarrival jitter in RTP timestamp units, kept

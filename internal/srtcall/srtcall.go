@@ -1,47 +1,19 @@
-// Package srtcall is a test-only SRT caller built on srtgo sockets, for
-// publishers and readers alike. It exists because srtgo's own Connect
-// closes the socket on failure, which erases the reject reason the
-// listener sent; tests need that reason.
+// Package srtcall is a test-only SRT caller, for publishers and readers
+// alike, over pkg/srt's DialSocket: a raw srtgo socket that can Write,
+// any streamid sent unchecked, and the listener's reject reason kept on a
+// refused connect (srtgo's own Connect closes the socket on failure,
+// which erases it; tests need it). pkg/srt's own tests call DialSocket
+// directly, as importing this package from there would be a cycle.
 package srtcall
 
-/*
-#cgo LDFLAGS: -lsrt
-#include <stdlib.h>
-#include <string.h>
-#include <arpa/inet.h>
-#include <srt/srt.h>
-
-static int srtcall_connect(SRTSOCKET u, const char* ip, int port, int* reason) {
-	struct sockaddr_in sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_port = htons(port);
-	if (inet_pton(AF_INET, ip, &sa.sin_addr) != 1) return SRT_EINVPARAM;
-	if (srt_connect(u, (struct sockaddr*)&sa, sizeof(sa)) == SRT_ERROR) {
-		*reason = srt_getrejectreason(u);
-		return srt_getlasterror(NULL);
-	}
-	return 0;
-}
-*/
-import "C"
-
 import (
-	"fmt"
+	"context"
 	"net"
-	"runtime"
-	"strconv"
 	"time"
-	"unsafe"
 
 	"github.com/haivision/srtgo"
-)
 
-// Reasons libsrt itself reports on the caller side (srt.h SRT_REJ_*).
-const (
-	ReasonPeer      = 2  // SRT_REJ_PEER: the listener's callback rejected without a reason
-	ReasonBadSecret = 10 // SRT_REJ_BADSECRET: wrong passphrase
-	ReasonUnsecure  = 11 // SRT_REJ_UNSECURE: passphrase required or unexpected
+	"github.com/srtwhep/srtwhep/pkg/srt"
 )
 
 // Options for Dial; zero values keep libsrt's defaults.
@@ -60,70 +32,20 @@ type Options struct {
 	ReadTimeout time.Duration
 }
 
-// RejectedError is a failed connect with the reject reason libsrt reported.
-type RejectedError struct {
-	Reason int
-	Err    srtgo.SRTErrno
-}
+// RejectedError is a failed connect; its Reason is the reject reason
+// libsrt reported.
+type RejectedError = srt.DialError
 
-func (e *RejectedError) Error() string {
-	return fmt.Sprintf("srt connect: %v (reject reason %d: %s)", e.Err, e.Reason,
-		C.GoString(C.srt_rejectreason_str(C.int(e.Reason))))
-}
-
-func (e *RejectedError) Unwrap() error { return e.Err }
-
-// Dial connects a blocking live-mode caller to addr (IPv4). The returned
-// socket is ready for Write, or Read with a streamid that reads; close it
-// through a copy (see TOOLCHAIN.md).
+// Dial connects a blocking live-mode caller to addr. The returned socket
+// is ready for Write, or Read with a streamid that reads; close it with
+// Close. libsrt's connect timeout (3 s) bounds the handshake.
 func Dial(addr *net.UDPAddr, o Options) (*srtgo.SrtSocket, error) {
-	opts := map[string]string{"mode": "caller", "blocking": "1", "transtype": "live"}
-	if o.StreamID != "" {
-		opts["streamid"] = o.StreamID
-	}
-	if o.Passphrase != "" {
-		opts["passphrase"] = o.Passphrase
-	}
-	if o.Latency > 0 {
-		opts["latency"] = strconv.FormatInt(o.Latency.Milliseconds(), 10)
-	}
-	if o.RcvBuf > 0 {
-		opts["rcvbuf"] = strconv.Itoa(o.RcvBuf)
-	}
-
-	sock := srtgo.NewSrtSocket(addr.IP.String(), uint16(addr.Port), opts)
-	if sock == nil {
-		return nil, fmt.Errorf("srtcall: cannot create a socket with %v", opts)
-	}
-	if o.ReadTimeout > 0 {
-		// SRTO_RCVTIMEO (14); srtgo's option table lacks it.
-		if err := sock.SetSockOptInt(14, int(o.ReadTimeout.Milliseconds())); err != nil {
-			Close(sock)
-			return nil, fmt.Errorf("srtcall: SRTO_RCVTIMEO: %w", err)
-		}
-	}
-	ip := C.CString(addr.IP.To4().String())
-	defer C.free(unsafe.Pointer(ip))
-	var reason C.int
-	// srt_getlasterror is thread-local: stay on one OS thread.
-	runtime.LockOSThread()
-	errno := C.srtcall_connect(C.SRTSOCKET(sock.GetSocket()), ip, C.int(addr.Port), &reason)
-	runtime.UnlockOSThread()
-	if errno != 0 {
-		closer := *sock
-		closer.Close()
-		runtime.SetFinalizer(sock, nil)
-		return nil, &RejectedError{Reason: int(reason), Err: srtgo.SRTErrno(errno)}
-	}
-	return sock, nil
+	return srt.DialSocket(context.Background(), srt.DialConfig{
+		Addr: addr.String(), StreamID: o.StreamID, Passphrase: o.Passphrase,
+		Latency: o.Latency, RcvBuf: o.RcvBuf, ReadTimeout: o.ReadTimeout,
+	})
 }
 
-// Close closes a socket Dial returned, through a copy: srtgo's Close
-// writes the struct it is called on while its value-receiver methods
-// (Read, Write) copy it, and its finalizer would close the id a second
-// time later, when libsrt may have given it to a new socket.
-func Close(s *srtgo.SrtSocket) {
-	c := *s
-	c.Close()
-	runtime.SetFinalizer(s, nil)
-}
+// Close closes a socket Dial returned (srt.CloseSocket: through a copy,
+// without srtgo's finalizer).
+func Close(s *srtgo.SrtSocket) { srt.CloseSocket(s) }

@@ -1,28 +1,18 @@
 package testkit
 
 import (
-	"encoding/json"
-	"errors"
-	"io/fs"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
+	"context"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/srtwhep/srtwhep/internal/procstart"
 )
 
 // Addrs are the addresses the server bound, as it writes them to its
-// -ready-file. WebRTCTCP and Metrics are empty when disabled.
-type Addrs struct {
-	SRT       string `json:"srt"`
-	HTTP      string `json:"http"`
-	WebRTCUDP string `json:"webrtcUDP"`
-	WebRTCTCP string `json:"webrtcTCP"`
-	Metrics   string `json:"metrics"`
-}
+// -ready-file.
+type Addrs = procstart.Addrs
 
 // Server is the real srtwhep binary, running until the test ends.
 type Server struct {
@@ -39,69 +29,28 @@ type Server struct {
 // ephemeral loopback port, on the media plane MediaPlane names; extra (more
 // top-level YAML) is appended.
 func LoopbackConfig(extra string) string {
-	return `srt:
-  listen: "127.0.0.1:0"
-http:
-  listen: "127.0.0.1:0"
-webrtc:
-  listenIP: 127.0.0.1
-  udpPort: 0
-  tcpPort: 0
-` + MediaPlaneYAML() + `metrics:
-  listen: "127.0.0.1:0"
-` + extra
+	return procstart.LoopbackConfig(MediaPlaneYAML(), extra)
 }
 
 // StartServer writes config to a file, runs `bin -config FILE -ready-file
 // READY` (under wrap, e.g. "ip", "netns", "exec", NS, when given) and
 // returns once the server has written READY, that is once every listener
-// is bound. Listening on :0 and reading the addresses back is what keeps
-// parallel test runs from racing for ports. When the test ends the server
-// gets SIGTERM and must exit 0 within 5 s.
+// is bound (see procstart). When the test ends the server gets SIGTERM and
+// must exit 0 within 5 s.
 func StartServer(t testing.TB, bin, config string, wrap ...string) *Server {
 	t.Helper()
-	dir := t.TempDir()
-	file := filepath.Join(dir, "srtwhep.yml")
-	if err := os.WriteFile(file, []byte(config), 0o600); err != nil {
+	l, err := procstart.Prepare(t.TempDir(), bin, config, wrap...)
+	if err != nil {
 		t.Fatal(err)
 	}
-	ready := filepath.Join(dir, "ready.json")
-	argv := append(append([]string{}, wrap...), bin, "-config", file, "-ready-file", ready)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	// The server refuses unknown SRTWHEP_* variables, and test knobs such
-	// as SRTWHEP_SCREENSHOT_OUT share the prefix: give it none of them.
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SRTWHEP_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	s := &Server{Process: StartProcess(t, "srtwhep", cmd), ConfigFile: file}
+	s := &Server{Process: StartProcess(t, "srtwhep", l.Cmd), ConfigFile: l.ConfigFile}
 	// Registered after StartProcess's kill, so it runs first.
 	t.Cleanup(func() { s.Stop(t) })
-
-	tick := time.NewTicker(pollEvery)
-	defer tick.Stop()
-	deadline := time.NewTimer(15 * time.Second)
-	defer deadline.Stop()
-	for {
-		b, err := os.ReadFile(ready)
-		if err == nil {
-			if err := json.Unmarshal(b, &s.Addrs); err != nil || s.Addrs.SRT == "" || s.Addrs.HTTP == "" {
-				t.Fatalf("ready file %s: %v in %q: want {\"srt\":…,\"http\":…,…}", ready, err, b)
-			}
-			return s
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			t.Fatalf("read ready file: %v", err)
-		}
-		select {
-		case <-tick.C:
-		case <-s.done:
-			t.Fatalf("srtwhep exited (%v) before it was ready:\n%s", s.err, s.Log.String())
-		case <-deadline.C:
-			t.Fatalf("srtwhep wrote no ready file within 15 s:\n%s", s.Log.String())
-		}
+	s.Addrs, err = l.WaitReady(context.Background(), 15*time.Second, s.done, func() error { return s.err })
+	if err != nil {
+		t.Fatalf("%v:\n%s", err, s.Log.String())
 	}
+	return s
 }
 
 // Stop sends SIGTERM, as systemd and Docker do, and fails the test unless

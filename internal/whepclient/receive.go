@@ -14,6 +14,8 @@ import (
 	"github.com/pion/rtp"
 	"github.com/pion/rtp/codecs"
 	"github.com/pion/webrtc/v4"
+
+	"github.com/srtwhep/srtwhep/internal/rtpseq"
 )
 
 // readBufSize is above any receive MTU pion is configured with in practice;
@@ -38,7 +40,7 @@ type receiver struct {
 
 	buf []byte
 	hdr rtp.Header
-	seq seqTracker
+	seq rtpseq.Window
 
 	gotFirst  bool
 	gotIDR    bool
@@ -98,18 +100,18 @@ func (r *receiver) handle(pkt []byte) {
 		st.setFirstPacket(time.Now())
 	}
 
-	res := r.seq.push(r.hdr.SequenceNumber)
+	res := r.seq.Push(r.hdr.SequenceNumber)
 	switch {
-	case res.dup:
+	case res.Dup:
 		st.dups.Add(1)
 		return
-	case res.late:
+	case res.Late:
 		st.reordered.Add(1)
-		if res.recovered {
+		if res.Recovered {
 			st.seqGaps.Add(^uint64(0))
 		}
-	case res.missing > 0:
-		st.seqGaps.Add(uint64(res.missing))
+	case res.Missing > 0:
+		st.seqGaps.Add(uint64(res.Missing))
 	}
 
 	if r.hdr.Marker {
@@ -125,8 +127,8 @@ func (r *receiver) handle(pkt []byte) {
 	}
 
 	// A late packet belongs to a picture the assembler already gave up on.
-	if r.decode && !res.late {
-		r.assemble(payload, res.missing > 0)
+	if r.decode && !res.Late {
+		r.assemble(payload, res.Missing > 0)
 	}
 }
 

@@ -7,35 +7,6 @@ import (
 	"github.com/pion/rtp"
 )
 
-func TestSeqTracker(t *testing.T) {
-	type step struct {
-		seq  uint16
-		want seqResult
-	}
-	for _, tc := range []struct {
-		name  string
-		steps []step
-	}{
-		{"in order across wrap", []step{{65534, seqResult{}}, {65535, seqResult{}}, {0, seqResult{}}, {1, seqResult{}}}},
-		{"gap across wrap", []step{{65534, seqResult{}}, {2, seqResult{missing: 3}}}},
-		{"reorder fills gap", []step{{10, seqResult{}}, {12, seqResult{missing: 1}}, {11, seqResult{late: true, recovered: true}}, {13, seqResult{}}}},
-		{"duplicate", []step{{10, seqResult{}}, {11, seqResult{}}, {11, seqResult{dup: true}}, {10, seqResult{dup: true}}}},
-		{"late duplicate of filled gap", []step{{10, seqResult{}}, {12, seqResult{missing: 1}}, {11, seqResult{late: true, recovered: true}}, {11, seqResult{dup: true}}}},
-		{"before first packet is not a recovery", []step{{100, seqResult{}}, {99, seqResult{dup: true}}}},
-		{"too old to know", []step{{0, seqResult{}}, {200, seqResult{missing: 199}}, {50, seqResult{late: true}}}},
-		{"gap then window slides", []step{{0, seqResult{}}, {2, seqResult{missing: 1}}, {70, seqResult{missing: 67}}, {1, seqResult{late: true}}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var tr seqTracker
-			for i, s := range tc.steps {
-				if got := tr.push(s.seq); got != s.want {
-					t.Fatalf("step %d seq %d: got %+v, want %+v", i, s.seq, got, s.want)
-				}
-			}
-		})
-	}
-}
-
 func TestStartsIDR(t *testing.T) {
 	for _, tc := range []struct {
 		name string

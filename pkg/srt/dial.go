@@ -86,8 +86,12 @@ type DialConfig struct {
 	// libsrt's 3 s.
 	ConnectTimeout time.Duration
 	// ReadTimeout ends the conn when the listener sends nothing for this
-	// long (see Config.ReadTimeout).
+	// long (see Config.ReadTimeout). On a socket from DialSocket it is
+	// SRTO_RCVTIMEO: a Read that gets nothing for this long fails; 0 blocks.
 	ReadTimeout time.Duration
+	// RcvBuf is libsrt's receive buffer in bytes (SRTO_RCVBUF; libsrt
+	// keeps at least 32 packets); 0 keeps libsrt's default.
+	RcvBuf int
 }
 
 // Reject reasons libsrt reports on the caller's side (srt.h SRT_REJ_*):
@@ -168,30 +172,77 @@ func Dial(ctx context.Context, cfg DialConfig) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("srt dial: %w", err)
 	}
+	sock, closeSock, remote, err := dialSocket(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := sock.SetSockOptInt(srtoRcvTimeo, int(rcvTimeout.Milliseconds())); err != nil {
+		closeSock()
+		return nil, fmt.Errorf("srt dial %s: setting the receive timeout: %w", cfg.Addr, err)
+	}
+	c := newConn(ctx, sock, id, remote, cfg.ReadTimeout)
+	c.closer = closeSock
+	c.dialed = true
+	return c, nil
+}
+
+// DialSocket connects a live-mode caller as Dial does, but returns
+// libsrt's socket itself, blocking, for a caller that publishes (Write)
+// or reads on its own, and sends the streamid unchecked, so tests can
+// show the listener a malformed one. The tests of the listeners use it,
+// through internal/srtcall outside this package. A refused connect is a
+// *DialError with the listener's reject reason. Close the socket with
+// CloseSocket.
+func DialSocket(ctx context.Context, cfg DialConfig) (*srtgo.SrtSocket, error) {
+	sock, closeSock, _, err := dialSocket(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.ReadTimeout > 0 {
+		if err := sock.SetSockOptInt(srtoRcvTimeo, int(cfg.ReadTimeout.Milliseconds())); err != nil {
+			closeSock()
+			return nil, fmt.Errorf("srt dial %s: setting the receive timeout: %w", cfg.Addr, err)
+		}
+	}
+	return sock, nil
+}
+
+// CloseSocket closes a socket DialSocket returned (see closeSocket for
+// why through a copy).
+func CloseSocket(sock *srtgo.SrtSocket) { closeSocket(sock)() }
+
+// dialSocket checks cfg, resolves its host and runs the handshake. It
+// returns the connected socket, a closer safe to call more than once, and
+// the listener's address as IP:PORT.
+func dialSocket(ctx context.Context, cfg DialConfig) (sock *srtgo.SrtSocket, closeSock func(), remote string, err error) {
 	host, portStr, err := net.SplitHostPort(cfg.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("srt dial %q: %w (use HOST:PORT)", cfg.Addr, err)
+		return nil, nil, "", fmt.Errorf("srt dial %q: %w (use HOST:PORT)", cfg.Addr, err)
 	}
 	port, err := strconv.ParseUint(portStr, 10, 16)
 	if err != nil || port == 0 {
-		return nil, fmt.Errorf("srt dial %q: port must be 1-65535", cfg.Addr)
+		return nil, nil, "", fmt.Errorf("srt dial %q: port must be 1-65535", cfg.Addr)
 	}
 	switch n := len(cfg.Passphrase); {
 	case n != 0 && (n < 10 || n > 79):
-		return nil, fmt.Errorf("srt dial %s: the passphrase is %d characters long; SRT needs 10 to 79", cfg.Addr, n)
+		return nil, nil, "", fmt.Errorf("srt dial %s: the passphrase is %d characters long; SRT needs 10 to 79", cfg.Addr, n)
 	case cfg.Latency < 0 || cfg.ConnectTimeout < 0 || cfg.ReadTimeout < 0:
-		return nil, fmt.Errorf("srt dial %s: negative latency or timeout", cfg.Addr)
+		return nil, nil, "", fmt.Errorf("srt dial %s: negative latency or timeout", cfg.Addr)
+	case cfg.RcvBuf < 0:
+		return nil, nil, "", fmt.Errorf("srt dial %s: negative receive buffer", cfg.Addr)
 	}
 	ip, err := resolve(ctx, host)
 	if err != nil {
-		return nil, &DialError{Addr: cfg.Addr, Err: err}
+		return nil, nil, "", &DialError{Addr: cfg.Addr, Err: err}
 	}
 
 	opts := map[string]string{
 		"blocking":  "1",
 		"mode":      "caller",
 		"transtype": "live",
-		"streamid":  cfg.StreamID,
+	}
+	if cfg.StreamID != "" {
+		opts["streamid"] = cfg.StreamID
 	}
 	if cfg.Passphrase != "" {
 		opts["passphrase"] = cfg.Passphrase
@@ -205,31 +256,26 @@ func Dial(ctx context.Context, cfg DialConfig) (*Conn, error) {
 	if cfg.ConnectTimeout > 0 {
 		opts["conntimeo"] = strconv.FormatInt(max(cfg.ConnectTimeout.Milliseconds(), 1), 10)
 	}
-	sock := srtgo.NewSrtSocket(ip.String(), uint16(port), opts)
-	if sock == nil {
-		return nil, fmt.Errorf("srt dial %s: cannot create the socket (was srt.Init called? options %v)", cfg.Addr, redactOpts(opts))
+	if cfg.RcvBuf > 0 {
+		opts["rcvbuf"] = strconv.Itoa(cfg.RcvBuf)
 	}
-	closeSock := sync.OnceFunc(closeSocket(sock))
+	sock = srtgo.NewSrtSocket(ip.String(), uint16(port), opts)
+	if sock == nil {
+		return nil, nil, "", fmt.Errorf("srt dial %s: cannot create the socket (was srt.Init called? options %v)", cfg.Addr, redactOpts(opts))
+	}
+	closeSock = sync.OnceFunc(closeSocket(sock))
 	if err := connect(ctx, sock, ip, int(port)); err != nil {
 		closeSock()
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("srt dial %s: %w", cfg.Addr, context.Cause(ctx))
+			return nil, nil, "", fmt.Errorf("srt dial %s: %w", cfg.Addr, context.Cause(ctx))
 		}
 		if de, ok := err.(*DialError); ok {
 			de.Addr = cfg.Addr
-			return nil, de
+			return nil, nil, "", de
 		}
-		return nil, fmt.Errorf("srt dial %s: %w", cfg.Addr, err)
+		return nil, nil, "", fmt.Errorf("srt dial %s: %w", cfg.Addr, err)
 	}
-	if err := sock.SetSockOptInt(srtoRcvTimeo, int(rcvTimeout.Milliseconds())); err != nil {
-		closeSock()
-		return nil, fmt.Errorf("srt dial %s: setting the receive timeout: %w", cfg.Addr, err)
-	}
-	remote := net.JoinHostPort(ip.String(), portStr)
-	c := newConn(ctx, sock, id, remote, cfg.ReadTimeout)
-	c.closer = closeSock
-	c.dialed = true
-	return c, nil
+	return sock, closeSock, net.JoinHostPort(ip.String(), portStr), nil
 }
 
 // connectPoll is how often a connect in progress is checked: a handshake

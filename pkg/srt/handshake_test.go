@@ -13,7 +13,6 @@ import (
 
 	"github.com/haivision/srtgo"
 
-	"github.com/srtwhep/srtwhep/internal/srtcall"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 )
 
@@ -58,12 +57,12 @@ func TestRejections(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			sock, err := srtcall.Dial(srv.Addr(), srtcall.Options{StreamID: tc.streamid})
+			sock, err := dialCaller(srv.Addr(), DialConfig{StreamID: tc.streamid})
 			if err == nil {
 				closeCaller(sock)
 				t.Fatalf("connect with streamid %q succeeded, want a rejection", tc.streamid)
 			}
-			var rej *srtcall.RejectedError
+			var rej *DialError
 			if !errors.As(err, &rej) || !errors.Is(err, srtgo.EConnRej) {
 				t.Fatalf("connect error %v, want a rejected connection", err)
 			}
@@ -85,7 +84,7 @@ func TestRejections(t *testing.T) {
 	}
 
 	// The same server still admits a good publisher afterwards.
-	sock, err := srtcall.Dial(srv.Addr(), srtcall.Options{StreamID: "#!::u=alice,s=pw,m=publish,r=live/auth"})
+	sock, err := dialCaller(srv.Addr(), DialConfig{StreamID: "#!::u=alice,s=pw,m=publish,r=live/auth"})
 	if err != nil {
 		t.Fatalf("good credentials: %v", err)
 	}
@@ -126,24 +125,24 @@ func TestPassphrase(t *testing.T) {
 		path       string
 		reason     int
 	}{
-		{"wrong passphrase", "incorrect horse battery", "live/secret", srtcall.ReasonBadSecret},
-		{"missing passphrase", "", "live/secret", srtcall.ReasonUnsecure},
-		{"passphrase on an open path", pass, "live/open", srtcall.ReasonUnsecure},
+		{"wrong passphrase", "incorrect horse battery", "live/secret", rejBadSecret},
+		{"missing passphrase", "", "live/secret", rejUnsecure},
+		{"passphrase on an open path", pass, "live/open", rejUnsecure},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sock, err := srtcall.Dial(srv.Addr(), srtcall.Options{StreamID: "publish:" + tc.path, Passphrase: tc.pass})
+			sock, err := dialCaller(srv.Addr(), DialConfig{StreamID: "publish:" + tc.path, Passphrase: tc.pass})
 			if err == nil {
 				closeCaller(sock)
 				t.Fatal("handshake succeeded, want it to fail")
 			}
-			var rej *srtcall.RejectedError
+			var rej *DialError
 			if !errors.As(err, &rej) || rej.Reason != tc.reason {
 				t.Fatalf("connect error %v, want reject reason %d", err, tc.reason)
 			}
 		})
 	}
 
-	sock, err := srtcall.Dial(srv.Addr(), srtcall.Options{StreamID: "publish:live/secret", Passphrase: pass})
+	sock, err := dialCaller(srv.Addr(), DialConfig{StreamID: "publish:live/secret", Passphrase: pass})
 	if err != nil {
 		t.Fatalf("correct passphrase: %v", err)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/haivision/srtgo"
 
-	"github.com/srtwhep/srtwhep/internal/srtcall"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 )
 
@@ -50,7 +49,7 @@ func TestReaders(t *testing.T) {
 		},
 	})
 
-	sock, err := srtcall.Dial(r.srv.Addr(), srtcall.Options{StreamID: "#!::m=request,r=live/cam1", ReadTimeout: 10 * time.Second})
+	sock, err := dialCaller(r.srv.Addr(), DialConfig{StreamID: "#!::m=request,r=live/cam1", ReadTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
@@ -86,8 +85,8 @@ func TestReaders(t *testing.T) {
 		t.Fatal("ServeRead did not end after the reader left")
 	}
 
-	_, err = srtcall.Dial(r.srv.Addr(), srtcall.Options{StreamID: "read:live/none"})
-	var rej *srtcall.RejectedError
+	_, err = dialCaller(r.srv.Addr(), DialConfig{StreamID: "read:live/none"})
+	var rej *DialError
 	if !errors.As(err, &rej) || rej.Reason != srtgo.RejectionReasonNotFound {
 		t.Fatalf("read of a path without publisher: %v, want reject reason %d", err, srtgo.RejectionReasonNotFound)
 	}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"runtime"
+	"net"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -15,7 +15,6 @@ import (
 
 	"github.com/haivision/srtgo"
 
-	"github.com/srtwhep/srtwhep/internal/srtcall"
 	"github.com/srtwhep/srtwhep/internal/testkit"
 )
 
@@ -145,13 +144,15 @@ func tsMessage(seq byte) []byte {
 	return b
 }
 
-// closeCaller closes a caller socket through a copy (srtgo's Close writes
-// the struct that concurrent Writes read).
-func closeCaller(s *srtgo.SrtSocket) {
-	c := *s
-	c.Close()
-	runtime.SetFinalizer(s, nil)
+// dialCaller connects a test's caller, a publisher or a reader with any
+// streamid, to addr.
+func dialCaller(addr *net.UDPAddr, cfg DialConfig) (*srtgo.SrtSocket, error) {
+	cfg.Addr = addr.String()
+	return DialSocket(context.Background(), cfg)
 }
+
+// closeCaller closes a caller socket dialCaller returned.
+func closeCaller(s *srtgo.SrtSocket) { CloseSocket(s) }
 
 func TestShutdownWhileStreaming(t *testing.T) {
 	var srvp atomic.Pointer[Server]
@@ -160,7 +161,7 @@ func TestShutdownWhileStreaming(t *testing.T) {
 	r := startServer(t, Config{Serve: serve})
 	srvp.Store(r.srv)
 
-	sock, err := srtcall.Dial(r.srv.Addr(), srtcall.Options{StreamID: "publish:live/down"})
+	sock, err := dialCaller(r.srv.Addr(), DialConfig{StreamID: "publish:live/down"})
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
@@ -222,7 +223,7 @@ func TestCloseWith(t *testing.T) {
 	r := startServer(t, Config{Serve: serve})
 	srvp.Store(r.srv)
 
-	sock, err := srtcall.Dial(r.srv.Addr(), srtcall.Options{StreamID: "publish:live/k"})
+	sock, err := dialCaller(r.srv.Addr(), DialConfig{StreamID: "publish:live/k"})
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
@@ -249,7 +250,7 @@ func TestReadTimeout(t *testing.T) {
 	r := startServer(t, Config{Serve: serve, ReadTimeout: 600 * time.Millisecond})
 	srvp.Store(r.srv)
 
-	sock, err := srtcall.Dial(r.srv.Addr(), srtcall.Options{StreamID: "publish:live/idle"})
+	sock, err := dialCaller(r.srv.Addr(), DialConfig{StreamID: "publish:live/idle"})
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
