@@ -13,26 +13,33 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func listen(t testing.TB) *net.UDPConn {
+// sock is a loopback UDP socket with what the tests hand to a batch.
+type sock struct {
+	*net.UDPConn
+	rc syscall.RawConn
+	ap netip.AddrPort
+}
+
+func listen(t testing.TB) sock {
 	t.Helper()
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-func rawConn(t testing.TB, c *net.UDPConn) syscall.RawConn {
-	t.Helper()
 	rc, err := c.SyscallConn()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rc
+	return sock{UDPConn: c, rc: rc, ap: c.LocalAddr().(*net.UDPAddr).AddrPort()}
 }
 
-func addrOf(c *net.UDPConn) netip.AddrPort { return c.LocalAddr().(*net.UDPAddr).AddrPort() }
+// fd is s's descriptor, for RecvFD.
+func (s sock) fd() int {
+	var fd int
+	_ = s.rc.Control(func(f uintptr) { fd = int(f) })
+	return fd
+}
 
 // datagram is n bytes that tell datagram id apart.
 func datagram(id, n int) []byte {
@@ -44,14 +51,13 @@ func datagram(id, n int) []byte {
 }
 
 // receive reads want datagrams from rx with one RecvBatch, or fails.
-func receive(t *testing.T, rx *net.UDPConn, want int) [][]byte {
+func receive(t *testing.T, rx sock, want int) [][]byte {
 	t.Helper()
 	rb := NewRecvBatch(8, 2048, 0)
-	rc := rawConn(t, rx)
 	_ = rx.SetReadDeadline(time.Now().Add(5 * time.Second))
 	var got [][]byte
 	for len(got) < want {
-		n, errno, err := rb.Recv(rc)
+		n, errno, err := rb.Recv(rx.rc)
 		if err != nil {
 			t.Fatalf("after %d of %d datagrams: %v", len(got), want, err)
 		}
@@ -114,7 +120,7 @@ func TestSockaddr(t *testing.T) {
 func TestGSOSegments(t *testing.T) {
 	rx, tx := listen(t), listen(t)
 	var to Sockaddr
-	nlen := to.Set(addrOf(rx), false)
+	nlen := to.Set(rx.ap, false)
 	sizes := []int{1000, 1000, 1000, 1000, 1000, 300}
 	want := make([][]byte, len(sizes))
 	b := NewSendBatch(16)
@@ -125,7 +131,7 @@ func TestGSOSegments(t *testing.T) {
 	if b.Messages() != 1 || b.Len() != len(sizes) {
 		t.Fatalf("%d datagrams in %d messages, want %d in 1", b.Len(), b.Messages(), len(sizes))
 	}
-	res, err := b.Send(rawConn(t, tx))
+	res, err := b.Send(tx.rc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,8 +201,8 @@ func TestGrouping(t *testing.T) {
 func TestSplit(t *testing.T) {
 	rx, ry, tx := listen(t), listen(t), listen(t)
 	var to, other Sockaddr
-	nlen := to.Set(addrOf(rx), false)
-	olen := other.Set(addrOf(ry), false)
+	nlen := to.Set(rx.ap, false)
+	olen := other.Set(ry.ap, false)
 	b := NewSendBatch(16)
 	var want [][]byte
 	for i, n := range []int{800, 800, 800, 200} {
@@ -223,7 +229,7 @@ func TestSplit(t *testing.T) {
 			t.Fatalf("message %d: %d segments from iovec %d, control %v", m, b.segs[m], b.first[m], b.hdrs[m].Msghdr.Control)
 		}
 	}
-	res, err := b.Send(rawConn(t, tx))
+	res, err := b.Send(tx.rc)
 	if err != nil || res.Messages != 7 || res.Datagrams != 7 {
 		t.Fatalf("%+v, %v; want 7 messages", res, err)
 	}
@@ -243,23 +249,23 @@ func TestSplit(t *testing.T) {
 func TestRecvAddresses(t *testing.T) {
 	rx, a, c := listen(t), listen(t), listen(t)
 	to := rx.LocalAddr()
-	for i, s := range []*net.UDPConn{a, c, a} {
+	for i, s := range []sock{a, c, a} {
 		if _, err := s.WriteTo(datagram(i, 100+i), to); err != nil {
 			t.Fatal(err)
 		}
 	}
 	rb := NewRecvBatch(8, 1500, 0)
-	n, errno, err := rb.Recv(rawConn(t, rx))
+	n, errno, err := rb.Recv(rx.rc)
 	if err != nil || errno != 0 {
 		t.Fatal(err, errno)
 	}
 	if n != 3 {
 		t.Fatalf("%d datagrams in one call, want 3", n)
 	}
-	for i, s := range []*net.UDPConn{a, c, a} {
+	for i, s := range []sock{a, c, a} {
 		from, ok := rb.Addr(i)
-		if !ok || from != addrOf(s) {
-			t.Errorf("datagram %d from %v, want %v", i, from, addrOf(s))
+		if !ok || from != s.ap {
+			t.Errorf("datagram %d from %v, want %v", i, from, s.ap)
 		}
 		if d := rb.Data(i); !bytes.Equal(d, datagram(i, 100+i)) || rb.Truncated(i) {
 			t.Errorf("datagram %d: %d bytes (truncated %v)", i, len(d), rb.Truncated(i))
@@ -277,7 +283,7 @@ func TestRecvTruncated(t *testing.T) {
 		}
 	}
 	rb := NewRecvBatch(4, 200, 0)
-	n, errno, err := rb.Recv(rawConn(t, rx))
+	n, errno, err := rb.Recv(rx.rc)
 	if err != nil || errno != 0 || n != 2 {
 		t.Fatalf("n=%d errno=%v err=%v, want 2 datagrams", n, errno, err)
 	}
@@ -293,9 +299,8 @@ func TestRecvTruncated(t *testing.T) {
 // wrote (here SO_TIMESTAMPNS).
 func TestRecvControl(t *testing.T) {
 	rx, tx := listen(t), listen(t)
-	rc := rawConn(t, rx)
 	var serr error
-	_ = rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) })
+	_ = rx.rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) })
 	if serr != nil {
 		t.Skip("SO_TIMESTAMPNS:", serr)
 	}
@@ -303,7 +308,7 @@ func TestRecvControl(t *testing.T) {
 		t.Fatal(err)
 	}
 	rb := NewRecvBatch(2, 100, 60) // rounded up to 64
-	n, errno, err := rb.Recv(rc)
+	n, errno, err := rb.Recv(rx.rc)
 	if err != nil || errno != 0 || n != 1 {
 		t.Fatalf("n=%d errno=%v err=%v", n, errno, err)
 	}
@@ -338,7 +343,7 @@ func (c *countingReader) Read(f func(uintptr) bool) error {
 // datagram comes, rather than calling again and again.
 func TestRecvWaitsInPoller(t *testing.T) {
 	rx, tx := listen(t), listen(t)
-	cr := &countingReader{rc: rawConn(t, rx)}
+	cr := &countingReader{rc: rx.rc}
 	rb := NewRecvBatch(4, 1500, 0)
 	done := make(chan int)
 	go func() {
@@ -369,9 +374,7 @@ func TestRecvWaitsInPoller(t *testing.T) {
 		t.Errorf("%d recvmmsg calls in all", c)
 	}
 	// RecvFD, for sockets outside the netpoller, reports EAGAIN instead.
-	var fd int
-	_ = cr.rc.Control(func(f uintptr) { fd = int(f) })
-	if n, errno := rb.RecvFD(fd); n != 0 || errno != syscall.EAGAIN {
+	if n, errno := rb.RecvFD(rx.fd()); n != 0 || errno != syscall.EAGAIN {
 		t.Errorf("RecvFD on an empty socket: %d, %v", n, errno)
 	}
 	// A closed socket ends the wait with an error.
@@ -385,9 +388,8 @@ func TestRecvWaitsInPoller(t *testing.T) {
 // allocate nothing.
 func TestZeroAllocs(t *testing.T) {
 	rx, tx := listen(t), listen(t)
-	trc, rrc := rawConn(t, tx), rawConn(t, rx)
 	var to Sockaddr
-	nlen := to.Set(addrOf(rx), false)
+	nlen := to.Set(rx.ap, false)
 	payload := make([]byte, 1200)
 	b := NewSendBatch(16)
 	rb := NewRecvBatch(16, 2048, 64)
@@ -396,11 +398,11 @@ func TestZeroAllocs(t *testing.T) {
 			b.Add(payload, &to, nlen, true)
 		}
 		b.Add(payload[:500], &to, nlen, true)
-		if _, err := b.Send(trc); err != nil {
+		if _, err := b.Send(tx.rc); err != nil {
 			t.Fatal(err)
 		}
 		for got := 0; got < 11; {
-			n, errno, err := rb.Recv(rrc)
+			n, errno, err := rb.Recv(rx.rc)
 			if err != nil || errno != 0 {
 				t.Fatal(err, errno)
 			}
@@ -411,13 +413,12 @@ func TestZeroAllocs(t *testing.T) {
 	if a := testing.AllocsPerRun(200, round); a != 0 {
 		t.Errorf("%v allocations per send and receive, want 0", a)
 	}
-	var fd int
-	_ = rrc.Control(func(f uintptr) { fd = int(f) })
+	fd := rx.fd()
 	if a := testing.AllocsPerRun(200, func() { rb.RecvFD(fd) }); a != 0 {
 		t.Errorf("%v allocations per RecvFD, want 0", a)
 	}
 	var sa Sockaddr
-	ap := addrOf(rx)
+	ap := rx.ap
 	if a := testing.AllocsPerRun(200, func() { sa.Set(ap, true); sa.AddrPort() }); a != 0 {
 		t.Errorf("%v allocations per Sockaddr round trip, want 0", a)
 	}
@@ -427,14 +428,13 @@ func TestZeroAllocs(t *testing.T) {
 // it did not send.
 func TestSendClosed(t *testing.T) {
 	rx, tx := listen(t), listen(t)
-	rc := rawConn(t, tx)
 	tx.Close()
 	var to Sockaddr
-	nlen := to.Set(addrOf(rx), false)
+	nlen := to.Set(rx.ap, false)
 	b := NewSendBatch(4)
 	b.Add(make([]byte, 10), &to, nlen, true)
 	b.Add(make([]byte, 10), &to, nlen, false)
-	res, err := b.Send(rc)
+	res, err := b.Send(tx.rc)
 	if err == nil || res.Dropped != 2 || res.Datagrams != 0 {
 		t.Errorf("%+v, %v; want an error and 2 dropped", res, err)
 	}
