@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net"
 	"net/netip"
+	"os"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -381,6 +382,95 @@ func TestRecvWaitsInPoller(t *testing.T) {
 	go func() { time.Sleep(20 * time.Millisecond); rx.Close() }()
 	if _, _, err := rb.Recv(cr); err == nil {
 		t.Error("Recv on a closed socket returned no error")
+	}
+}
+
+// countingWriter counts how often the batch asks the kernel.
+type countingWriter struct {
+	rc    syscall.RawConn
+	calls atomic.Int32
+}
+
+func (c *countingWriter) Write(f func(uintptr) bool) error {
+	return c.rc.Write(func(fd uintptr) bool {
+		c.calls.Add(1)
+		return f(fd)
+	})
+}
+
+// TestSendWaitsInPoller: a full send buffer (EAGAIN) parks Send in the
+// netpoller until there is room. Loopback UDP never fills up, so the
+// socket is one end of a connected AF_UNIX datagram pair, whose peer
+// queue does; a zero name length sends to the connected peer.
+func TestSendWaitsInPoller(t *testing.T) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Skip("socketpair:", err)
+	}
+	f := os.NewFile(uintptr(fds[0]), "tx")
+	c, err := net.FileConn(f) // a dup in the netpoller
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	defer unix.Close(fds[1])
+	rc, err := c.(syscall.Conn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cw := &countingWriter{rc: rc}
+	p := make([]byte, 100)
+	var none Sockaddr
+	b := NewSendBatch(1)
+	filled := 0
+	for ; filled < 10000; filled++ {
+		b.Add(p, &none, 0, false)
+		var e syscall.Errno
+		_ = rc.Control(func(fd uintptr) {
+			if !b.sendmmsg(fd) {
+				e = syscall.EAGAIN
+			}
+		})
+		b.Reset()
+		if e == syscall.EAGAIN {
+			break
+		}
+	}
+	if filled == 10000 {
+		t.Skip("the socket never filled")
+	}
+	b.Add(p, &none, 0, false)
+	done := make(chan SendResult)
+	go func() {
+		res, _ := b.Send(cw)
+		done <- res
+	}()
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case <-done:
+		t.Fatal("Send returned while the socket was full")
+	default:
+	}
+	if n := cw.calls.Load(); n != 1 {
+		t.Errorf("%d sendmmsg calls while full, want 1 (then a wait in the netpoller)", n)
+	}
+	buf := make([]byte, 200)
+	for { // make room
+		if _, err := unix.Read(fds[1], buf); err != nil {
+			break
+		}
+	}
+	select {
+	case res := <-done:
+		if res.Messages != 1 || res.Dropped != 0 {
+			t.Errorf("%+v, want the message sent", res)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Send did not wake up when there was room")
+	}
+	if n := cw.calls.Load(); n > 3 {
+		t.Errorf("%d sendmmsg calls in all", n)
 	}
 }
 
