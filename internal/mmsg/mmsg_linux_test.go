@@ -326,17 +326,37 @@ func TestRecvControl(t *testing.T) {
 	}
 }
 
-// countingReader counts how often the batch asks the kernel.
-type countingReader struct {
+// counting is a socket's RawConn that counts how often a batch asks the
+// kernel (each call of the batch's callback).
+type counting struct {
 	rc    syscall.RawConn
 	calls atomic.Int32
 }
 
-func (c *countingReader) Read(f func(uintptr) bool) error {
-	return c.rc.Read(func(fd uintptr) bool {
+func (c *counting) count(f func(uintptr) bool) func(uintptr) bool {
+	return func(fd uintptr) bool {
 		c.calls.Add(1)
 		return f(fd)
-	})
+	}
+}
+
+func (c *counting) Read(f func(uintptr) bool) error  { return c.rc.Read(c.count(f)) }
+func (c *counting) Write(f func(uintptr) bool) error { return c.rc.Write(c.count(f)) }
+
+// parked checks that the call running in the background, which reports
+// on done, has asked the kernel once and not returned a while later: it
+// waits in the netpoller instead of trying again.
+func parked[T any](t *testing.T, c *counting, done <-chan T, what string) {
+	t.Helper()
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case <-done:
+		t.Fatalf("%s returned", what)
+	default:
+	}
+	if n := c.calls.Load(); n != 1 {
+		t.Errorf("%s: %d system calls, want 1 (then a wait in the netpoller)", what, n)
+	}
 }
 
 // TestRecvWaitsInPoller: with nothing queued the non-blocking recvmmsg
@@ -344,22 +364,14 @@ func (c *countingReader) Read(f func(uintptr) bool) error {
 // datagram comes, rather than calling again and again.
 func TestRecvWaitsInPoller(t *testing.T) {
 	rx, tx := listen(t), listen(t)
-	cr := &countingReader{rc: rx.rc}
+	cr := &counting{rc: rx.rc}
 	rb := NewRecvBatch(4, 1500, 0)
 	done := make(chan int)
 	go func() {
 		n, _, _ := rb.Recv(cr)
 		done <- n
 	}()
-	time.Sleep(100 * time.Millisecond)
-	select {
-	case <-done:
-		t.Fatal("Recv returned with nothing sent")
-	default:
-	}
-	if c := cr.calls.Load(); c != 1 {
-		t.Errorf("%d recvmmsg calls while idle, want 1 (then a wait in the netpoller)", c)
-	}
+	parked(t, cr, done, "Recv with nothing sent")
 	if _, err := tx.WriteTo([]byte("wake"), rx.LocalAddr()); err != nil {
 		t.Fatal(err)
 	}
@@ -385,19 +397,6 @@ func TestRecvWaitsInPoller(t *testing.T) {
 	}
 }
 
-// countingWriter counts how often the batch asks the kernel.
-type countingWriter struct {
-	rc    syscall.RawConn
-	calls atomic.Int32
-}
-
-func (c *countingWriter) Write(f func(uintptr) bool) error {
-	return c.rc.Write(func(fd uintptr) bool {
-		c.calls.Add(1)
-		return f(fd)
-	})
-}
-
 // TestSendWaitsInPoller: a full send buffer (EAGAIN) parks Send in the
 // netpoller until there is room. Loopback UDP never fills up, so the
 // socket is one end of a connected AF_UNIX datagram pair, whose peer
@@ -419,7 +418,7 @@ func TestSendWaitsInPoller(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cw := &countingWriter{rc: rc}
+	cw := &counting{rc: rc}
 	p := make([]byte, 100)
 	var none Sockaddr
 	b := NewSendBatch(1)
@@ -446,15 +445,7 @@ func TestSendWaitsInPoller(t *testing.T) {
 		res, _ := b.Send(cw)
 		done <- res
 	}()
-	time.Sleep(100 * time.Millisecond)
-	select {
-	case <-done:
-		t.Fatal("Send returned while the socket was full")
-	default:
-	}
-	if n := cw.calls.Load(); n != 1 {
-		t.Errorf("%d sendmmsg calls while full, want 1 (then a wait in the netpoller)", n)
-	}
+	parked(t, cw, done, "Send while the socket is full")
 	buf := make([]byte, 200)
 	for { // make room
 		if _, err := unix.Read(fds[1], buf); err != nil {
