@@ -4,13 +4,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/srtwhep/srtwhep/internal/mmsg"
 )
 
 // Receive geometry. A 720p frame at 2.5 Mbit/s is ~10 packets, so one
@@ -46,13 +47,6 @@ const (
 // packets, one wake-up for all sessions), short against a 33 ms frame.
 const DefaultPace = 5 * time.Millisecond
 
-// mmsghdr mirrors struct mmsghdr; Go's alignment rules add the same tail
-// padding C does on every Linux architecture.
-type mmsghdr struct {
-	hdr unix.Msghdr
-	len uint32
-}
-
 // reactor receives for every session of a pool on one goroutine: epoll
 // over all sockets, recvmmsg per ready socket, a short sleep between
 // rounds. Per-session goroutines woken per packet would cost the
@@ -79,12 +73,8 @@ type reactor struct {
 
 	// Owned by the run goroutine.
 	events [maxEvents]unix.EpollEvent
-	hdrs   [batchLen]mmsghdr
-	iovs   [batchLen]unix.Iovec
-	names  [batchLen]unix.RawSockaddrInet6
-	cmsgs  [batchLen][64]byte
-	buf    []byte
-	pool   sync.Pool // *[]byte of datagramSize for datagrams handed to pion
+	rx     *mmsg.RecvBatch // batchLen messages of messageSize, 64 control bytes each
+	pool   sync.Pool       // *[]byte of datagramSize for datagrams handed to pion
 }
 
 func newReactor(pace time.Duration, gro bool, rcvbuf int) (*reactor, error) {
@@ -101,17 +91,11 @@ func newReactor(pace time.Duration, gro bool, rcvbuf int) (*reactor, error) {
 		rtcpDone: make(chan struct{}),
 		socks:    map[int32]*rsock{},
 		done:     make(chan struct{}),
-		buf:      make([]byte, batchLen*messageSize),
+		// Control room for a UDP_GRO segment size and an
+		// SCM_TIMESTAMPNS time, with some to spare.
+		rx: mmsg.NewRecvBatch(batchLen, messageSize, 64),
 	}
 	r.pool.New = func() any { b := make([]byte, datagramSize); return &b }
-	for i := range r.hdrs {
-		r.iovs[i].Base = &r.buf[i*messageSize]
-		r.iovs[i].SetLen(messageSize)
-		h := &r.hdrs[i].hdr
-		h.Name = (*byte)(unsafe.Pointer(&r.names[i]))
-		h.Iov = &r.iovs[i]
-		h.SetIovlen(1)
-	}
 	go r.run()
 	go func() {
 		defer close(r.rtcpDone)
@@ -155,26 +139,17 @@ func (r *reactor) run() {
 // registered and its fd open.
 func (r *reactor) drain(s *rsock, now int64) {
 	for {
-		for i := range r.hdrs {
-			h := &r.hdrs[i].hdr
-			h.Namelen = unix.SizeofSockaddrInet6
-			h.Flags = 0
-			h.Control = &r.cmsgs[i][0]
-			h.SetControllen(len(r.cmsgs[i]))
-		}
-		n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&r.hdrs[0])),
-			batchLen, unix.MSG_DONTWAIT, 0, 0)
+		n, e := r.rx.RecvFD(s.fd)
 		if e != 0 || n == 0 {
 			return // EAGAIN: drained; other errors surface as a silent session
 		}
-		for i := 0; i < int(n); i++ {
-			h := &r.hdrs[i]
-			if h.hdr.Flags&unix.MSG_TRUNC != 0 {
+		for i := 0; i < n; i++ {
+			if r.rx.Truncated(i) {
 				s.acc.c.others.Add(1)
 				continue
 			}
-			msg := r.buf[i*messageSize : i*messageSize+int(h.len)]
-			seg, at := controlInfo(r.cmsgs[i][:h.hdr.Controllen])
+			msg := r.rx.Data(i)
+			seg, at := controlInfo(r.rx.Control(i))
 			if seg <= 0 || seg > len(msg) {
 				seg = len(msg)
 			}
@@ -188,7 +163,7 @@ func (r *reactor) drain(s *rsock, now int64) {
 				r.deliver(s, i, p, at)
 			}
 		}
-		if int(n) < batchLen {
+		if n < batchLen {
 			return
 		}
 	}
@@ -203,7 +178,7 @@ func (r *reactor) deliver(s *rsock, i int, p []byte, now int64) {
 	if !s.acc.inspect(p, now) {
 		return
 	}
-	from, ok := sockaddrToAddrPort(&r.names[i])
+	from, ok := r.rx.Addr(i)
 	if !ok {
 		return
 	}
@@ -274,18 +249,4 @@ func (r *reactor) Close() error {
 	<-r.done
 	<-r.rtcpDone
 	return unix.Close(r.epfd)
-}
-
-func sockaddrToAddrPort(sa *unix.RawSockaddrInet6) (netip.AddrPort, bool) {
-	// sin_port and sin6_port sit at the same offset, in network byte order.
-	p := (*[2]byte)(unsafe.Pointer(&sa.Port))
-	port := uint16(p[0])<<8 | uint16(p[1])
-	switch sa.Family {
-	case unix.AF_INET:
-		sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
-		return netip.AddrPortFrom(netip.AddrFrom4(sa4.Addr), port), true
-	case unix.AF_INET6:
-		return netip.AddrPortFrom(netip.AddrFrom16(sa.Addr).Unmap(), port), true
-	}
-	return netip.AddrPort{}, false
 }

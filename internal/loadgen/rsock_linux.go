@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/srtwhep/srtwhep/internal/mmsg"
 )
 
 type dgram struct {
@@ -119,14 +121,12 @@ func (s *rsock) ReadFromAddrPort(b []byte) (int, netip.AddrPort, error) {
 // WriteToAddrPort sends one datagram (STUN and DTLS only: the session
 // sends no media and no RTCP).
 func (s *rsock) WriteToAddrPort(b []byte, to netip.AddrPort) (int, error) {
-	var sa unix.Sockaddr
-	if a := to.Addr().Unmap(); a.Is4() {
-		sa = &unix.SockaddrInet4{Addr: a.As4(), Port: int(to.Port())}
-	} else {
-		sa = &unix.SockaddrInet6{Addr: a.As16(), Port: int(to.Port())}
-	}
-	if err := unix.Sendto(s.fd, b, 0, sa); err != nil {
-		return 0, fmt.Errorf("loadgen: sendto %s: %w", to, err)
+	// inet6 false: an IPv4 peer gets a sockaddr_in whatever the socket's
+	// family, which a dual-stack AF_INET6 socket accepts as well.
+	var sa mmsg.Sockaddr
+	n := sa.Set(to, false)
+	if e := mmsg.SendTo(uintptr(s.fd), b, &sa, n); e != 0 {
+		return 0, fmt.Errorf("loadgen: sendto %s: %w", to, e)
 	}
 	return len(b), nil
 }

@@ -3,15 +3,13 @@
 package udpbatch
 
 import (
-	"encoding/binary"
 	"net"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/srtwhep/srtwhep/internal/mmsg"
 )
 
 // Conn is a *net.UDPConn whose WriteTo batches datagrams. Reads and every
@@ -41,47 +39,17 @@ type Conn struct {
 	gso atomic.Bool
 }
 
-// mmsghdr mirrors struct mmsghdr; x/sys/unix has no type for it.
-type mmsghdr struct {
-	hdr unix.Msghdr
-	len uint32
-	_   [4]byte
-}
-
+// batch is one sendmmsg worth of datagrams: copies of what WriteTo was
+// given, and the messages that carry them. With UDP GSO, runs of
+// equal-size datagrams to one peer (the packets of one video frame to one
+// viewer) leave as one message.
 type batch struct {
-	n     int
-	data  []byte // size × maxDatagram, one slot per datagram
-	names []unix.RawSockaddrInet6
-	iovs  []unix.Iovec
-	hdrs  []mmsghdr
-	// With UDP GSO, runs of equal-size datagrams to one peer (the packets
-	// of one video frame to one viewer) leave as one message: groups are
-	// those messages, segs how many datagrams each carries, and cmsgs
-	// their UDP_SEGMENT control messages.
-	groups []mmsghdr
-	segs   []int
-	cmsgs  []byte
+	data []byte // size × maxDatagram, one slot per datagram
+	msgs *mmsg.SendBatch
 }
-
-var cmsgSpace = unix.CmsgSpace(2)
 
 func newBatch(size int) *batch {
-	b := &batch{
-		data:   make([]byte, size*maxDatagram),
-		names:  make([]unix.RawSockaddrInet6, size),
-		iovs:   make([]unix.Iovec, size),
-		hdrs:   make([]mmsghdr, size),
-		groups: make([]mmsghdr, size),
-		segs:   make([]int, size),
-		cmsgs:  make([]byte, size*cmsgSpace),
-	}
-	for i := range b.hdrs {
-		b.iovs[i].Base = &b.data[i*maxDatagram]
-		b.hdrs[i].hdr.Name = (*byte)(unsafe.Pointer(&b.names[i]))
-		b.hdrs[i].hdr.Iov = &b.iovs[i]
-		b.hdrs[i].hdr.SetIovlen(1)
-	}
-	return b
+	return &batch{data: make([]byte, size*maxDatagram), msgs: mmsg.NewSendBatch(size)}
 }
 
 // New wraps conn. size is the number of datagrams per system call and delay
@@ -99,28 +67,10 @@ func New(conn *net.UDPConn, size int, delay time.Duration) (*Conn, error) {
 		return nil, err
 	}
 	c := &Conn{UDPConn: conn, raw: raw, size: size, delay: delay}
-	// Go opens wildcard "udp" sockets as dual-stack AF_INET6 even for
-	// 0.0.0.0, so ask the kernel which family the socket really has.
-	var serr error
-	if err := raw.Control(func(fd uintptr) {
-		var sa unix.Sockaddr
-		sa, serr = unix.Getsockname(int(fd))
-		_, c.inet6 = sa.(*unix.SockaddrInet6)
-	}); err != nil {
+	if c.inet6, err = mmsg.IsInet6(raw); err != nil {
 		return nil, err
 	}
-	if serr != nil {
-		return nil, serr
-	}
-	// Don't fragment: WebRTC packets fit the path MTU by design, and with
-	// DF set the kernel skips the per-packet IP ID hashing that
-	// fragmentable datagrams need.
-	_ = raw.Control(func(fd uintptr) {
-		if c.inet6 {
-			_ = unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_MTU_DISCOVER, unix.IPV6_PMTUDISC_DO)
-		}
-		_ = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO)
-	})
+	mmsg.SetDontFragment(raw, c.inet6)
 	c.gso.Store(true)
 	c.cur = newBatch(size)
 	c.timer = time.AfterFunc(time.Hour, c.onTimer)
@@ -135,21 +85,24 @@ func (c *Conn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	if !ok || len(b) > maxDatagram {
 		return c.UDPConn.WriteTo(b, addr)
 	}
+	var to mmsg.Sockaddr
+	nlen := to.Set(ua.AddrPort(), c.inet6)
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return 0, ErrClosed
 	}
 	bt := c.cur
-	i := bt.n
-	copy(bt.data[i*maxDatagram:], b)
-	bt.iovs[i].SetLen(len(b))
-	bt.hdrs[i].hdr.Namelen = c.putName(&bt.names[i], ua)
-	bt.n++
-	if bt.n == 1 {
+	i := bt.msgs.Len()
+	slot := bt.data[i*maxDatagram : i*maxDatagram+len(b)]
+	copy(slot, b)
+	// Any datagram may join the previous one's message: the batch only
+	// joins those to the same peer that GSO can carry together.
+	bt.msgs.Add(slot, &to, nlen, c.gso.Load())
+	if i == 0 {
 		c.timer.Reset(c.delay)
 	}
-	full := bt.n == c.size
+	full := i+1 == c.size
 	if full {
 		c.rotateLocked()
 	}
@@ -163,7 +116,7 @@ func (c *Conn) WriteTo(b []byte, addr net.Addr) (int, error) {
 // Flush sends whatever is queued now.
 func (c *Conn) Flush() {
 	c.mu.Lock()
-	if c.cur.n > 0 {
+	if c.cur.msgs.Len() > 0 {
 		c.rotateLocked()
 	}
 	c.mu.Unlock()
@@ -214,136 +167,21 @@ func (c *Conn) drain() {
 		c.send(bt)
 
 		c.mu.Lock()
-		bt.n = 0
 		c.free = append(c.free, bt)
 		c.mu.Unlock()
 	}
 }
 
-// maxGSOSegments and maxGSOBytes keep a segmented message within what
-// the kernel accepts (UDP_MAX_SEGMENTS, one 64 KiB IP datagram).
-const (
-	maxGSOSegments = 64
-	maxGSOBytes    = 65000
-)
-
-// group fills bt.groups: with GSO, consecutive datagrams to the same peer
-// with the same size (the last may be shorter) become one message.
-func (c *Conn) group(bt *batch) int {
-	useGSO := c.gso.Load()
-	g := 0
-	for i := 0; i < bt.n; {
-		j := i + 1
-		seg := int(bt.iovs[i].Len)
-		if useGSO {
-			total := seg
-			for j < bt.n && j-i < maxGSOSegments && bt.names[j] == bt.names[i] &&
-				int(bt.iovs[j].Len) <= seg && total+int(bt.iovs[j].Len) <= maxGSOBytes {
-				total += int(bt.iovs[j].Len)
-				j++
-				if int(bt.iovs[j-1].Len) < seg {
-					break // a shorter datagram can only end a run
-				}
-			}
-		}
-		h := &bt.groups[g]
-		*h = bt.hdrs[i]
-		h.hdr.SetIovlen(j - i)
-		h.hdr.Control = nil
-		h.hdr.SetControllen(0)
-		if j-i > 1 {
-			cm := bt.cmsgs[g*cmsgSpace : (g+1)*cmsgSpace]
-			ch := (*unix.Cmsghdr)(unsafe.Pointer(&cm[0]))
-			ch.Level = unix.SOL_UDP
-			ch.Type = unix.UDP_SEGMENT
-			ch.SetLen(unix.CmsgLen(2))
-			binary.NativeEndian.PutUint16(cm[unix.CmsgLen(0):], uint16(seg))
-			h.hdr.Control = &cm[0]
-			h.hdr.SetControllen(cmsgSpace)
-		}
-		bt.segs[g] = j - i
-		g++
-		i = j
-	}
-	return g
-}
-
-// send hands a batch to the kernel. A message the kernel refuses (an ICMP
-// error queued for a departed peer, say) is counted and skipped so it
-// cannot hold back the others.
+// send hands a batch to the kernel and empties it. Datagrams the kernel
+// refuses (an ICMP error queued for a departed peer, say) are counted and
+// skipped so they cannot hold back the others; a closed socket counts
+// what is left.
 func (c *Conn) send(bt *batch) {
-	groups := c.group(bt)
-	off := 0
-	for off < groups {
-		var sent int
-		var errno syscall.Errno
-		err := c.raw.Write(func(fd uintptr) bool {
-			// RawSyscall: the socket is non-blocking, so sendmmsg never
-			// sleeps; telling the scheduler about it (Syscall) would only
-			// let sysmon hand the P to another thread mid-call, and on one
-			// core that costs a context switch per batch.
-			r, _, e := syscall.RawSyscall6(unix.SYS_SENDMMSG, fd,
-				uintptr(unsafe.Pointer(&bt.groups[off])), uintptr(groups-off), 0, 0, 0)
-			if e == syscall.EAGAIN {
-				return false // wait until the socket is writable
-			}
-			sent, errno = int(r), e
-			return true
-		})
-		c.stats.syscalls.Add(1)
-		if err != nil { // socket closed
-			for _, n := range bt.segs[off:groups] {
-				c.stats.errors.Add(uint64(n))
-			}
-			return
-		}
-		if errno != 0 {
-			if bt.segs[off] > 1 && (errno == syscall.EIO || errno == syscall.EINVAL || errno == syscall.EOPNOTSUPP) && c.gso.CompareAndSwap(true, false) {
-				// No GSO here: regroup what is left as single datagrams.
-				c.resendPlain(bt, off)
-				return
-			}
-			c.stats.errors.Add(uint64(bt.segs[off]))
-			off++
-			continue
-		}
-		for _, n := range bt.segs[off : off+sent] {
-			c.stats.datagrams.Add(uint64(n))
-		}
-		off += sent
+	res, _ := bt.msgs.Send(c.raw)
+	if res.GSORefused {
+		c.gso.Store(false)
 	}
-}
-
-// resendPlain sends the datagrams of groups[from:] again, one message each.
-func (c *Conn) resendPlain(bt *batch, from int) {
-	first := 0
-	for _, n := range bt.segs[:from] {
-		first += n
-	}
-	rest := &batch{
-		n: bt.n - first, data: bt.data, names: bt.names[first:], iovs: bt.iovs[first:], hdrs: bt.hdrs[first:],
-		groups: bt.groups, segs: bt.segs, cmsgs: bt.cmsgs,
-	}
-	c.send(rest)
-}
-
-// putName writes addr as the socket family expects and returns its length.
-func (c *Conn) putName(sa *unix.RawSockaddrInet6, addr *net.UDPAddr) uint32 {
-	if ip4 := addr.IP.To4(); ip4 != nil && !c.inet6 {
-		*sa = unix.RawSockaddrInet6{} // whole struct: names are compared for GSO runs
-		sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
-		*sa4 = unix.RawSockaddrInet4{Family: unix.AF_INET}
-		binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(&sa4.Port))[:], uint16(addr.Port))
-		copy(sa4.Addr[:], ip4)
-		return unix.SizeofSockaddrInet4
-	}
-	*sa = unix.RawSockaddrInet6{Family: unix.AF_INET6}
-	binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(&sa.Port))[:], uint16(addr.Port))
-	copy(sa.Addr[:], addr.IP.To16())
-	if addr.Zone != "" {
-		if ifi, err := net.InterfaceByName(addr.Zone); err == nil {
-			sa.Scope_id = uint32(ifi.Index)
-		}
-	}
-	return unix.SizeofSockaddrInet6
+	c.stats.syscalls.Add(uint64(res.Syscalls))
+	c.stats.datagrams.Add(uint64(res.Datagrams))
+	c.stats.errors.Add(uint64(res.Dropped))
 }
