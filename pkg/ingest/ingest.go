@@ -76,9 +76,12 @@ type Manager struct {
 
 // history is what remains of a path's ended publishers.
 type history struct {
-	totals   Totals
-	info     av.StreamInfo
-	lastSeen time.Time
+	totals Totals
+	info   av.StreamInfo
+	// The last publisher's audio codecs, so a path between publishers
+	// still says what it carried, like its video info.
+	audioIn, audioOut string
+	lastSeen          time.Time
 }
 
 // conn is what a publisher's pipeline uses of its connection. Serve hands
@@ -250,6 +253,7 @@ func (m *Manager) retire(path string, p *publisher) {
 	if info := p.info.Load(); info != nil {
 		h.info = *info
 	}
+	h.audioIn, h.audioOut = p.audio.codecs()
 	h.lastSeen = time.Now()
 	m.pruneLocked(h.lastSeen)
 }

@@ -89,8 +89,8 @@ func TestServeClip(t *testing.T) {
 			}
 
 			ps, ok := pathStats(r.m, "live/clip")
-			if !ok || ps.Publisher != nil || ps.Info != clipInfo {
-				t.Fatalf("stats after the publisher left: %+v, want its totals and info kept", ps)
+			if !ok || ps.Publisher != nil || ps.Info != clipInfo || ps.AudioIn != wantIn || ps.AudioOut != wantOut {
+				t.Fatalf("stats after the publisher left: %+v, want its totals, info and audio %q→%q kept", ps, wantIn, wantOut)
 			}
 			tot := ps.Totals
 			if tot.IngestFrames != 25 || tot.IngestBytes != uint64(size) || tot.DecodeErrors != 0 || tot.AudioErrors != 0 ||

@@ -120,6 +120,7 @@ func (m *Manager) Stats() []PathStats {
 		ps := entry(name)
 		ps.Totals = h.totals
 		ps.Info = h.info
+		ps.AudioIn, ps.AudioOut = h.audioIn, h.audioOut
 	}
 	live := make(map[string]*publisher, len(m.live))
 	for name, p := range m.live {
