@@ -13,6 +13,7 @@ import (
 	"github.com/pion/rtp"
 	"github.com/pion/webrtc/v4"
 
+	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
 	"github.com/srtwhep/srtwhep/pkg/sockbuf"
 )
 
@@ -129,7 +130,7 @@ func (p *pionPlane) answer(ctx context.Context, sess *session, audio bool) (tran
 	})
 
 	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: sess.offerSDP}); err != nil {
-		return nil, "", badOfferf("offer rejected by the WebRTC stack: %v", err)
+		return nil, "", sdpoffer.Errorf("offer rejected by the WebRTC stack: %v", err)
 	}
 	// Answer with exactly one codec: the H.264 profile picked from the
 	// offer, under the viewer's payload type.
@@ -186,7 +187,7 @@ func (t *pionTransport) readRTCP() {
 func negotiate(ctx context.Context, pc *webrtc.PeerConnection, timeout time.Duration) (string, error) {
 	answer, err := pc.CreateAnswer(nil)
 	if err != nil {
-		return "", badOfferf("cannot answer the offer: %v", err)
+		return "", sdpoffer.Errorf("cannot answer the offer: %v", err)
 	}
 	gathered := webrtc.GatheringCompletePromise(pc)
 	if err := pc.SetLocalDescription(answer); err != nil {
@@ -287,7 +288,7 @@ func (t *pionTransport) restartICE(ctx context.Context, offerSDP string, frag sd
 		return localICE{}, err
 	}
 	if err := addCandidates(t.pc, frag.candidates); err != nil {
-		return localICE{}, &badOffer{msg: err.Error()}
+		return localICE{}, sdpoffer.Errorf("%v", err)
 	}
 	return li, nil
 }
