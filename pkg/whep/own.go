@@ -273,6 +273,7 @@ func (t *ownTransport) state() string {
 }
 
 func (t *ownTransport) ssrcs() (video, audio uint32) { return t.v.VideoSSRC(), t.v.AudioSSRC() }
+func (t *ownTransport) answeredUfrag() string        { return t.v.AnswerUfrag() }
 
 // writeVideo sends the packets as one batch: the media plane encrypts
 // them into a pooled Sender and hands them to the kernel as GSO messages

@@ -61,6 +61,8 @@ type pionTransport struct {
 	// (a video-only offer, or a path without audio at the join).
 	audioTrack  *webrtc.TrackLocalStaticRTP
 	audioSender *webrtc.RTPSender
+	// ufrag is pion's ICE ufrag in the answer (answeredUfrag).
+	ufrag string
 
 	conn          chan struct{}
 	connectedOnce sync.Once
@@ -129,6 +131,15 @@ func (p *pionPlane) answer(ctx context.Context, sess *session, audio bool) (tran
 		}
 	})
 
+	// The answer's ufrag is the ICE transport's, which every BUNDLEd
+	// section shares; CreateAnswer reads the same. It is read before the
+	// offer is applied: that starts the transport on pion's operations
+	// goroutine, which sets the field this reads without a lock.
+	params, err := t.sender.Transport().ICETransport().GetLocalParameters()
+	if err != nil {
+		return nil, "", fmt.Errorf("read our ICE credentials: %w", err)
+	}
+	t.ufrag = params.UsernameFragment
 	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: sess.offerSDP}); err != nil {
 		return nil, "", sdpoffer.Errorf("offer rejected by the WebRTC stack: %v", err)
 	}
@@ -218,6 +229,8 @@ func senderSSRC(s *webrtc.RTPSender) uint32 {
 func (t *pionTransport) ssrcs() (video, audio uint32) {
 	return senderSSRC(t.sender), senderSSRC(t.audioSender)
 }
+
+func (t *pionTransport) answeredUfrag() string { return t.ufrag }
 
 func (t *pionTransport) connected() <-chan struct{} { return t.conn }
 

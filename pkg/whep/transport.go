@@ -58,6 +58,10 @@ type transport interface {
 	state() string
 	// ssrcs are the SSRCs the answer announced; audio is 0 without audio.
 	ssrcs() (video, audio uint32)
+	// answeredUfrag is our ICE ufrag in the answer the plane built the
+	// transport with (the session's first ETag), as the plane generated
+	// it: the server does not parse its own answer back.
+	answeredUfrag() string
 	// writeVideo sends one frame's packets (or NACKed ones) and returns
 	// how many went out; an error means the transport is going away.
 	writeVideo(pkts []rtp.Packet) (int, error)
