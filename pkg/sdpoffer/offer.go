@@ -158,7 +158,11 @@ func (o *Offer) pickVideo() error {
 			o.Video = i
 			break
 		}
-		directions = append(directions, string(s.Direction))
+		// Named once each: an offer of thousands of sendonly sections
+		// still gets a one-line answer.
+		if !slices.Contains(directions, string(s.Direction)) {
+			directions = append(directions, string(s.Direction))
+		}
 	}
 	if o.Video < 0 {
 		if len(directions) == 0 {

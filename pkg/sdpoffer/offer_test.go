@@ -148,6 +148,31 @@ func TestWithICE(t *testing.T) {
 	}
 }
 
+// TestHugeOffers: offers near MaxBytes shaped to make a parser repeat
+// work (one long m-line, many sections, many fmtp or rtcp-fb lines) are
+// parsed or refused in one pass, with a short answer.
+func TestHugeOffers(t *testing.T) {
+	head := sessionHead + sessionCreds
+	offers := map[string]string{
+		"formats":  head + "m=video 9 UDP/TLS/RTP/SAVPF " + strings.Repeat("96 ", 300000) + "\r\na=recvonly\r\n",
+		"sections": head + strings.Repeat("m=video 9 UDP/TLS/RTP/SAVPF 96\r\na=sendonly\r\n", 20000),
+		"fmtp":     head + "m=video 9 UDP/TLS/RTP/SAVPF 96\r\na=rtpmap:96 H264/90000\r\n" + strings.Repeat("a=fmtp:96 a=1;b=2;c=3;d=4\r\n", 30000),
+		"rtcp-fb":  head + h264Only("v", "42e01f") + strings.Repeat("a=rtcp-fb:* ccm  fir\r\n", 40000),
+		"params":   head + "m=video 9 UDP/TLS/RTP/SAVPF 96\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 " + strings.Repeat("x;", 400000) + "\r\n",
+	}
+	for name, raw := range offers {
+		o, err := Parse(raw)
+		switch {
+		case len(raw) > MaxBytes:
+			t.Fatalf("%s: %d bytes, more than MaxBytes: the case tests nothing", name, len(raw))
+		case err != nil && len(err.Error()) > 300:
+			t.Errorf("%s: a %d-byte error", name, len(err.Error()))
+		case err == nil && len(o.VideoSection().FeedbackFor(100)) != 2:
+			t.Errorf("%s: feedback %q, want its own nack and ccm fir once", name, o.VideoSection().FeedbackFor(100))
+		}
+	}
+}
+
 // FuzzOffer: whatever the input, Parse returns an *Error of one line or
 // an offer whose chosen sections hold what the answer builders index.
 func FuzzOffer(f *testing.F) {

@@ -1,6 +1,7 @@
 package sdpoffer
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -79,13 +80,7 @@ func (s *Section) FeedbackFor(pt uint8) []string {
 
 // Offers reports whether pt is one of the m-line's formats.
 func (s *Section) Offers(pt uint8) bool {
-	want := strconv.Itoa(int(pt))
-	for _, f := range s.Formats {
-		if f == want {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(s.Formats, strconv.Itoa(int(pt)))
 }
 
 // rtxFor is the rtx codec whose apt is pt (RFC 4588 §8.6), nil without one.
