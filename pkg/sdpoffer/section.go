@@ -134,43 +134,26 @@ func parseSection(md *sdp.MediaDescription, o *Offer) Section {
 		Protos: md.MediaName.Protos, Formats: md.MediaName.Formats,
 		Direction: direction(md), Codecs: codecs(md),
 	}
+	// A repeated single-valued attribute counts the first time, as
+	// pion's lookup (and so the pion plane) reads it.
+	_, s.BundleOnly = md.Attribute("bundle-only")
+	_, s.RTCPMux = md.Attribute("rtcp-mux")
+	_, s.RTCPRsize = md.Attribute("rtcp-rsize")
+	s.Mid, _ = md.Attribute("mid")
+	s.Setup, _ = md.Attribute("setup")
 	var ice ICE
-	var haveOptions bool
+	ice.Ufrag, _ = md.Attribute("ice-ufrag")
+	ice.Pwd, _ = md.Attribute("ice-pwd")
+	options, haveOptions := md.Attribute("ice-options")
+	ice.Options = strings.Fields(options)
 	for _, a := range md.Attributes {
 		switch a.Key {
-		case "mid":
-			if s.Mid == "" {
-				s.Mid = a.Value
-			}
-		case "bundle-only":
-			s.BundleOnly = true
-		case "rtcp-mux":
-			s.RTCPMux = true
-		case "rtcp-rsize":
-			s.RTCPRsize = true
 		case "rtcp-fb":
-			pt, fb, ok := strings.Cut(a.Value, " ")
-			if ok {
+			if pt, fb, ok := strings.Cut(a.Value, " "); ok {
 				s.Feedback = append(s.Feedback, Feedback{PT: pt, Value: strings.Join(strings.Fields(fb), " ")})
-			}
-		case "ice-ufrag":
-			if ice.Ufrag == "" {
-				ice.Ufrag = a.Value
-			}
-		case "ice-pwd":
-			if ice.Pwd == "" {
-				ice.Pwd = a.Value
-			}
-		case "ice-options":
-			if !haveOptions {
-				ice.Options, haveOptions = strings.Fields(a.Value), true
 			}
 		case "fingerprint":
 			s.Fingerprints = append(s.Fingerprints, parseFingerprint(a.Value))
-		case "setup":
-			if s.Setup == "" {
-				s.Setup = a.Value
-			}
 		case "candidate":
 			s.Candidates = append(s.Candidates, a.Value)
 		case "extmap":
