@@ -107,6 +107,9 @@ var offerCases = []offerCase{
 		"bundle=a,v video=1 h264=100/42e01f rtx=- audio=- ice=sEss/sessionpasswordsessionpass fp=sha-256 setup=", false},
 
 	{"garbage", "hello", `malformed SDP offer: sdp: syntax error at pos 1: "e"`, true},
+	{"port not a number", sessionHead + "m=video nine UDP/TLS/RTP/SAVPF 96\r\n", "malformed SDP offer: sdp: invalid port value `nine`", true},
+	{"cut off mid-line", chromeOffer[:len(chromeOffer)/2], "malformed SDP offer: EOF", true},
+	{"no s= line", "v=0\r\no=- 1 2 IN IP4 127.0.0.1\r\n" + chromeVideo, `malformed SDP offer: sdp: syntax error at pos 32: "="`, true},
 	// pion/sdp reads nothing as an empty session.
 	{"empty", "", "offer has no video m-section; add a recvonly video transceiver", true},
 	{"too large", sessionHead + strings.Repeat("a=x\r\n", MaxBytes/5),
