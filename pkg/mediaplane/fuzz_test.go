@@ -12,6 +12,7 @@ import (
 	"github.com/pion/stun/v4"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
 )
 
 // Fixed credentials for the fuzzed viewer, so seeds can carry STUN that
@@ -60,7 +61,7 @@ func FuzzDemux(f *testing.F) {
 		f.Add(s)
 	}
 	srv, _ := newServer(f, nil)
-	v, _, err := srv.NewViewer(browserOffer(fuzzViewerUfrag, "fuzzViewerPasswordfuzzViewerPassword", testFingerprint), h264Codec)
+	v, _, err := srv.NewViewer(mustOffer(f, browserOffer(fuzzViewerUfrag, "fuzzViewerPasswordfuzzViewerPassword", testFingerprint)), h264Codec)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -85,9 +86,9 @@ func FuzzDemux(f *testing.F) {
 	})
 }
 
-// FuzzOffer: any offer is either refused with an OfferError or answered
-// with SDP that parses.
-func FuzzOffer(f *testing.F) {
+// FuzzAnswer: any offer is either refused with an *sdpoffer.Error (by
+// the parser or by this plane) or answered with SDP that parses.
+func FuzzAnswer(f *testing.F) {
 	good := browserOffer("vwUfrag", "viewerpasswordviewerpassword", testFingerprint)
 	f.Add(good)
 	f.Add(strings.Replace(good, "a=recvonly", "a=sendrecv", 1))
@@ -98,11 +99,16 @@ func FuzzOffer(f *testing.F) {
 	f.Fuzz(func(t *testing.T, offer string) {
 		vc := h264Codec
 		vc.Audio = &Codec{PayloadType: 111}
-		v, answer, err := srv.NewViewer(offer, vc)
+		o, err := sdpoffer.Parse(offer)
+		var v *Viewer
+		var answer string
+		if err == nil {
+			v, answer, err = srv.NewViewer(o, vc)
+		}
 		if err != nil {
-			var oe *OfferError
+			var oe *sdpoffer.Error
 			if !errors.As(err, &oe) {
-				t.Fatalf("not an OfferError: %v", err)
+				t.Fatalf("not an *sdpoffer.Error: %v", err)
 			}
 			return
 		}

@@ -30,7 +30,7 @@ func TestGoroutinesPerViewer(t *testing.T) {
 	for range n {
 		pv := newPionViewer(t, true)
 		vc := codecsFor(t, pv.offer)
-		v, answer, err := srv.NewViewer(pv.offer, vc)
+		v, answer, err := srv.NewViewer(mustOffer(t, pv.offer), vc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +81,7 @@ func TestGoroutinesPerViewer(t *testing.T) {
 	testkit.WaitFor(t, 5*time.Second, "every media-plane goroutine to end", func() bool {
 		return mediaplaneGoroutines(t) == 0
 	})
-	if _, _, err := srv.NewViewer(pvs[0].offer, codecsFor(t, pvs[0].offer)); err != ErrServerClosed {
+	if _, _, err := srv.NewViewer(mustOffer(t, pvs[0].offer), codecsFor(t, pvs[0].offer)); err != ErrServerClosed {
 		t.Errorf("NewViewer after Close: %v, want ErrServerClosed", err)
 	}
 }

@@ -140,7 +140,7 @@ var h264Codec = ViewerConfig{Video: Codec{PayloadType: 102, Fmtp: "level-asymmet
 // join offers to srv and reads our credentials from the answer.
 func (p *rawPeer) join(srv *Server, vc ViewerConfig) *Viewer {
 	p.t.Helper()
-	v, answer, err := srv.NewViewer(p.offer(nil), vc)
+	v, answer, err := srv.NewViewer(mustOffer(p.t, p.offer(nil)), vc)
 	if err != nil {
 		p.t.Fatal(err)
 	}

@@ -83,7 +83,7 @@ func TestPionViewer(t *testing.T) {
 	vc := codecsFor(t, pv.offer)
 	rl := newRTCPLog()
 	vc.OnRTCP = rl.on
-	v, answer, err := srv.NewViewer(pv.offer, vc)
+	v, answer, err := srv.NewViewer(mustOffer(t, pv.offer), vc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestPionViewer(t *testing.T) {
 func TestViewerLeaves(t *testing.T) {
 	srv, _ := newServer(t, nil)
 	pv := newPionViewer(t, false)
-	v, answer, err := srv.NewViewer(pv.offer, codecsFor(t, pv.offer))
+	v, answer, err := srv.NewViewer(mustOffer(t, pv.offer), codecsFor(t, pv.offer))
 	if err != nil {
 		t.Fatal(err)
 	}

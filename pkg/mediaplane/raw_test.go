@@ -185,7 +185,7 @@ func TestFingerprintMismatch(t *testing.T) {
 	srv, _ := newServer(t, nil)
 	p := newRawPeer(t, srv)
 	other := newRawPeer(t, srv)
-	v, answer, err := srv.NewViewer(p.offer(&other.cert), h264Codec)
+	v, answer, err := srv.NewViewer(mustOffer(t, p.offer(&other.cert)), h264Codec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func TestICETCP(t *testing.T) {
 	vc := codecsFor(t, pv.offer)
 	rl := newRTCPLog()
 	vc.OnRTCP = rl.on
-	v, answer, err := srv.NewViewer(pv.offer, vc)
+	v, answer, err := srv.NewViewer(mustOffer(t, pv.offer), vc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,6 +88,10 @@ type Viewer struct {
 	lastSeen atomic.Int64 // unix nanoseconds of the last valid check or RTCP
 	remote   atomic.Pointer[peerAddr]
 
+	// answerUfrag is our ICE ufrag in the answer NewViewer returned; set
+	// once, before the viewer is shared.
+	answerUfrag string
+
 	// Guarded by srv.mu.
 	creds, pending *iceCreds
 	addrs          []route

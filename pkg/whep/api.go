@@ -15,17 +15,16 @@ import (
 	"github.com/pion/webrtc/v4"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
 	"github.com/srtwhep/srtwhep/pkg/sockbuf"
 	"github.com/srtwhep/srtwhep/pkg/udpbatch"
 
 	"github.com/srtwhep/srtwhep/pkg/pionslog"
 )
 
-// h264Profiles are the profile-level-ids we answer with, in preference
-// order: 42e01f (constrained baseline) first because every browser decodes
-// it and Safari shows black video on a mismatch; the others only so that a
-// browser that did not offer 42e01f still gets a profile it asked for.
-var h264Profiles = []string{"42e01f", "42001f", "4d001f", "640c1f"}
+// h264Profiles are the profile-level-ids pion's media engine registers:
+// the ones the offer model chooses from, so pion never refuses the choice.
+var h264Profiles = sdpoffer.H264Profiles
 
 // muxes are the sockets every session shares.
 type muxes struct {

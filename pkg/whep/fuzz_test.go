@@ -21,19 +21,23 @@ const chromeOffer = "v=0\r\no=- 4611731400430051336 2 IN IP4 127.0.0.1\r\ns=-\r\
 	"a=rtpmap:127 H264/90000\r\na=fmtp:127 level-asymmetry-allowed=1;packetization-mode=0;profile-level-id=42e01f\r\n" +
 	"a=rtpmap:125 H264/90000\r\na=fmtp:125 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=4d001f\r\n"
 
-func TestParseOfferChrome(t *testing.T) {
+// TestRestartOffer: the restarted offer carries the new credentials and
+// still parses to the same codec; the offer's own cases are sdpoffer's.
+func TestRestartOffer(t *testing.T) {
 	o, err := parseOffer(chromeOffer)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := offer{payloadType: 106, profile: "42e01f", mid: "0", ufrag: "EsAw", pwd: "P2uYro0UCOQ4zxjKXaWCBui1"}
-	if o != want {
-		t.Fatalf("got %+v, want %+v", o, want)
+	if o.payloadType != 106 || o.profile != "42e01f" || o.mid != "0" || o.ufrag != "EsAw" || o.pwd != "P2uYro0UCOQ4zxjKXaWCBui1" || o.audio {
+		t.Fatalf("got %+v", o)
 	}
 	r := restartOffer(chromeOffer, "NEW", "NEWPWD")
 	o2, err := parseOffer(r)
 	if err != nil || o2.ufrag != "NEW" || o2.pwd != "NEWPWD" || o2.payloadType != 106 {
 		t.Fatalf("restart offer: %+v %v", o2, err)
+	}
+	if o3 := o.restarted("NEW", "NEWPWD"); o3.ufrag != "NEW" || o3.model.VideoSection().ICE.Ufrag != "NEW" || o.model.VideoSection().ICE.Ufrag != "EsAw" {
+		t.Fatalf("restarted %+v", o3)
 	}
 }
 
@@ -48,28 +52,6 @@ func TestParseFrag(t *testing.T) {
 		!strings.HasPrefix(f.candidates[0], "candidate:1387637174 1 udp") {
 		t.Fatalf("got %+v", f)
 	}
-}
-
-func FuzzParseOffer(f *testing.F) {
-	f.Add(chromeOffer)
-	f.Add(strings.ReplaceAll(chromeOffer, "a=recvonly", "a=sendonly"))
-	f.Add("v=0\r\n")
-	f.Add("")
-	f.Fuzz(func(t *testing.T, s string) {
-		o, err := parseOffer(s)
-		if err != nil {
-			if _, ok := err.(*badOffer); !ok {
-				t.Fatalf("error %T is not a *badOffer", err)
-			}
-			if strings.Contains(err.Error(), "\n") {
-				t.Fatalf("error is not one line: %q", err)
-			}
-			return
-		}
-		if o.ufrag == "" || o.pwd == "" || o.profile == "" {
-			t.Fatalf("accepted an offer without credentials or profile: %+v", o)
-		}
-	})
 }
 
 func FuzzParseFrag(f *testing.F) {

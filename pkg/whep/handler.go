@@ -15,6 +15,7 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/auth"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 	"github.com/srtwhep/srtwhep/pkg/pathname"
+	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
 )
 
 const (
@@ -209,10 +210,10 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 		log: s.log.With("path", path, "session", id, "remote", r.RemoteAddr), offer: o, offerSDP: raw}
 	if _, err := sess.answer(ctx, base, pl, withAudio); err != nil {
 		reader.Close()
-		var bad *badOffer
+		var bad *sdpoffer.Error
 		if errors.As(err, &bad) {
 			s.stats.reject(rejectBadOffer)
-			httpError(w, http.StatusBadRequest, bad.msg)
+			httpError(w, http.StatusBadRequest, bad.Error())
 			return
 		}
 		if errors.Is(err, errServerShutdown) {

@@ -1,22 +1,27 @@
 package whep
 
 import (
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/pion/sdp/v3"
+
+	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
 )
 
-// offer is what the server needs from a viewer's SDP offer.
+// offer is what a session keeps of the viewer's offer: the one typed
+// model (pkg/sdpoffer), from which the own plane answers, and the
+// decisions read from it that the handler, the pion plane and the writer
+// use. ufrag and pwd are the viewer's ICE credentials of the current
+// generation: an ICE restart replaces them (and model with them).
 type offer struct {
+	model       *sdpoffer.Offer
 	payloadType uint8  // the viewer's payload type for the H.264 we send
 	profile     string // its profile-level-id, as offered (lower case)
 	mid         string // mid of the video m-section we answer
-	ufrag, pwd  string // the viewer's ICE credentials
+	ufrag, pwd  string
 	// audio is set when the viewer can receive Opus; audioPT is its
 	// payload type for it.
 	audio   bool
@@ -27,204 +32,34 @@ type offer struct {
 // profile-level-id, so a strict decoder (Safari) accepts the stream.
 func (o offer) fmtp() string { return h264Fmtp(o.profile) }
 
-// badOffer is an offer we refuse with 400; its text is the response body.
-type badOffer struct{ msg string }
-
-func (e *badOffer) Error() string { return e.msg }
-
-func badOfferf(format string, args ...any) error {
-	return &badOffer{msg: fmt.Sprintf(format, args...)}
-}
-
 // parseOffer checks that raw is an SDP offer a WHEP viewer of an H.264
-// stream can use and picks the codec to answer with. Errors are *badOffer
-// and say what is wrong.
+// stream can use and picks the codec to answer with. Errors are
+// *sdpoffer.Error and say what is wrong.
 func parseOffer(raw string) (offer, error) {
-	var sd sdp.SessionDescription
-	if err := sd.UnmarshalString(raw); err != nil {
-		return offer{}, badOfferf("malformed SDP offer: %v", err)
-	}
-	var video *sdp.MediaDescription
-	var directions []string
-	for _, md := range sd.MediaDescriptions {
-		if md.MediaName.Media != "video" || md.MediaName.Port.Value == 0 {
-			continue
-		}
-		dir := direction(md)
-		if dir == "recvonly" || dir == "sendrecv" {
-			video = md
-			break
-		}
-		directions = append(directions, dir)
-	}
-	if video == nil {
-		if len(directions) == 0 {
-			return offer{}, badOfferf("offer has no video m-section; add a recvonly video transceiver")
-		}
-		return offer{}, badOfferf("offer has no recvonly or sendrecv video m-section (got %s); a WHEP viewer must receive video", strings.Join(directions, ", "))
-	}
-
-	codecs := offeredCodecs(video)
-	var names []string
-	var h264 []offeredCodec
-	for _, c := range codecs {
-		if !slices.Contains(names, c.name) {
-			names = append(names, c.name)
-		}
-		if strings.EqualFold(c.name, "H264") && c.clock == 90000 && c.params["packetization-mode"] == "1" {
-			h264 = append(h264, c)
-		}
-	}
-	if len(h264) == 0 {
-		offered := strings.Join(names, ", ")
-		if offered == "" {
-			offered = "nothing"
-		}
-		return offer{}, badOfferf("offer has no H.264 (packetization-mode=1) video; offered: %s", offered)
-	}
-	chosen, ok := pickH264(h264)
-	if !ok {
-		var got []string
-		for _, c := range h264 {
-			got = append(got, c.params["profile-level-id"])
-		}
-		return offer{}, badOfferf("offer has no H.264 profile this server sends (profile-level-id %s); offered: %s",
-			strings.Join(h264Profiles, ", "), strings.Join(got, ", "))
-	}
-
-	o := offer{payloadType: chosen.pt, profile: strings.ToLower(chosen.params["profile-level-id"])}
-	o.audioPT, o.audio = offeredOpus(sd.MediaDescriptions)
-	o.mid, _ = video.Attribute("mid")
-	o.ufrag, _ = video.Attribute("ice-ufrag")
-	o.pwd, _ = video.Attribute("ice-pwd")
-	if o.ufrag == "" {
-		o.ufrag, _ = sd.Attribute("ice-ufrag")
-	}
-	if o.pwd == "" {
-		o.pwd, _ = sd.Attribute("ice-pwd")
-	}
-	if o.ufrag == "" || o.pwd == "" {
-		return offer{}, badOfferf("offer has no ice-ufrag/ice-pwd; a WebRTC offer must carry ICE credentials")
-	}
-	if _, ok := video.Attribute("fingerprint"); !ok {
-		if _, ok := sd.Attribute("fingerprint"); !ok {
-			return offer{}, badOfferf("offer has no DTLS fingerprint; a WebRTC offer must carry a=fingerprint")
-		}
-	}
-	return o, nil
-}
-
-// offeredOpus finds the first audio m-section the viewer receives on and
-// its payload type for Opus at 48 kHz. An audio section without Opus is
-// not an error: the viewer gets video, and pion rejects that section.
-func offeredOpus(mds []*sdp.MediaDescription) (uint8, bool) {
-	for _, md := range mds {
-		if md.MediaName.Media != "audio" || md.MediaName.Port.Value == 0 {
-			continue
-		}
-		if dir := direction(md); dir != "recvonly" && dir != "sendrecv" {
-			continue
-		}
-		for _, c := range offeredCodecs(md) {
-			if strings.EqualFold(c.name, "opus") && c.clock == 48000 {
-				return c.pt, true
-			}
-		}
-		return 0, false
-	}
-	return 0, false
-}
-
-func direction(md *sdp.MediaDescription) string {
-	for _, d := range []string{"recvonly", "sendrecv", "sendonly", "inactive"} {
-		if _, ok := md.Attribute(d); ok {
-			return d
-		}
-	}
-	return "sendrecv" // RFC 4566: the default
-}
-
-type offeredCodec struct {
-	pt     uint8
-	name   string
-	clock  int
-	params map[string]string
-}
-
-// offeredCodecs reads the rtpmap/fmtp pairs of md in m-line order. pion's
-// own helper hides why a codec is unusable, and we want to name it.
-func offeredCodecs(md *sdp.MediaDescription) []offeredCodec {
-	byPT := map[uint8]*offeredCodec{}
-	var order []uint8
-	for _, f := range md.MediaName.Formats {
-		pt, err := strconv.ParseUint(f, 10, 8)
-		if err != nil {
-			continue
-		}
-		if _, dup := byPT[uint8(pt)]; dup {
-			continue
-		}
-		byPT[uint8(pt)] = &offeredCodec{pt: uint8(pt), params: map[string]string{}}
-		order = append(order, uint8(pt))
-	}
-	for _, a := range md.Attributes {
-		pt, rest, ok := splitPT(a.Value)
-		if !ok {
-			continue
-		}
-		c := byPT[pt]
-		if c == nil {
-			continue
-		}
-		switch a.Key {
-		case "rtpmap":
-			name, clock, _ := strings.Cut(rest, "/")
-			clock, _, _ = strings.Cut(clock, "/")
-			c.name = name
-			c.clock, _ = strconv.Atoi(clock)
-		case "fmtp":
-			for _, kv := range strings.Split(rest, ";") {
-				k, v, _ := strings.Cut(strings.TrimSpace(kv), "=")
-				c.params[strings.ToLower(k)] = v
-			}
-		}
-	}
-	out := make([]offeredCodec, 0, len(order))
-	for _, pt := range order {
-		if c := byPT[pt]; c.name != "" {
-			out = append(out, *c)
-		}
-	}
-	return out
-}
-
-func splitPT(v string) (uint8, string, bool) {
-	ptStr, rest, ok := strings.Cut(v, " ")
-	if !ok {
-		return 0, "", false
-	}
-	pt, err := strconv.ParseUint(ptStr, 10, 8)
+	m, err := sdpoffer.Parse(raw)
 	if err != nil {
-		return 0, "", false
+		return offer{}, err
 	}
-	return uint8(pt), strings.TrimSpace(rest), true
+	return offerOf(m), nil
 }
 
-// pickH264 returns the first offered codec (in offer order) compatible with
-// our most preferred profile, then the next profile, and so on.
-// Compatibility is pion's rule (RFC 6184 §8.2.2): profile_idc and the
-// constraint flags must be equal, the level may differ.
-func pickH264(cands []offeredCodec) (offeredCodec, bool) {
-	for _, want := range h264Profiles {
-		w, _ := hex.DecodeString(want)
-		for _, c := range cands {
-			got, err := hex.DecodeString(c.params["profile-level-id"])
-			if err == nil && len(got) == 3 && got[0] == w[0] && got[1] == w[1] {
-				return c, true
-			}
-		}
+func offerOf(m *sdpoffer.Offer) offer {
+	v := m.VideoSection()
+	o := offer{model: m, payloadType: v.H264.PT, profile: v.H264.ProfileLevelID(), mid: v.Mid,
+		ufrag: v.ICE.Ufrag, pwd: v.ICE.Pwd}
+	if a := m.AudioSection(); a != nil {
+		o.audio, o.audioPT = true, a.Opus.PT
 	}
-	return offeredCodec{}, false
+	return o
+}
+
+// restarted is o with the viewer's new ICE credentials.
+func (o offer) restarted(ufrag, pwd string) offer {
+	if o.model != nil {
+		o.model = o.model.WithICE(ufrag, pwd)
+	}
+	o.ufrag, o.pwd = ufrag, pwd
+	return o
 }
 
 // restartOffer is the original offer with the viewer's new ICE credentials

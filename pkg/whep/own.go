@@ -14,6 +14,7 @@ import (
 	"github.com/pion/rtp"
 
 	"github.com/srtwhep/srtwhep/pkg/mediaplane"
+	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
 	"github.com/srtwhep/srtwhep/pkg/sockbuf"
 )
 
@@ -211,11 +212,9 @@ func (p *ownPlane) answer(_ context.Context, sess *session, audio bool) (transpo
 	if audio {
 		vc.Audio = &mediaplane.Codec{PayloadType: o.audioPT, Fmtp: opusFmtp}
 	}
-	v, answer, err := p.srv.NewViewer(sess.offerSDP, vc)
-	var oe *mediaplane.OfferError
+	// Faults of the offer come back as the *sdpoffer.Error they are.
+	v, answer, err := p.srv.NewViewer(o.model, vc)
 	switch {
-	case errors.As(err, &oe):
-		return nil, "", &badOffer{msg: oe.Error()}
 	case errors.Is(err, mediaplane.ErrServerClosed):
 		return nil, "", errServerShutdown
 	case err != nil:
@@ -274,6 +273,7 @@ func (t *ownTransport) state() string {
 }
 
 func (t *ownTransport) ssrcs() (video, audio uint32) { return t.v.VideoSSRC(), t.v.AudioSSRC() }
+func (t *ownTransport) answeredUfrag() string        { return t.v.AnswerUfrag() }
 
 // writeVideo sends the packets as one batch: the media plane encrypts
 // them into a pooled Sender and hands them to the kernel as GSO messages
@@ -316,7 +316,7 @@ func (t *ownTransport) trickle(cands []string) error {
 
 func (t *ownTransport) restartICE(_ context.Context, _ string, frag sdpFrag) (localICE, error) {
 	if err := t.trickle(frag.candidates); err != nil {
-		return localICE{}, &badOffer{msg: err.Error()}
+		return localICE{}, sdpoffer.Errorf("%v", err)
 	}
 	ufrag, pwd, err := t.v.RestartICE(frag.ufrag)
 	if err != nil {

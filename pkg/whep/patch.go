@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
 )
 
 // handlePatch applies trickled candidates (204) or performs an ICE restart
@@ -60,9 +62,9 @@ func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request, path, id st
 	defer cancel()
 	answer, err := sess.restartICE(ctx, frag)
 	if err != nil {
-		var bad *badOffer
+		var bad *sdpoffer.Error
 		if errors.As(err, &bad) {
-			httpError(w, http.StatusBadRequest, bad.msg)
+			httpError(w, http.StatusBadRequest, bad.Error())
 			return
 		}
 		// The transport is in an unknown state now: end the session so
@@ -101,7 +103,7 @@ func (sess *session) restartICE(ctx context.Context, frag sdpFrag) (string, erro
 		return "", err
 	}
 	sess.offerSDP = offerSDP
-	sess.offer.ufrag, sess.offer.pwd = frag.ufrag, frag.pwd
+	sess.offer = sess.offer.restarted(frag.ufrag, frag.pwd)
 	sess.etag = quoteETag(li.ufrag)
 	return li.frag(sess.offer), nil
 }

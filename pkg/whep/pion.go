@@ -13,6 +13,7 @@ import (
 	"github.com/pion/rtp"
 	"github.com/pion/webrtc/v4"
 
+	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
 	"github.com/srtwhep/srtwhep/pkg/sockbuf"
 )
 
@@ -60,6 +61,8 @@ type pionTransport struct {
 	// (a video-only offer, or a path without audio at the join).
 	audioTrack  *webrtc.TrackLocalStaticRTP
 	audioSender *webrtc.RTPSender
+	// ufrag is pion's ICE ufrag in the answer (answeredUfrag).
+	ufrag string
 
 	conn          chan struct{}
 	connectedOnce sync.Once
@@ -128,8 +131,17 @@ func (p *pionPlane) answer(ctx context.Context, sess *session, audio bool) (tran
 		}
 	})
 
+	// The answer's ufrag is the ICE transport's, which every BUNDLEd
+	// section shares; CreateAnswer reads the same. It is read before the
+	// offer is applied: that starts the transport on pion's operations
+	// goroutine, which sets the field this reads without a lock.
+	params, err := t.sender.Transport().ICETransport().GetLocalParameters()
+	if err != nil {
+		return nil, "", fmt.Errorf("read our ICE credentials: %w", err)
+	}
+	t.ufrag = params.UsernameFragment
 	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: sess.offerSDP}); err != nil {
-		return nil, "", badOfferf("offer rejected by the WebRTC stack: %v", err)
+		return nil, "", sdpoffer.Errorf("offer rejected by the WebRTC stack: %v", err)
 	}
 	// Answer with exactly one codec: the H.264 profile picked from the
 	// offer, under the viewer's payload type.
@@ -186,7 +198,7 @@ func (t *pionTransport) readRTCP() {
 func negotiate(ctx context.Context, pc *webrtc.PeerConnection, timeout time.Duration) (string, error) {
 	answer, err := pc.CreateAnswer(nil)
 	if err != nil {
-		return "", badOfferf("cannot answer the offer: %v", err)
+		return "", sdpoffer.Errorf("cannot answer the offer: %v", err)
 	}
 	gathered := webrtc.GatheringCompletePromise(pc)
 	if err := pc.SetLocalDescription(answer); err != nil {
@@ -217,6 +229,8 @@ func senderSSRC(s *webrtc.RTPSender) uint32 {
 func (t *pionTransport) ssrcs() (video, audio uint32) {
 	return senderSSRC(t.sender), senderSSRC(t.audioSender)
 }
+
+func (t *pionTransport) answeredUfrag() string { return t.ufrag }
 
 func (t *pionTransport) connected() <-chan struct{} { return t.conn }
 
@@ -287,7 +301,7 @@ func (t *pionTransport) restartICE(ctx context.Context, offerSDP string, frag sd
 		return localICE{}, err
 	}
 	if err := addCandidates(t.pc, frag.candidates); err != nil {
-		return localICE{}, &badOffer{msg: err.Error()}
+		return localICE{}, sdpoffer.Errorf("%v", err)
 	}
 	return li, nil
 }

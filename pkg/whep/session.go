@@ -96,8 +96,9 @@ func (sess *session) answer(ctx, base context.Context, p plane, audio bool) (str
 		sess.cancel(errors.New("answer failed"))
 		return "", err
 	}
-	li, err := localICEFrom(answer)
-	if err != nil {
+	ufrag := tr.answeredUfrag()
+	if ufrag == "" {
+		err := errors.New("the media plane answered without an ICE ufrag")
 		sess.cancel(err)
 		tr.close()
 		return "", err
@@ -106,7 +107,7 @@ func (sess *session) answer(ctx, base context.Context, p plane, audio bool) (str
 	video, _ := tr.ssrcs()
 	sess.videoSSRC.Store(video)
 	sess.answeredSDP = answer
-	sess.etag = quoteETag(li.ufrag)
+	sess.etag = quoteETag(ufrag)
 	return answer, nil
 }
 

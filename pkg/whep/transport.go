@@ -30,7 +30,7 @@ const (
 // sockets and whatever serves them.
 type plane interface {
 	// answer builds the transport for sess's offer and returns it with
-	// the complete SDP answer. On error nothing is left open; a *badOffer
+	// the complete SDP answer. On error nothing is left open; an *sdpoffer.Error
 	// means the offer is at fault. audio answers the offer's audio
 	// section with Opus. ctx bounds building the answer only.
 	answer(ctx context.Context, sess *session, audio bool) (transport, string, error)
@@ -58,6 +58,10 @@ type transport interface {
 	state() string
 	// ssrcs are the SSRCs the answer announced; audio is 0 without audio.
 	ssrcs() (video, audio uint32)
+	// answeredUfrag is our ICE ufrag in the answer the plane built the
+	// transport with (the session's first ETag), as the plane generated
+	// it: the server does not parse its own answer back.
+	answeredUfrag() string
 	// writeVideo sends one frame's packets (or NACKed ones) and returns
 	// how many went out; an error means the transport is going away.
 	writeVideo(pkts []rtp.Packet) (int, error)
@@ -68,7 +72,7 @@ type transport interface {
 	trickle(candidates []string) error
 	// restartICE starts a new ICE generation for the viewer's new
 	// credentials in frag (offerSDP is its offer with them) and returns
-	// ours. A *badOffer is the viewer's fault; any other error leaves the
+	// ours. An *sdpoffer.Error is the viewer's fault; any other error leaves the
 	// transport unusable.
 	restartICE(ctx context.Context, offerSDP string, frag sdpFrag) (localICE, error)
 	// close ends the transport, with an RTCP BYE and DTLS close_notify to

@@ -1,0 +1,247 @@
+// Package sdpoffer is the one model of a WHEP viewer's SDP offer. The
+// offer is parsed once (with pion/sdp), checked against what every media
+// plane needs, and the codec decisions are made here, so the WHEP handler,
+// the own media plane's answer and the pion plane's codec preferences all
+// read the same mids, payload types and credentials.
+//
+// Faults of the offer are *Error, whose text tells the viewer what to
+// change; pkg/whep answers them with 400.
+package sdpoffer
+
+import (
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/pion/sdp/v3"
+)
+
+// MaxBytes bounds the offer Parse reads. Browsers send 3 to 10 KB, and
+// the WHEP handler's default body limit is 64 KiB; the bound keeps a
+// configured larger limit, or another caller, from handing the parser
+// megabytes (parsing is linear, but each section's attributes are
+// scanned a few times).
+const MaxBytes = 1 << 20
+
+// H264Profiles are the profile-level-ids the server sends, in preference
+// order: 42e01f (constrained baseline) first because every browser decodes
+// it and Safari shows black video on a mismatch; the others only so that a
+// browser that did not offer 42e01f still gets a profile it asked for.
+var H264Profiles = []string{"42e01f", "42001f", "4d001f", "640c1f"}
+
+// Offer is a viewer's offer as the server answers it.
+type Offer struct {
+	// Sections are every m-section, in offer order: the answer carries
+	// one per section (JSEP §5.3.1), rejecting those not chosen.
+	Sections []Section
+	// Bundle are the mids of the offer's first a=group:BUNDLE, nil
+	// without one.
+	Bundle []string
+	// Session-level ICE credentials, fingerprints and DTLS role; each
+	// Section already falls back to them.
+	ICE          ICE
+	Fingerprints []Fingerprint
+	Setup        string
+	// Video is the index in Sections of the video section answered; Parse
+	// guarantees it has an H.264 codec and ICE credentials.
+	Video int
+	// Audio is the index of the audio section answered with Opus, or -1:
+	// the first audio section the viewer receives on, when it offers Opus
+	// at 48 kHz. Whether audio is sent at all is the caller's choice.
+	Audio int
+}
+
+// VideoSection is the section video is sent on.
+func (o *Offer) VideoSection() *Section { return &o.Sections[o.Video] }
+
+// AudioSection is the section audio would be sent on, nil without one.
+func (o *Offer) AudioSection() *Section {
+	if o.Audio < 0 {
+		return nil
+	}
+	return &o.Sections[o.Audio]
+}
+
+// H264 is the H.264 codec chosen from the video section.
+func (o *Offer) H264() Codec { return *o.VideoSection().H264 }
+
+// Bundled reports whether the offer groups its sections with BUNDLE
+// (RFC 8843): then every answered section shares one transport.
+func (o *Offer) Bundled() bool { return len(o.Bundle) > 0 }
+
+// WithICE returns a copy of o carrying the viewer's new ICE credentials
+// in every section, as an ICE-restart offer does (RFC 8839 §4.4.1.1.1).
+// o itself is not changed: a session may still be reading it.
+func (o *Offer) WithICE(ufrag, pwd string) *Offer {
+	c := *o
+	c.ICE.Ufrag, c.ICE.Pwd = ufrag, pwd
+	c.Sections = make([]Section, len(o.Sections))
+	copy(c.Sections, o.Sections)
+	for i := range c.Sections {
+		c.Sections[i].ICE.Ufrag, c.Sections[i].ICE.Pwd = ufrag, pwd
+	}
+	return &c
+}
+
+// Error is an offer the server refuses; its text is one line that says
+// what is wrong and how to fix it, meant for the viewer (a WHEP 400 body).
+type Error struct{ msg string }
+
+func (e *Error) Error() string { return e.msg }
+
+// Errorf makes an *Error. A media plane with a requirement of its own
+// (rtcp-mux, a DTLS role) refuses the offer with it too, so the viewer
+// gets the same kind of answer whichever layer found the fault.
+func Errorf(format string, args ...any) error {
+	return &Error{msg: strings.ReplaceAll(fmt.Sprintf(format, args...), "\n", " ")}
+}
+
+// Parse reads raw, checks that it is an offer a WHEP viewer of an H.264
+// stream can use, and picks the sections and codecs to answer with.
+// Errors are *Error.
+func Parse(raw string) (*Offer, error) {
+	if len(raw) > MaxBytes {
+		return nil, Errorf("SDP offer is %d bytes, more than the %d this server reads; browsers send about 10 KB", len(raw), MaxBytes)
+	}
+	var sd sdp.SessionDescription
+	if err := sd.UnmarshalString(raw); err != nil {
+		return nil, Errorf("malformed SDP offer: %v", err)
+	}
+	o := &Offer{Video: -1, Audio: -1, Setup: sessionValue(&sd, "setup")}
+	o.ICE = ICE{Ufrag: sessionValue(&sd, "ice-ufrag"), Pwd: sessionValue(&sd, "ice-pwd"),
+		Options: strings.Fields(sessionValue(&sd, "ice-options"))}
+	for _, a := range sd.Attributes {
+		switch a.Key {
+		case "group":
+			if f := strings.Fields(a.Value); len(f) > 0 && f[0] == "BUNDLE" && o.Bundle == nil {
+				o.Bundle = f[1:]
+			}
+		case "fingerprint":
+			o.Fingerprints = append(o.Fingerprints, parseFingerprint(a.Value))
+		}
+	}
+	o.Sections = make([]Section, len(sd.MediaDescriptions))
+	for i, md := range sd.MediaDescriptions {
+		o.Sections[i] = parseSection(md, o)
+	}
+	if err := o.pickVideo(); err != nil {
+		return nil, err
+	}
+	o.pickAudio()
+	v := o.VideoSection()
+	if v.ICE.Ufrag == "" || v.ICE.Pwd == "" {
+		return nil, Errorf("offer has no ice-ufrag/ice-pwd; a WebRTC offer must carry ICE credentials")
+	}
+	if len(v.Fingerprints) == 0 {
+		return nil, Errorf("offer has no DTLS fingerprint; a WebRTC offer must carry a=fingerprint")
+	}
+	return o, nil
+}
+
+// answerable reports whether s may be answered with media at all. This is
+// the one place that decides it: today a port-0 section is skipped even
+// with a=bundle-only (RFC 8843 §6), which is what the handler always did;
+// accepting bundle-only sections of the BUNDLE group is a change here.
+func answerable(s *Section) bool { return s.Port != 0 }
+
+// pickVideo sets o.Video to the first answerable video section the viewer
+// receives on and chooses its H.264 codec.
+func (o *Offer) pickVideo() error {
+	var directions []string
+	for i := range o.Sections {
+		s := &o.Sections[i]
+		if s.Kind != "video" || !answerable(s) {
+			continue
+		}
+		if s.Direction.Receives() {
+			o.Video = i
+			break
+		}
+		// Named once each: an offer of thousands of sendonly sections
+		// still gets a one-line answer.
+		if !slices.Contains(directions, string(s.Direction)) {
+			directions = append(directions, string(s.Direction))
+		}
+	}
+	if o.Video < 0 {
+		if len(directions) == 0 {
+			return Errorf("offer has no video m-section; add a recvonly video transceiver")
+		}
+		return Errorf("offer has no recvonly or sendrecv video m-section (got %s); a WHEP viewer must receive video", strings.Join(directions, ", "))
+	}
+	v := &o.Sections[o.Video]
+	var names []string
+	var h264 []int
+	for i, c := range v.Codecs {
+		if !slices.Contains(names, c.Name) {
+			names = append(names, c.Name)
+		}
+		if strings.EqualFold(c.Name, "H264") && c.Clock == 90000 && c.Params["packetization-mode"] == "1" {
+			h264 = append(h264, i)
+		}
+	}
+	if len(h264) == 0 {
+		offered := strings.Join(names, ", ")
+		if offered == "" {
+			offered = "nothing"
+		}
+		return Errorf("offer has no H.264 (packetization-mode=1) video; offered: %s", offered)
+	}
+	chosen, ok := pickH264(v.Codecs, h264)
+	if !ok {
+		var got []string
+		for _, i := range h264 {
+			got = append(got, v.Codecs[i].Params["profile-level-id"])
+		}
+		return Errorf("offer has no H.264 profile this server sends (profile-level-id %s); offered: %s",
+			strings.Join(H264Profiles, ", "), strings.Join(got, ", "))
+	}
+	v.H264 = &v.Codecs[chosen]
+	v.RTX = v.rtxFor(v.H264.PT)
+	return nil
+}
+
+// pickH264 returns the first offered codec (in offer order) compatible with
+// our most preferred profile, then the next profile, and so on.
+// Compatibility is pion's rule (RFC 6184 §8.2.2): profile_idc and the
+// constraint flags must be equal, the level may differ.
+func pickH264(codecs []Codec, cands []int) (int, bool) {
+	for _, want := range H264Profiles {
+		w, _ := hex.DecodeString(want)
+		for _, i := range cands {
+			got, err := hex.DecodeString(codecs[i].Params["profile-level-id"])
+			if err == nil && len(got) == 3 && got[0] == w[0] && got[1] == w[1] {
+				return i, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// pickAudio sets o.Audio to the first answerable audio section the viewer
+// receives on, if it offers Opus at 48 kHz. A first audio section without
+// Opus is not an error, nor is a later one looked at: the viewer gets
+// video, and the audio section is rejected.
+func (o *Offer) pickAudio() {
+	for i := range o.Sections {
+		s := &o.Sections[i]
+		if s.Kind != "audio" || !answerable(s) || !s.Direction.Receives() {
+			continue
+		}
+		for j, c := range s.Codecs {
+			if strings.EqualFold(c.Name, "opus") && c.Clock == 48000 {
+				s.Opus = &s.Codecs[j]
+				o.Audio = i
+				break
+			}
+		}
+		return
+	}
+}
+
+// sessionValue is a session-level attribute's value, "" when absent.
+func sessionValue(sd *sdp.SessionDescription, key string) string {
+	v, _ := sd.Attribute(key)
+	return v
+}
