@@ -49,9 +49,15 @@ type offer struct {
 // offer's first audio section with Opus; every other section is rejected.
 // Offer problems are *OfferError.
 func (s *Server) NewViewer(offerSDP string, cfg ViewerConfig) (*Viewer, string, error) {
+	v, _, answer, err := s.newViewer(offerSDP, cfg)
+	return v, answer, err
+}
+
+// newViewer is NewViewer that also returns the answer's ICE credentials.
+func (s *Server) newViewer(offerSDP string, cfg ViewerConfig) (*Viewer, *iceCreds, string, error) {
 	o, err := parseOffer(offerSDP, cfg)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	v := &Viewer{
 		srv: s, cfg: cfg, fp: o.fingerprints, video: randomSSRC(0),
@@ -65,17 +71,17 @@ func (s *Server) NewViewer(offerSDP string, cfg ViewerConfig) (*Viewer, string, 
 	v.creds = c
 	answer, err := s.answer(o, v, c)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, "", ErrServerClosed
+		return nil, nil, "", ErrServerClosed
 	}
 	v.ctx, v.cancel = context.WithCancel(s.ctx)
 	s.byUfrag[c.ufrag] = c
 	s.viewers[v] = struct{}{}
-	return v, answer, nil
+	return v, c, answer, nil
 }
 
 // randomSSRC returns a random non-zero SSRC other than not.

@@ -56,9 +56,9 @@ func (sess *session) sendAudio(o *opusStamper, af *av.AudioFrame, pts int64, rep
 		return
 	}
 	pkt := o.stamp(af, pts)
-	// A write error means the transport is going away, which ends the
+	// A write error means the connection is going away, which ends the
 	// session by itself.
-	if sess.tr.writeAudio(&pkt) != nil {
+	if sess.tr.WriteAudio(&pkt) != nil {
 		return
 	}
 	n := uint64(rtph264.HeaderLen + len(af.Data))

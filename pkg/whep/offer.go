@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/pion/sdp/v3"
+
+	"github.com/srtwhep/srtwhep/pkg/plane"
 )
 
 // offer is what the server needs from a viewer's SDP offer.
@@ -25,7 +27,7 @@ type offer struct {
 
 // fmtp returns the fmtp line of the answer: the viewer's own
 // profile-level-id, so a strict decoder (Safari) accepts the stream.
-func (o offer) fmtp() string { return h264Fmtp(o.profile) }
+func (o offer) fmtp() string { return plane.H264Fmtp(o.profile) }
 
 // badOffer is an offer we refuse with 400; its text is the response body.
 type badOffer struct{ msg string }
@@ -89,7 +91,7 @@ func parseOffer(raw string) (offer, error) {
 			got = append(got, c.params["profile-level-id"])
 		}
 		return offer{}, badOfferf("offer has no H.264 profile this server sends (profile-level-id %s); offered: %s",
-			strings.Join(h264Profiles, ", "), strings.Join(got, ", "))
+			strings.Join(plane.H264Profiles, ", "), strings.Join(got, ", "))
 	}
 
 	o := offer{payloadType: chosen.pt, profile: strings.ToLower(chosen.params["profile-level-id"])}
@@ -215,7 +217,7 @@ func splitPT(v string) (uint8, string, bool) {
 // Compatibility is pion's rule (RFC 6184 §8.2.2): profile_idc and the
 // constraint flags must be equal, the level may differ.
 func pickH264(cands []offeredCodec) (offeredCodec, bool) {
-	for _, want := range h264Profiles {
+	for _, want := range plane.H264Profiles {
 		w, _ := hex.DecodeString(want)
 		for _, c := range cands {
 			got, err := hex.DecodeString(c.params["profile-level-id"])
@@ -287,57 +289,18 @@ func parseFrag(body string) (sdpFrag, error) {
 	return f, nil
 }
 
-// localICE is what an ICE restart answer fragment carries.
-type localICE struct {
-	ufrag, pwd string
-	candidates []string // "candidate:…" values
-}
-
-// localICEFrom extracts the server's ICE credentials and candidates from
-// its local description.
-func localICEFrom(raw string) (localICE, error) {
-	var sd sdp.SessionDescription
-	if err := sd.UnmarshalString(raw); err != nil {
-		return localICE{}, fmt.Errorf("parse local description: %w", err)
-	}
-	var l localICE
-	l.ufrag, _ = sd.Attribute("ice-ufrag")
-	l.pwd, _ = sd.Attribute("ice-pwd")
-	for _, md := range sd.MediaDescriptions {
-		for _, a := range md.Attributes {
-			switch a.Key {
-			case "ice-ufrag":
-				if l.ufrag == "" {
-					l.ufrag = a.Value
-				}
-			case "ice-pwd":
-				if l.pwd == "" {
-					l.pwd = a.Value
-				}
-			case "candidate":
-				if c := "candidate:" + a.Value; !slices.Contains(l.candidates, c) {
-					l.candidates = append(l.candidates, c)
-				}
-			}
-		}
-	}
-	if l.ufrag == "" {
-		return localICE{}, errors.New("local description has no ice-ufrag")
-	}
-	return l, nil
-}
-
-// frag renders the restart answer: our new credentials plus candidates in
-// the viewer's video m-section, as RFC 8840 fragments are laid out.
-func (l localICE) frag(o offer) string {
+// restartFrag renders the restart answer: our new credentials plus
+// candidates in the viewer's video m-section, as RFC 8840 fragments are
+// laid out.
+func restartFrag(l plane.ICE, o offer) string {
 	var b strings.Builder
-	b.WriteString("a=ice-ufrag:" + l.ufrag + "\r\n")
-	b.WriteString("a=ice-pwd:" + l.pwd + "\r\n")
+	b.WriteString("a=ice-ufrag:" + l.Ufrag + "\r\n")
+	b.WriteString("a=ice-pwd:" + l.Pwd + "\r\n")
 	fmt.Fprintf(&b, "m=video 9 UDP/TLS/RTP/SAVPF %d\r\n", o.payloadType)
 	if o.mid != "" {
 		b.WriteString("a=mid:" + o.mid + "\r\n")
 	}
-	for _, c := range l.candidates {
+	for _, c := range l.Candidates {
 		b.WriteString("a=" + c + "\r\n")
 	}
 	b.WriteString("a=end-of-candidates\r\n")

@@ -86,6 +86,6 @@ func (sess *session) resend(seqs []uint16, pt uint8) int {
 	if len(pkts) == 0 {
 		return 0
 	}
-	n, _ := sess.tr.writeVideo(pkts)
+	n, _ := sess.tr.WriteVideo(pkts)
 	return n
 }

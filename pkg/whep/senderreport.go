@@ -6,6 +6,7 @@ import (
 	"github.com/pion/rtcp"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/plane"
 )
 
 // senderReportInterval follows RFC 3550's usual period; receivers use the
@@ -67,7 +68,7 @@ func (r *senderReporter) sent(packets, payloadOctets uint64) {
 }
 
 // maybeSend reports that rtpTS is at wall time when a report is due.
-func (r *senderReporter) maybeSend(tr transport, now time.Time, rtpTS uint32, at time.Time) {
+func (r *senderReporter) maybeSend(tr plane.Output, now time.Time, rtpTS uint32, at time.Time) {
 	if now.Before(r.next) {
 		return
 	}
@@ -79,7 +80,7 @@ func (r *senderReporter) maybeSend(tr transport, now time.Time, rtpTS uint32, at
 		PacketCount: uint32(r.packets),
 		OctetCount:  uint32(r.octets),
 	}
-	// A failed write means the transport is closing, which ends the
+	// A failed write means the connection is closing, which ends the
 	// session by itself.
-	_ = tr.writeRTCP([]rtcp.Packet{sr})
+	_ = tr.WriteRTCP([]rtcp.Packet{sr})
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -14,9 +15,10 @@ import (
 	"github.com/pion/rtp"
 
 	"github.com/srtwhep/srtwhep/pkg/hub"
+	"github.com/srtwhep/srtwhep/pkg/plane"
 )
 
-// session is one viewer: its transport (transport.go) and its reader.
+// session is one viewer: its connection (plane.go) and its reader.
 type session struct {
 	id, path, remote string
 	since            time.Time
@@ -28,15 +30,15 @@ type session struct {
 	clientKey string
 
 	// tr is set before the session is registered and never changes.
-	tr transport
+	tr plane.Conn
 	// videoSSRC is the SSRC NACKs and receiver reports must name to count
 	// (see onRTCP); set once the transport exists.
 	videoSSRC atomic.Uint32
 	// history answers NACKs from the shared payloads (see retransmit.go).
 	history    history
 	retransmit atomic.Uint64
-	// nacks carries NACKs from the RTCP reader to the writer goroutine;
-	// resendBuf is the writer's for the packets it resends.
+	// nacks carries NACKs from the RTCP reader to the writer; resendBuf
+	// is the writer's for the packets it resends.
 	nacks     nackBox
 	resendBuf []rtp.Packet
 	// congestion is the rule that skips a viewer's video to the next IDR
@@ -74,7 +76,7 @@ func (sess *session) info() SessionInfo {
 		ID:          sess.id,
 		Path:        sess.path,
 		Remote:      sess.remote,
-		State:       sess.tr.state(),
+		State:       sess.tr.State(),
 		Since:       sess.since,
 		PacketsSent: sess.packets.Load(),
 		BytesSent:   sess.bytes.Load(),
@@ -85,29 +87,70 @@ func (sess *session) info() SessionInfo {
 	return si
 }
 
-// answer makes sess's transport on p and records the answer. The session's
-// context derives from base (the server's run context), while ctx only
-// bounds building the answer (the HTTP request). On error nothing is left
-// open.
-func (sess *session) answer(ctx, base context.Context, p plane, audio bool) (string, error) {
+// answer makes sess's connection on p and records the answer. The
+// session's context derives from base (the server's run context), while
+// ctx only bounds building the answer (the HTTP request). On error nothing
+// is left open.
+func (sess *session) answer(ctx, base context.Context, p Plane, audio bool) (string, error) {
 	sess.ctx, sess.cancel = context.WithCancelCause(base)
-	tr, answer, err := p.answer(ctx, sess, audio)
+	o := sess.offer
+	po := plane.Offer{
+		Session: sess.ctx,
+		SDP:     sess.offerSDP,
+		Video:   plane.Codec{PayloadType: o.payloadType, Fmtp: o.fmtp()},
+		OnRTCP:  sess.onRTCP,
+		// Whatever ends the connection on its own ends the session, whose
+		// writer may be waiting for a frame.
+		OnDone: func(reason error) { sess.cancel(endReason(reason)) },
+		Log:    sess.log,
+	}
+	if audio {
+		po.Audio = &plane.Codec{PayloadType: o.audioPT, Fmtp: plane.OpusFmtp}
+	}
+	tr, a, err := p.Answer(ctx, po)
 	if err != nil {
 		sess.cancel(errors.New("answer failed"))
-		return "", err
-	}
-	li, err := localICEFrom(answer)
-	if err != nil {
-		sess.cancel(err)
-		tr.close()
-		return "", err
+		return "", planeError(err)
 	}
 	sess.tr = tr
-	video, _ := tr.ssrcs()
+	video, _ := tr.SSRCs()
 	sess.videoSSRC.Store(video)
-	sess.answeredSDP = answer
-	sess.etag = quoteETag(li.ufrag)
-	return answer, nil
+	sess.answeredSDP = a.SDP
+	sess.etag = quoteETag(a.ICE.Ufrag)
+	return a.SDP, nil
+}
+
+// errTransportFailed ends a session whose connection failed (a DTLS
+// alert, say).
+var errTransportFailed = errors.New("connection failed")
+
+// endReason maps why a connection ended to the session's reasons, so logs
+// and the handshake-failure count read the same on both planes.
+func endReason(err error) error {
+	switch {
+	case errors.Is(err, plane.ErrPeerClosed):
+		return errPCClosed
+	case errors.Is(err, plane.ErrICEFailed):
+		return errICEFailed
+	case errors.Is(err, plane.ErrHandshakeTimeout):
+		return errHandshakeTimeout
+	case errors.Is(err, plane.ErrServerClosed):
+		return errServerShutdown
+	}
+	return fmt.Errorf("%w: %v", errTransportFailed, err)
+}
+
+// planeError maps a plane's refusal to the handler's: an offer at fault
+// is a *badOffer (400), a closing plane a shutdown (503).
+func planeError(err error) error {
+	var oe *plane.OfferError
+	switch {
+	case errors.As(err, &oe):
+		return &badOffer{msg: oe.Msg}
+	case errors.Is(err, plane.ErrServerClosed):
+		return errServerShutdown
+	}
+	return err
 }
 
 func quoteETag(ufrag string) string { return `"` + ufrag + `"` }
@@ -135,23 +178,16 @@ func (sess *session) onRTCP(pkts []rtcp.Packet) {
 }
 
 // runSession is the session's goroutine, counted in s.wg by addSession. It
-// owns the handshake slot taken at POST, the transport and the reader.
-// Once the viewer is connected it becomes the session's writer, or, for
-// an own-plane viewer over UDP, hands the writer to the plane's pool and
-// ends; the session's end then runs on a goroutine the writer starts.
+// owns the handshake slot taken at POST, the connection and the reader.
+// Once the viewer is connected it hands the session's writer to the
+// connection, which runs it, and ends; the session's end then runs on a
+// goroutine the writer starts when it finishes.
 func (s *Server) runSession(sess *session) {
 	if err := s.awaitConnected(sess); err != nil {
 		s.endSession(sess, err)
 		return
 	}
-	if own, ok := sess.tr.(*ownTransport); ok && !own.v.OverTCP() {
-		w := s.startWriter(sess, own.plane.pool, own)
-		w.stopWake = context.AfterFunc(sess.ctx, w.wake)
-		w.sched.Store(writerQueued)
-		own.plane.pool.enqueue(w)
-		return
-	}
-	s.endSession(sess, s.startWriter(sess, nil, nil).run())
+	sess.tr.Drive(s.startWriter(sess))
 }
 
 // endSession closes what the session holds and reports why it ended; it
@@ -160,7 +196,7 @@ func (s *Server) endSession(sess *session, reason error) {
 	defer s.wg.Done()
 	sess.cancel(reason)
 	reason = context.Cause(sess.ctx)
-	sess.tr.close()
+	sess.tr.Close()
 	sess.reader.Close()
 	if cur := s.lookupSession(sess.id); cur == sess {
 		s.removeSession(sess.id)

@@ -106,10 +106,9 @@ func (s *Server) Stats() Stats {
 	for i, name := range rejectReasons {
 		st.Rejected[name] = s.stats.rejected[i].Load()
 	}
-	if p := s.plane.Load(); p != nil {
-		st.UDPDatagrams, st.UDPRefused = (*p).udpCounts()
+	if s.bound.Load() {
+		st.UDPDatagrams, st.UDPRefused, st.UDPReceiveDrops = s.cfg.Plane.SocketStats()
 	}
-	st.UDPReceiveDrops = s.udpReceiveDrops()
 	st.StateCounts = map[string]int{}
 	s.mu.Lock()
 	st.Sessions = len(s.sessions)

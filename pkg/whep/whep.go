@@ -4,12 +4,11 @@
 // Opus frames, when the path and the offer have audio) to it, with sender
 // reports that keep the two in lip sync.
 //
-// The transport comes from one of two media planes (Config.MediaPlane,
-// transport.go): a pion PeerConnection per viewer (pion.go), or srtwhep's
-// own pkg/mediaplane (own.go, the default). Either way all sessions share
-// one ICE UDP socket (plus an optional ICE-TCP listener), so a deployment
-// publishes a single media port. The pion plane keeps two pion APIs: one
-// that knows Opus, for sessions with audio, and one that does not.
+// The connection comes from the media plane the caller passes in
+// (Config.Plane, plane.go): srtwhep's own pkg/mediaplane (the default) or a
+// pion PeerConnection per viewer (pkg/pionplane). Either way all sessions
+// share one ICE UDP socket (plus an optional ICE-TCP listener), so a
+// deployment publishes a single media port. This package imports neither.
 //
 // A viewer outlives its publisher for the path's grace period (kept by the
 // hub): the next publisher's stream continues the same session with
@@ -19,11 +18,13 @@
 // browser sees at once as a closed connection instead of waiting for ICE to
 // time out; the player page is expected to reconnect by posting a new offer.
 //
-// A session's writer (writer.go) runs on a goroutine of its own on the
-// pion plane (15 goroutines per viewer in all, with pion's) and for
-// ICE-TCP viewers; an own-plane UDP viewer's writer is stepped by the
-// plane's fixed writer pool (writerpool.go), so it costs no goroutine
-// (measured by TestGoroutinesPerViewer).
+// A session's writer (writer.go) is a plane.Stepper: it never blocks on
+// anything but its connection's writes, and the plane runs it. The own
+// plane steps a UDP viewer's writer on its fixed writer pool, so it costs
+// no goroutine (measured by TestGoroutinesPerViewer); pion's plane, and
+// the own plane for ICE-TCP viewers, whose writes block, step it on a
+// goroutine of its own (plane.Run; 15 goroutines per viewer in all on
+// pion, with pion's).
 package whep
 
 import (
@@ -32,7 +33,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -68,8 +68,8 @@ type Reader interface {
 	// totals, so per-path traffic needs no lookup by path name.
 	CountSent(packets, bytes int)
 	RecvFrame(ctx context.Context) (hub.Frame, error)
-	// Poll and SetWake serve a session from a shared writer instead of
-	// its own goroutine (see writer.go); they are *hub.Reader's.
+	// Poll and SetWake serve the session's writer, which is stepped
+	// rather than blocking (see writer.go); they are *hub.Reader's.
 	Poll() (f hub.Frame, ok bool, err error)
 	SetWake(wake func())
 	// Backlog is how many frames wait; above zero the viewer is behind
@@ -103,27 +103,17 @@ type ICEServer struct {
 
 // Config of the server. Zero durations and limits take the defaults below.
 type Config struct {
-	// UDPListen is the one UDP socket for all sessions, "0.0.0.0:8189" in
-	// production, "127.0.0.1:0" in tests.
-	UDPListen string
-	// TCPListen is the ICE-TCP fallback; "" disables it.
-	TCPListen string
-	// PublicIPs replace the host candidates' addresses (NAT 1:1, e.g.
-	// Docker's published port); IPv4 and IPv6 may be mixed.
-	PublicIPs []string
-	// Interfaces limits the interfaces whose addresses are advertised
-	// (empty = all).
-	Interfaces []string
-	// IncludeLoopback advertises loopback candidates (tests, clients on the
-	// same host).
-	IncludeLoopback bool
+	// Plane makes every viewer's WebRTC connection (mediaplane.Plane or
+	// pionplane.Plane); the Server starts it in Run and closes it after
+	// the last session.
+	Plane Plane
+	// MediaPlane names Plane in the log ("own", "pion").
+	MediaPlane string
 	// ICEServers are sent to viewers as Link headers; the server itself uses
 	// none (it has host candidates, rewritten by PublicIPs).
 	ICEServers []ICEServer
 
-	HandshakeTimeout  time.Duration // offer → connected; default 10 s
-	DisconnectTimeout time.Duration // no traffic from a viewer → closed; default 15 s
-	Keepalive         time.Duration // ICE keepalive interval; default 2 s
+	HandshakeTimeout time.Duration // offer → connected; default 10 s
 
 	// AllowOrigin is the Access-Control-Allow-Origin value; default "*".
 	AllowOrigin string
@@ -136,17 +126,10 @@ type Config struct {
 	// IPv6), so one client cannot take every slot. Default
 	// DefaultMaxHandshakesPerClient, at most MaxHandshakes.
 	MaxHandshakesPerClient int
-	// SocketBuffer is the receive and send buffer of the shared UDP
-	// socket in bytes: 0 takes DefaultSocketBuffer, a negative value keeps
-	// the kernel's default. The kernel caps it at net.core.rmem_max and
-	// wmem_max; Run warns with the sysctl to raise them.
-	SocketBuffer int
 	// ICEStartTimeout closes an answered offer whose viewer sent no ICE
 	// check within it, giving its handshake slot back early. Default
 	// DefaultICEStartTimeout, at most HandshakeTimeout.
 	ICEStartTimeout time.Duration
-	// MediaPlane is MediaPlaneOwn ("" too) or MediaPlanePion.
-	MediaPlane string
 
 	Source Source
 	// Demand, when set, is asked before a viewer's reader is added, so an
@@ -179,11 +162,9 @@ type Config struct {
 
 // Defaults for the zero values of Config.
 const (
-	DefaultHandshakeTimeout  = 10 * time.Second
-	DefaultDisconnectTimeout = 15 * time.Second
-	DefaultKeepalive         = 2 * time.Second
-	DefaultMaxBodyBytes      = 64 << 10
-	DefaultMaxHandshakes     = 32
+	DefaultHandshakeTimeout = 10 * time.Second
+	DefaultMaxBodyBytes     = 64 << 10
+	DefaultMaxHandshakes    = 32
 	// Half of the default total: a household or office behind one NAT
 	// rarely starts more viewers at the same moment, and what is left is
 	// enough for everyone else.
@@ -197,8 +178,9 @@ type Server struct {
 
 	started atomic.Bool
 	ready   chan struct{}
-	plane   atomic.Pointer[plane] // set by Run before ready closes
-	baseCtx context.Context       // set by Run before ready closes
+	// bound is set by Run once the plane has bound its sockets.
+	bound   atomic.Bool
+	baseCtx context.Context // set by Run before ready closes
 	// handshakes are the offers in flight, capped in total and per client.
 	handshakes *handshakes
 
@@ -217,8 +199,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Source == nil {
 		return nil, errors.New("whep: Config.Source is nil; pass the hub adapter")
 	}
-	if cfg.UDPListen == "" {
-		return nil, errors.New("whep: Config.UDPListen is empty; set it to e.g. 0.0.0.0:8189")
+	if cfg.Plane == nil {
+		return nil, errors.New("whep: Config.Plane is nil; pass the media plane (mediaplane.NewPlane or pionplane.New)")
 	}
 	if cfg.PublicURL != "" {
 		u, err := url.Parse(cfg.PublicURL)
@@ -227,19 +209,8 @@ func New(cfg Config) (*Server, error) {
 		}
 		cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	}
-	for _, ip := range cfg.PublicIPs {
-		if _, err := netip.ParseAddr(ip); err != nil {
-			return nil, fmt.Errorf("whep: public IP %q is not an IP address; use a public IPv4/IPv6 like 203.0.113.7", ip)
-		}
-	}
 	if cfg.HandshakeTimeout <= 0 {
 		cfg.HandshakeTimeout = DefaultHandshakeTimeout
-	}
-	if cfg.DisconnectTimeout <= 0 {
-		cfg.DisconnectTimeout = DefaultDisconnectTimeout
-	}
-	if cfg.Keepalive <= 0 {
-		cfg.Keepalive = DefaultKeepalive
 	}
 	if cfg.AllowOrigin == "" {
 		cfg.AllowOrigin = "*"
@@ -258,13 +229,6 @@ func New(cfg Config) (*Server, error) {
 		cfg.ICEStartTimeout = DefaultICEStartTimeout
 	}
 	cfg.ICEStartTimeout = min(cfg.ICEStartTimeout, cfg.HandshakeTimeout)
-	switch cfg.MediaPlane {
-	case "":
-		cfg.MediaPlane = MediaPlaneOwn
-	case MediaPlanePion, MediaPlaneOwn:
-	default:
-		return nil, fmt.Errorf("whep: media plane %q is neither %q nor %q", cfg.MediaPlane, MediaPlanePion, MediaPlaneOwn)
-	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -285,12 +249,8 @@ func (s *Server) Run(ctx context.Context) error {
 	if !s.started.CompareAndSwap(false, true) {
 		return errors.New("whep: Run called twice; a Server runs once")
 	}
-	listen := listenPion
-	if s.cfg.MediaPlane == MediaPlaneOwn {
-		listen = listenOwn
-	}
-	p, err := listen(s.cfg, s)
-	if err != nil {
+	p := s.cfg.Plane
+	if err := p.Start(); err != nil {
 		return err
 	}
 	// Sessions outlive ctx until they are told why they end: detached, and
@@ -301,9 +261,9 @@ func (s *Server) Run(ctx context.Context) error {
 	s.mu.Lock()
 	s.baseCtx = runCtx
 	s.mu.Unlock()
-	s.plane.Store(&p)
+	s.bound.Store(true)
 	close(s.ready)
-	s.log.Info("whep ready", "udp", p.udpAddr().String(), "tcp", p.tcpAddr(), "media_plane", s.cfg.MediaPlane)
+	s.log.Info("whep ready", "udp", p.UDPAddr().String(), "tcp", p.TCPAddr(), "media_plane", s.cfg.MediaPlane)
 
 	<-ctx.Done()
 
@@ -312,7 +272,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.mu.Unlock()
 	cancel(errServerShutdown)
 	s.wg.Wait()
-	p.close()
+	p.Close()
 	return nil
 }
 
@@ -321,8 +281,8 @@ func (s *Server) Ready() <-chan struct{} { return s.ready }
 
 // UDPAddr is the bound ICE UDP address, nil before Ready.
 func (s *Server) UDPAddr() net.Addr {
-	if p := s.plane.Load(); p != nil {
-		return (*p).udpAddr()
+	if s.bound.Load() {
+		return s.cfg.Plane.UDPAddr()
 	}
 	return nil
 }
@@ -330,8 +290,8 @@ func (s *Server) UDPAddr() net.Addr {
 // TCPAddr is the bound ICE-TCP address, "" when ICE-TCP is off or before
 // Ready.
 func (s *Server) TCPAddr() string {
-	if p := s.plane.Load(); p != nil {
-		return (*p).tcpAddr()
+	if s.bound.Load() {
+		return s.cfg.Plane.TCPAddr()
 	}
 	return ""
 }
@@ -365,17 +325,16 @@ func (s *Server) lookupSession(id string) *session {
 
 // running returns the media plane and the base context once Run is
 // serving, or a reason to refuse.
-func (s *Server) running() (plane, context.Context, error) {
+func (s *Server) running() (Plane, context.Context, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := s.plane.Load()
 	switch {
 	case s.closing:
 		return nil, nil, errServerShutdown
-	case p == nil:
+	case !s.bound.Load():
 		return nil, nil, errors.New("server is starting")
 	}
-	return *p, s.baseCtx, nil
+	return s.cfg.Plane, s.baseCtx, nil
 }
 
 // Reasons a session ends, as logged in "viewer closed".

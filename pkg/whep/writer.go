@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
-	"sync/atomic"
 	"time"
 
 	"github.com/pion/rtp"
@@ -16,14 +15,12 @@ import (
 )
 
 // writer is a connected session's sending side: it takes the reader's
-// frames, stamps them onto the session's timeline and writes them. It
-// runs in one of two ways, with the same handling of each frame:
-//   - on a goroutine of its own (run), blocking for frames: the pion
-//     plane, and own-plane viewers over ICE-TCP, whose writes block while
-//     their link is full and so must not hold anyone else's;
-//   - stepped by a writerPool (step), never blocking: own-plane viewers
-//     over UDP, so a connected viewer costs no goroutine and the pool
-//     sends many viewers' frames with one system call.
+// frames, stamps them onto the session's timeline and writes them. It has
+// one execution model, a plane.Stepper: Step writes what may go out now
+// and never waits, and the connection's plane decides where it runs (on
+// the own plane's writer pool for UDP viewers, so a viewer costs no
+// goroutine and the pool sends many viewers' frames with one system call;
+// on a goroutine of its own, plane.Run, where writes block).
 type writer struct {
 	s    *Server
 	sess *session
@@ -48,37 +45,24 @@ type writer struct {
 	// which goes on across publishers (see timeline).
 	tl timeline
 
-	// Stepped writers only (writerPool); all but sched belong to the
-	// step in progress.
-	pool  *writerPool
-	own   *ownTransport
-	sched atomic.Int32 // writerIdle...writerDone
 	// paceUntil is when the next frame may go out behind the live edge;
-	// the pool's pacer wakes the writer then. pacedFor is the deadline
-	// the pacer last took, so early wakes do not add more.
+	// Step asks to run again then.
 	paceUntil time.Time
-	pacedFor  time.Time
 	// held is a frame BeforeWrite holds until hold is closed.
 	held     hub.Frame
 	hold     <-chan struct{}
+	wake     func()
 	stopWake func() bool
 }
 
 // startWriter attaches the connected session to its path and returns its
-// writer; pool, when not nil, will step it (it is told of every frame
-// from the first one on).
-func (s *Server) startWriter(sess *session, pool *writerPool, own *ownTransport) *writer {
-	w := &writer{s: s, sess: sess, catchingUp: true, pool: pool, own: own}
-	// Until the caller queues it, wakes (the cached GOP arrives during
-	// Attach) only mark the writer for a step: none may start before it
-	// is complete.
-	w.sched.Store(writerAgain)
-	if pool != nil {
-		sess.reader.SetWake(w.wake)
-		sess.nacks.setWake(w.wake)
-	}
-	// Attach only now, so a viewer still in ICE never fills a queue.
-	videoSSRC, audioSSRC := sess.tr.ssrcs()
+// writer, for the connection to drive.
+func (s *Server) startWriter(sess *session) *writer {
+	w := &writer{s: s, sess: sess, catchingUp: true}
+	// Attach only now, so a viewer still in ICE never fills a queue. What
+	// the attach queues (the cached GOP) waits for the first Step, which
+	// every driver runs at once.
+	videoSSRC, audioSSRC := sess.tr.SSRCs()
 	if audioSSRC != 0 {
 		sess.reader.AttachAV()
 	} else {
@@ -97,57 +81,18 @@ func (s *Server) startWriter(sess *session, pool *writerPool, own *ownTransport)
 	return w
 }
 
-// run writes access units until the session ends, and returns why it
-// ended.
-func (w *writer) run() error {
-	sess := w.sess
-	pace := time.NewTimer(0)
-	defer pace.Stop()
-	<-pace.C
-	for {
-		// Checked first because a reader may prefer queued frames over a
-		// done context, and an ended session must not drain its queue.
-		if sess.ctx.Err() != nil {
-			return context.Cause(sess.ctx)
-		}
-		w.resendNACKed()
-		f := w.held
-		if w.hold == nil {
-			// The wait ends early for a NACK, which is answered at once
-			// rather than after the next frame.
-			var err error
-			f, err = sess.reader.RecvFrame(sess.nacks.waitCtx(sess.ctx))
-			switch {
-			case err == nil:
-			case sess.ctx.Err() != nil:
-				return context.Cause(sess.ctx)
-			case errors.Is(err, hub.ErrEnded):
-				return errPublisherGone
-			case errors.Is(err, context.Canceled):
-				continue // woken for a NACK
-			default:
-				return fmt.Errorf("reader: %w", err)
-			}
-			w.hold = w.beforeWrite()
-		}
-		if w.hold != nil {
-			select {
-			case <-w.hold:
-			case <-sess.ctx.Done():
-				return context.Cause(sess.ctx)
-			}
-		}
-		w.held, w.hold = hub.Frame{}, nil
-		if !w.handle(f) {
-			continue
-		}
-		pace.Reset(catchUpInterval)
-		select {
-		case <-pace.C:
-		case <-sess.ctx.Done():
-			return context.Cause(sess.ctx)
-		}
+// SetWake is told by the driver how to ask for a Step: the reader calls it
+// for every frame it queues, the NACK box for every NACK, and the
+// session's context once, when it ends. A driver that takes over (the own
+// plane's, when a viewer moves to ICE-TCP) replaces the one before.
+func (w *writer) SetWake(wake func()) {
+	if w.stopWake != nil {
+		w.stopWake()
 	}
+	w.wake = wake
+	w.sess.reader.SetWake(wake)
+	w.sess.nacks.setWake(wake)
+	w.stopWake = context.AfterFunc(w.sess.ctx, wake)
 }
 
 func (w *writer) beforeWrite() <-chan struct{} {
@@ -191,11 +136,11 @@ func (w *writer) handle(f hub.Frame) (pace bool) {
 	live := !(f.CatchUp || w.catchingUp)
 	w.pkts = w.st.StampAt(w.pkts, au, pts, !live)
 	sess.history.record(au, w.pkts)
-	// A write error means the transport is going away; it ends the
-	// session itself, so just count what went out of this AU. A stepped
-	// writer's packets are queued in its pool's batch here and leave with
-	// the batch, within the same pass over the ready viewers.
-	k, _ := sess.tr.writeVideo(w.pkts)
+	// A write error means the connection is going away; it ends the
+	// session itself, so just count what went out of this AU. On the own
+	// plane's pool the packets are queued in the worker's batch here and
+	// leave with it, within the same pass over the ready viewers.
+	k, _ := sess.tr.WriteVideo(w.pkts)
 	sent, n := uint64(k), uint64(0)
 	for i := range w.pkts[:k] {
 		n += uint64(rtph264.HeaderLen + len(w.pkts[i].Payload))
@@ -225,123 +170,74 @@ func (w *writer) handle(f hub.Frame) (pace bool) {
 // others in its batch.
 const stepFrames = 8
 
-// step writes what the session may write now without waiting, and reports
-// whether the writer left the pool: the session ended (its end runs on a
-// goroutine of its own) or moved to ICE-TCP (its writer goes on as run).
-// It runs on one pool worker at a time (see writerPool).
-func (w *writer) step() (left bool) {
+// Step writes what the session may write now without waiting (plane.
+// Stepper). It reports done once the session has ended; its end then runs
+// on a goroutine of its own (it closes the connection, which may wait on
+// a link). Otherwise at is when it wants to run again without a wake:
+// zero when only a wake brings work, the pace deadline behind the live
+// edge, now when more frames may be queued.
+func (w *writer) Step() (at time.Time, done bool) {
 	sess := w.sess
+	// Checked first because an ended session must not drain its queue.
 	if sess.ctx.Err() != nil {
-		w.leave(context.Cause(sess.ctx))
-		return true
-	}
-	if w.own.v.OverTCP() {
-		// An ICE restart moved the viewer to ICE-TCP, whose writes block:
-		// it gets a goroutine of its own from here on.
-		w.leave(nil)
-		return true
+		return w.finish(context.Cause(sess.ctx))
 	}
 	w.resendNACKed()
 	if w.hold != nil {
 		select {
 		case <-w.hold:
 		default:
-			return false // the hold's watcher wakes the writer
+			return time.Time{}, false // the hold's watcher wakes the writer
 		}
-		w.hold = nil
-		if w.handle(w.held) {
-			w.held = hub.Frame{}
-			w.paceFor(catchUpInterval)
-			return false
+		f := w.held
+		w.held, w.hold = hub.Frame{}, nil
+		if w.handle(f) {
+			return w.pace(), false
 		}
-		w.held = hub.Frame{}
 	}
 	if time.Now().Before(w.paceUntil) {
-		w.paceFor(0)
-		return false
+		return w.paceUntil, false
 	}
 	for range stepFrames {
 		f, ok, err := sess.reader.Poll()
 		switch {
 		case errors.Is(err, hub.ErrEnded):
-			w.leave(errPublisherGone)
-			return true
+			return w.finish(errPublisherGone)
 		case err != nil:
-			w.leave(fmt.Errorf("reader: %w", err))
-			return true
+			return w.finish(fmt.Errorf("reader: %w", err))
 		case !ok:
-			return false // the reader wakes the writer
+			return time.Time{}, false // the reader wakes the writer
 		}
 		if hold := w.beforeWrite(); hold != nil {
 			w.held, w.hold = f, hold
-			go w.watchHold(hold) // tests only (BeforeWrite)
-			return false
+			go w.watchHold(hold, w.wake) // tests only (BeforeWrite)
+			return time.Time{}, false
 		}
 		if w.handle(f) {
-			w.paceFor(catchUpInterval)
-			return false
+			return w.pace(), false
 		}
 	}
-	w.sched.CompareAndSwap(writerRunning, writerAgain) // more may be queued
-	return false
+	return time.Now(), false // more may be queued
 }
 
-// paceFor holds the writer's frames for d from now (0: until the
-// deadline already set) and has the pool's pacer wake it then; a wake
-// before that finds the writer paced and leaves it.
-func (w *writer) paceFor(d time.Duration) {
-	if d > 0 {
-		w.paceUntil = time.Now().Add(d)
-	}
-	if !w.pacedFor.Equal(w.paceUntil) {
-		w.pacedFor = w.paceUntil
-		w.pool.pacer.wakeAt(w, w.paceUntil)
-	}
+// pace holds the writer's frames for catchUpInterval from now.
+func (w *writer) pace() time.Time {
+	w.paceUntil = time.Now().Add(catchUpInterval)
+	return w.paceUntil
 }
 
-func (w *writer) watchHold(hold <-chan struct{}) {
+func (w *writer) watchHold(hold <-chan struct{}, wake func()) {
 	select {
 	case <-hold:
 	case <-w.sess.ctx.Done():
 	}
-	w.wake()
+	wake()
 }
 
-// leave takes the writer out of its pool for good: with reason, the
-// session has ended and its end runs on a new goroutine (it closes the
-// transport, which may wait on a link); without, the writer goes on as
-// run on a goroutine of its own. Either goroutine is the session's, still
-// counted in s.wg since runSession handed it to the pool.
-func (w *writer) leave(reason error) {
-	// A wake the pacer still holds finds the writer done and is lost.
-	w.sched.Store(writerDone)
+// finish ends the writer for good and the session with reason, on a new
+// goroutine: still the session's, counted in s.wg since runSession.
+func (w *writer) finish(reason error) (time.Time, bool) {
 	w.stopWake()
-	w.own.batch = nil // the worker's Sender is not the goroutine's
-	if reason != nil {
-		go w.s.endSession(w.sess, reason)
-		return
-	}
-	w.own = nil
-	go func() { w.s.endSession(w.sess, w.run()) }()
-}
-
-// wake asks the pool to step the writer; it never blocks. Readers call it
-// for every frame they queue, the NACK box for every NACK, the pacer when
-// a wait ends, and the session's context once, when it ends.
-func (w *writer) wake() {
-	for {
-		switch st := w.sched.Load(); st {
-		case writerIdle:
-			if w.sched.CompareAndSwap(writerIdle, writerQueued) {
-				w.pool.enqueue(w)
-				return
-			}
-		case writerRunning:
-			if w.sched.CompareAndSwap(writerRunning, writerAgain) {
-				return
-			}
-		default: // already queued, or stepped again after this step, or gone
-			return
-		}
-	}
+	go w.s.endSession(w.sess, reason)
+	return time.Time{}, true
 }

@@ -1,0 +1,80 @@
+package whep
+
+import (
+	"context"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pion/rtcp"
+
+	"github.com/srtwhep/srtwhep/pkg/plane"
+)
+
+// The session (session.go) serves a viewer through a plane.Conn, the
+// WebRTC connection as the session sees it; a Plane makes them. Two
+// planes exist, and cmd/srtwhep builds the one the config picks:
+// srtwhep's own (mediaplane.Plane, the default) and pion's
+// (pionplane.Plane). Everything else a session does (the hub reader and
+// its queue, stamping, pacing, NACKs from the shared history, the
+// congestion rule, sender reports, events and metrics) is the same code
+// for both.
+
+// Plane is the shared machinery every viewer's connection runs on: the
+// sockets and whatever serves them.
+type Plane interface {
+	// Start binds the sockets; Run calls it once.
+	Start() error
+	// Answer builds the connection for the offer and returns it with the
+	// complete answer. On error nothing is left open; a *plane.OfferError
+	// means the offer is at fault. ctx bounds building the answer only.
+	Answer(ctx context.Context, o plane.Offer) (plane.Conn, plane.Answer, error)
+	UDPAddr() *net.UDPAddr
+	TCPAddr() string // "" without ICE-TCP
+	// SocketStats are the media datagrams handed to the kernel and those
+	// it refused, and the shared socket's kernel receive drops.
+	SocketStats() (datagrams, refused, receiveDrops uint64)
+	// Close ends the plane once every session has closed its connection.
+	Close()
+}
+
+// nackBox carries NACKed sequence numbers from whoever reads the viewer's
+// RTCP to the session's sender, which resends them between frames, so
+// every media write of a viewer happens in its sender's steps and reading
+// RTCP never writes. Each NACK wakes the sender.
+type nackBox struct {
+	wake atomic.Pointer[func()]
+	mu   sync.Mutex
+	seqs []uint16
+}
+
+// add queues the sequence numbers of n and wakes the sender.
+func (b *nackBox) add(n *rtcp.TransportLayerNack) {
+	b.mu.Lock()
+	for _, pair := range n.Nacks {
+		pair.Range(func(seq uint16) bool {
+			// Past the bound they are dropped; the viewer asks again
+			// for what still matters.
+			if len(b.seqs) >= maxResendPerNACK {
+				return false
+			}
+			b.seqs = append(b.seqs, seq)
+			return true
+		})
+	}
+	b.mu.Unlock()
+	if w := b.wake.Load(); w != nil {
+		(*w)()
+	}
+}
+
+func (b *nackBox) setWake(wake func()) { b.wake.Store(&wake) }
+
+// take moves the waiting sequence numbers into dst.
+func (b *nackBox) take(dst []uint16) []uint16 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	dst = append(dst[:0], b.seqs...)
+	b.seqs = b.seqs[:0]
+	return dst
+}
