@@ -51,7 +51,6 @@ type testReader struct {
 	queue    []queued
 	attached bool
 	ended    bool
-	wake     chan struct{}
 	notify   atomic.Pointer[func()] // SetWake's
 	closed   chan struct{}
 	once     sync.Once
@@ -89,7 +88,7 @@ func (s *testSource) AddReader(path, session string) (Reader, error) {
 	if p.ended {
 		return nil, hub.ErrNoPublisher
 	}
-	r := &testReader{path: p, session: session, wake: make(chan struct{}, 1), closed: make(chan struct{})}
+	r := &testReader{path: p, session: session, closed: make(chan struct{})}
 	p.readers[r] = true
 	return r, nil
 }
@@ -140,10 +139,6 @@ func (r *testReader) push(q queued, onlyAttached bool) {
 }
 
 func (r *testReader) signal() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
 	if f := r.notify.Load(); f != nil {
 		(*f)()
 	}
@@ -151,7 +146,7 @@ func (r *testReader) signal() {
 
 func (r *testReader) SetWake(f func()) { r.notify.Store(&f) }
 
-// Poll is Recv without the wait.
+// Poll returns the next queued frame, hub.ErrEnded once the path ended.
 func (r *testReader) Poll() (hub.Frame, bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -178,28 +173,6 @@ func (r *testReader) Attach() {
 		r.queue = append(r.queue, queued{au: au, catchUp: true})
 	}
 	r.signal()
-}
-
-func (r *testReader) Recv(ctx context.Context) (*av.AccessUnit, bool, error) {
-	for {
-		r.mu.Lock()
-		if len(r.queue) > 0 {
-			q := r.queue[0]
-			r.queue = r.queue[1:]
-			r.mu.Unlock()
-			return q.au, q.catchUp, nil
-		}
-		ended := r.ended
-		r.mu.Unlock()
-		if ended {
-			return nil, false, hub.ErrEnded
-		}
-		select {
-		case <-r.wake:
-		case <-ctx.Done():
-			return nil, false, ctx.Err()
-		}
-	}
 }
 
 func (r *testReader) Close() {

@@ -3,10 +3,6 @@ package whep
 import (
 	"context"
 	"net"
-	"sync"
-	"sync/atomic"
-
-	"github.com/pion/rtcp"
 
 	"github.com/srtwhep/srtwhep/pkg/plane"
 )
@@ -36,45 +32,4 @@ type Plane interface {
 	SocketStats() (datagrams, refused, receiveDrops uint64)
 	// Close ends the plane once every session has closed its connection.
 	Close()
-}
-
-// nackBox carries NACKed sequence numbers from whoever reads the viewer's
-// RTCP to the session's sender, which resends them between frames, so
-// every media write of a viewer happens in its sender's steps and reading
-// RTCP never writes. Each NACK wakes the sender.
-type nackBox struct {
-	wake atomic.Pointer[func()]
-	mu   sync.Mutex
-	seqs []uint16
-}
-
-// add queues the sequence numbers of n and wakes the sender.
-func (b *nackBox) add(n *rtcp.TransportLayerNack) {
-	b.mu.Lock()
-	for _, pair := range n.Nacks {
-		pair.Range(func(seq uint16) bool {
-			// Past the bound they are dropped; the viewer asks again
-			// for what still matters.
-			if len(b.seqs) >= maxResendPerNACK {
-				return false
-			}
-			b.seqs = append(b.seqs, seq)
-			return true
-		})
-	}
-	b.mu.Unlock()
-	if w := b.wake.Load(); w != nil {
-		(*w)()
-	}
-}
-
-func (b *nackBox) setWake(wake func()) { b.wake.Store(&wake) }
-
-// take moves the waiting sequence numbers into dst.
-func (b *nackBox) take(dst []uint16) []uint16 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	dst = append(dst[:0], b.seqs...)
-	b.seqs = b.seqs[:0]
-	return dst
 }

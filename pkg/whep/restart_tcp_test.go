@@ -136,9 +136,10 @@ func TestICERestartToTCP(t *testing.T) {
 	if infos := srv.Sessions(); len(infos) != 1 || infos[0].State != "connected" {
 		t.Fatalf("Sessions() = %+v, want the one connected session", infos)
 	}
-	sent := sess.packets.Load()
+	sent, _ := sess.sent()
 	testkit.WaitFor(t, 20*time.Second, "the writer's goroutine to send 50 more packets", func() bool {
-		return sess.packets.Load() > sent+50
+		n, _ := sess.sent()
+		return n > sent+50
 	})
 
 	resp, msg := do(t, http.MethodDelete, url, "", "", nil)
@@ -171,7 +172,7 @@ func TestICERestartToTCP(t *testing.T) {
 	if len(restarted) != 1 {
 		t.Errorf("%d \"ICE restart\" lines, want 1", len(restarted))
 	}
-	t.Logf("server log:\n%s\n%s\n%s\n%s\n%s\n(%d packets resent on NACKs)", connected, restarted, moved, gone, closed, sess.retransmit.Load())
+	t.Logf("server log:\n%s\n%s\n%s\n%s\n%s\n(%d packets resent on NACKs)", connected, restarted, moved, gone, closed, sess.snd.Load().Retransmitted())
 }
 
 // dualStackViewer is a pion viewer that, like a browser, may use UDP and

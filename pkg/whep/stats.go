@@ -113,8 +113,9 @@ func (s *Server) Stats() Stats {
 	s.mu.Lock()
 	st.Sessions = len(s.sessions)
 	for _, sess := range s.sessions {
-		st.PacketsSent += sess.packets.Load()
-		st.BytesSent += sess.bytes.Load()
+		packets, bytes := sess.sent()
+		st.PacketsSent += packets
+		st.BytesSent += bytes
 		st.StateCounts[sess.info().State]++
 	}
 	s.mu.Unlock()

@@ -41,7 +41,7 @@ import (
 
 	"github.com/srtwhep/srtwhep/pkg/auth"
 	"github.com/srtwhep/srtwhep/pkg/events"
-	"github.com/srtwhep/srtwhep/pkg/hub"
+	"github.com/srtwhep/srtwhep/pkg/rtpsend"
 )
 
 // Source hands out readers of a path's access units. cmd adapts *hub.Hub to
@@ -52,41 +52,25 @@ type Source interface {
 }
 
 // Reader is one viewer's reservation on a path. It queues nothing until
-// Attach or AttachAV, so a viewer still in ICE costs no queue. RecvFrame
-// returns the next frame, video or audio, in the order the publisher wrote
-// them, marked CatchUp when it is part of the catch-up burst (the cached
-// GOP a new viewer starts from); hub.ErrEnded when the publisher is gone.
-// Close releases the reservation and is called exactly once. *hub.Reader
-// implements it.
+// Attach or AttachAV, so a viewer still in ICE costs no queue; from then
+// on the session's sender reads it (rtpsend.Source: the frames, video or
+// audio, in the order the publisher wrote them, marked CatchUp when part
+// of the catch-up burst a new viewer starts from). Close releases the
+// reservation and is called exactly once. *hub.Reader implements it.
 type Reader interface {
 	// HasAudio reports whether the path had audio when the reader was
 	// added; the session offers audio only then.
 	HasAudio() bool
 	Attach()   // video only
 	AttachAV() // video and audio
-	// CountSent adds what the session put on the wire to the path's
-	// totals, so per-path traffic needs no lookup by path name.
-	CountSent(packets, bytes int)
-	RecvFrame(ctx context.Context) (hub.Frame, error)
-	// Poll and SetWake serve the session's writer, which is stepped
-	// rather than blocking (see writer.go); they are *hub.Reader's.
-	Poll() (f hub.Frame, ok bool, err error)
-	SetWake(wake func())
-	// Backlog is how many frames wait; above zero the viewer is behind
-	// the live edge.
-	Backlog() int
 	Close()
+	rtpsend.Source
 }
 
 // Authorizer is the access policy as the WHEP server uses it.
 type Authorizer interface {
 	CheckViewer(ctx context.Context, v auth.Viewer) error
 }
-
-// catchUpInterval spaces frames sent behind the live edge: about four times
-// a 30 fps frame rate, so a cached 2 s GOP plays out in half a second
-// without a burst that receivers' buffers would drop.
-const catchUpInterval = 8 * time.Millisecond
 
 // droppedCounter is optionally implemented by a Reader so Sessions can
 // report how many access units the hub discarded for a slow viewer.
@@ -191,7 +175,7 @@ type Server struct {
 
 	stats serverCounters
 	// latency is the server's share of each live frame's delay.
-	latency latencyHistogram
+	latency rtpsend.Latency
 }
 
 // New checks cfg and fills in defaults. It starts nothing.
@@ -342,7 +326,7 @@ var (
 	errServerShutdown   = errors.New("server is shutting down")
 	errKicked           = errors.New("kicked")
 	errDeleted          = errors.New("deleted by the client")
-	errPublisherGone    = errors.New("publisher gone")
+	errPublisherGone    = rtpsend.ErrPublisherGone
 	errHandshakeTimeout = errors.New("not connected within the handshake timeout")
 	errICEFailed        = errors.New("connection failed (no traffic within the disconnect timeout)")
 	errPCClosed         = errors.New("peer connection closed")

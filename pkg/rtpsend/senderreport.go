@@ -1,4 +1,4 @@
-package whep
+package rtpsend
 
 import (
 	"time"
@@ -6,7 +6,6 @@ import (
 	"github.com/pion/rtcp"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
-	"github.com/srtwhep/srtwhep/pkg/plane"
 )
 
 // senderReportInterval follows RFC 3550's usual period; receivers use the
@@ -68,7 +67,7 @@ func (r *senderReporter) sent(packets, payloadOctets uint64) {
 }
 
 // maybeSend reports that rtpTS is at wall time when a report is due.
-func (r *senderReporter) maybeSend(tr plane.Output, now time.Time, rtpTS uint32, at time.Time) {
+func (r *senderReporter) maybeSend(tr Output, now time.Time, rtpTS uint32, at time.Time) {
 	if now.Before(r.next) {
 		return
 	}

@@ -1,4 +1,4 @@
-package whep
+package rtpsend
 
 import (
 	"time"
@@ -71,4 +71,11 @@ func (tl *timeline) place(f hub.Frame, now time.Time) (int64, bool) {
 	}
 	tl.lastAt = now
 	return pts, true
+}
+
+func framePTS(f hub.Frame) int64 {
+	if f.Video != nil {
+		return f.Video.PTS
+	}
+	return f.Audio.PTS
 }
