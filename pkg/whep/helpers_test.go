@@ -127,6 +127,21 @@ func (p *testPath) readerCount() int {
 	return len(p.readers)
 }
 
+// attachedCount is how many of the path's readers are attached (their
+// sessions connected).
+func (p *testPath) attachedCount() (n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for r := range p.readers {
+		r.mu.Lock()
+		if r.attached {
+			n++
+		}
+		r.mu.Unlock()
+	}
+	return n
+}
+
 func (r *testReader) push(q queued, onlyAttached bool) {
 	r.mu.Lock()
 	if onlyAttached && !r.attached {
