@@ -1,6 +1,6 @@
 // Package rtpsend is one viewer's RTP sender: it takes the frames of the
 // viewer's hub reader, places them on the viewer's timeline across
-// publishers (timeline.go), stamps them (pkg/rtph264's Stamper for video,
+// publishers (hub.Timeline), stamps them (pkg/rtph264's Stamper for video,
 // the Opus stamper for audio), answers NACKs from the shared-payload
 // history (retransmit.go), sends sender reports on one media clock
 // (senderreport.go), applies the congestion rule to receiver reports
@@ -110,8 +110,8 @@ type Sender struct {
 	clock     mediaClock
 	videoLive bool // the last video AU went out on its PTS timeline
 	// Frames are stamped from their place on the viewer's timeline,
-	// which goes on across publishers (see timeline).
-	tl timeline
+	// which goes on across publishers.
+	tl hub.Timeline
 
 	// paceUntil is when the next frame may go out behind the live edge;
 	// Step asks to run again then.
@@ -186,12 +186,12 @@ func (w *Sender) resendNACKed() {
 // handle writes frame f and reports whether the next one must wait
 // catchUpInterval.
 func (w *Sender) handle(f hub.Frame) (pace bool) {
-	changes := w.tl.changes
-	pts, ok := w.tl.place(f, time.Now())
+	changes := w.tl.Changes()
+	pts, _, ok := w.tl.Place(f, time.Now())
 	if !ok {
 		return false
 	}
-	if w.tl.changes != changes {
+	if w.tl.Changes() != changes {
 		w.cfg.Log.Info("viewer continues with a new publisher")
 	}
 	backlog := w.cfg.Src.Backlog()
