@@ -7,9 +7,9 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/av"
 )
 
-// TestTimeline: on the zero Timeline a second publisher's frames continue the session's
-// timeline after the wall-clock gap, from its first IDR, with audio
-// sharing the video's shift and never going back.
+// TestTimeline: on the zero Timeline a second publisher's frames continue
+// the reader's timeline after the wall-clock gap, from its first IDR, with
+// audio sharing the video's shift and never going back.
 func TestTimeline(t *testing.T) {
 	video := func(gen uint32, pts int64, idr bool) Frame {
 		return Frame{Gen: gen, Video: &av.AccessUnit{PTS: pts, IDR: idr}}
@@ -17,36 +17,20 @@ func TestTimeline(t *testing.T) {
 	audio := func(gen uint32, pts int64) Frame {
 		return Frame{Gen: gen, Audio: &av.AudioFrame{PTS: pts}}
 	}
-	t0 := time.Unix(1000, 0)
-	steps := []struct {
-		f    Frame
-		at   time.Duration
-		want int64 // -1: skipped
-	}{
-		{video(3, 900000, true), 0, 900000},
-		{audio(3, 901000), 10 * time.Millisecond, 901000},
-		{video(3, 903000, false), 33 * time.Millisecond, 903000},
+	steps := []placeStep{
+		{video(3, 900000, true), 0, 900000, false},
+		{audio(3, 901000), 10 * time.Millisecond, 901000, false},
+		{video(3, 903000, false), 33 * time.Millisecond, 903000, false},
 		// The publisher left; a new one starts 2 s later with PTS near 0.
-		{audio(4, 100), 2 * time.Second, -1}, // before its first IDR
-		{video(4, 3000, true), 2033 * time.Millisecond, 903000 + 2*av.ClockRate},
-		{audio(4, 2000), 2040 * time.Millisecond, 903000 + 2*av.ClockRate - 1000},
-		{audio(4, 1500), 2045 * time.Millisecond, -1}, // out of order: behind audio already sent
-		{audio(4, 4000), 2050 * time.Millisecond, 903000 + 2*av.ClockRate + 1000},
-		{video(4, 6000, false), 2066 * time.Millisecond, 903000 + 2*av.ClockRate + 3000},
+		{audio(4, 100), 2 * time.Second, -1, false}, // before its first IDR
+		{video(4, 3000, true), 2033 * time.Millisecond, 903000 + 2*av.ClockRate, false},
+		{audio(4, 2000), 2040 * time.Millisecond, 903000 + 2*av.ClockRate - 1000, false},
+		{audio(4, 1500), 2045 * time.Millisecond, -1, false}, // out of order: behind audio already sent
+		{audio(4, 4000), 2050 * time.Millisecond, 903000 + 2*av.ClockRate + 1000, false},
+		{video(4, 6000, false), 2066 * time.Millisecond, 903000 + 2*av.ClockRate + 3000, false},
 	}
 	var tl Timeline
-	for i, s := range steps {
-		got, _, ok := tl.Place(s.f, t0.Add(s.at))
-		if s.want < 0 {
-			if ok {
-				t.Errorf("step %d: placed at %d, want skipped", i, got)
-			}
-			continue
-		}
-		if !ok || got != s.want {
-			t.Errorf("step %d: place = %d, %v; want %d", i, got, ok, s.want)
-		}
-	}
+	checkPlaces(t, &tl, steps, false)
 	if tl.Changes() != 1 {
 		t.Errorf("%d publisher changes, want 1", tl.Changes())
 	}
@@ -63,13 +47,7 @@ func TestSegmentTimeline(t *testing.T) {
 		return Frame{Gen: gen, Source: &av.AudioUnit{PTS: pts}}
 	}
 	const start = av.ClockRate
-	t0 := time.Unix(1000, 0)
-	steps := []struct {
-		f     Frame
-		at    time.Duration
-		want  int64 // -1: skipped
-		first bool
-	}{
+	steps := []placeStep{
 		{audio(1, 500000), 0, -1, false},        // before the first IDR
 		{video(1, 600000, false), 0, -1, false}, // not an IDR
 		{video(1, 900000, true), 0, start, true},
@@ -82,19 +60,34 @@ func TestSegmentTimeline(t *testing.T) {
 		{audio(2, 4000), 2050 * time.Millisecond, start + 3000 + 2*av.ClockRate + 1000, false},
 	}
 	tl := NewSegmentTimeline(start)
+	checkPlaces(t, &tl, steps, true)
+	if tl.Changes() != 1 {
+		t.Errorf("%d publisher changes, want 1", tl.Changes())
+	}
+}
+
+type placeStep struct {
+	f     Frame
+	at    time.Duration // after the first step
+	want  int64         // -1: skipped
+	first bool
+}
+
+// checkPlaces places the steps' frames on tl in turn, checking the first
+// flags too with first.
+func checkPlaces(t *testing.T, tl *Timeline, steps []placeStep, first bool) {
+	t.Helper()
+	t0 := time.Unix(1000, 0)
 	for i, s := range steps {
-		got, first, ok := tl.Place(s.f, t0.Add(s.at))
+		got, isFirst, ok := tl.Place(s.f, t0.Add(s.at))
 		if s.want < 0 {
 			if ok {
 				t.Errorf("step %d: placed at %d, want skipped", i, got)
 			}
 			continue
 		}
-		if !ok || got != s.want || first != s.first {
-			t.Errorf("step %d: Place = %d, %v, %v; want %d, %v", i, got, first, ok, s.want, s.first)
+		if !ok || got != s.want || (first && isFirst != s.first) {
+			t.Errorf("step %d: Place = %d, %v, %v; want %d, %v", i, got, isFirst, ok, s.want, s.first)
 		}
-	}
-	if tl.Changes() != 1 {
-		t.Errorf("%d publisher changes, want 1", tl.Changes())
 	}
 }

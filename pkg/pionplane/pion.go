@@ -71,8 +71,8 @@ func (p *Plane) SocketStats() (datagrams, refused, receiveDrops uint64) {
 	return datagrams, refused, p.m.udpDrops.Count0()
 }
 
-// pionTransport is a viewer's PeerConnection with its tracks.
-type pionTransport struct {
+// conn is a viewer's PeerConnection with its tracks, as a plane.Conn.
+type conn struct {
 	offer  plane.Offer
 	pc     *webrtc.PeerConnection
 	track  *webrtc.TrackLocalStaticRTP
@@ -96,8 +96,8 @@ type pionTransport struct {
 	sending sync.WaitGroup
 }
 
-// answer builds the PeerConnection for sess's offer and returns its
-// complete answer (all candidates: we do not trickle).
+// Answer builds the PeerConnection for o and returns it with its complete
+// answer (all candidates: we do not trickle).
 func (p *Plane) Answer(ctx context.Context, o plane.Offer) (plane.Conn, plane.Answer, error) {
 	c, a, err := p.answer(ctx, o)
 	if err != nil {
@@ -106,13 +106,13 @@ func (p *Plane) Answer(ctx context.Context, o plane.Offer) (plane.Conn, plane.An
 	return c, a, nil
 }
 
-func (p *Plane) answer(ctx context.Context, o plane.Offer) (*pionTransport, plane.Answer, error) {
+func (p *Plane) answer(ctx context.Context, o plane.Offer) (*conn, plane.Answer, error) {
 	audio := o.Audio != nil
 	pc, err := p.api.pick(audio).NewPeerConnection(webrtc.Configuration{})
 	if err != nil {
 		return nil, plane.Answer{}, fmt.Errorf("create peer connection: %w", err)
 	}
-	t := &pionTransport{offer: o, pc: pc, conn: make(chan struct{}), timeout: p.cfg.HandshakeTimeout}
+	t := &conn{offer: o, pc: pc, conn: make(chan struct{}), timeout: p.cfg.HandshakeTimeout}
 	t.st.Store(int32(webrtc.PeerConnectionStateNew))
 	ok := false
 	defer func() {
@@ -196,7 +196,7 @@ func (p *Plane) answer(ctx context.Context, o plane.Offer) (*pionTransport, plan
 
 // readRTCP starts the RTCP readers; they end when the PeerConnection
 // closes, and close waits for them.
-func (t *pionTransport) readRTCP() {
+func (t *conn) readRTCP() {
 	t.rtcp.Go(func() {
 		for {
 			pkts, _, err := t.sender.ReadRTCP()
@@ -250,13 +250,13 @@ func senderSSRC(s *webrtc.RTPSender) uint32 {
 	return 0
 }
 
-func (t *pionTransport) SSRCs() (video, audio uint32) {
+func (t *conn) SSRCs() (video, audio uint32) {
 	return senderSSRC(t.sender), senderSSRC(t.audioSender)
 }
 
-func (t *pionTransport) Connected() <-chan struct{} { return t.conn }
+func (t *conn) Connected() <-chan struct{} { return t.conn }
 
-func (t *pionTransport) State() string {
+func (t *conn) State() string {
 	return webrtc.PeerConnectionState(t.st.Load()).String()
 }
 
@@ -265,7 +265,7 @@ func (t *pionTransport) State() string {
 // integrity of the offer's credentials) or answered one of ours. pion's
 // ICE state is no help here: the agent goes "checking" on its own as soon
 // as the offer is applied.
-func (t *pionTransport) ICEStarted() bool {
+func (t *conn) ICEStarted() bool {
 	if t.pc.ConnectionState() == webrtc.PeerConnectionStateConnected {
 		return true
 	}
@@ -277,7 +277,7 @@ func (t *pionTransport) ICEStarted() bool {
 	return false
 }
 
-func (t *pionTransport) WriteVideo(pkts []rtp.Packet) (int, error) {
+func (t *conn) WriteVideo(pkts []rtp.Packet) (int, error) {
 	for i := range pkts {
 		if err := t.track.WriteRTP(&pkts[i]); err != nil {
 			return i, err
@@ -286,16 +286,16 @@ func (t *pionTransport) WriteVideo(pkts []rtp.Packet) (int, error) {
 	return len(pkts), nil
 }
 
-func (t *pionTransport) WriteAudio(pkt *rtp.Packet) error {
+func (t *conn) WriteAudio(pkt *rtp.Packet) error {
 	if t.audioTrack == nil {
 		return errors.New("no audio track")
 	}
 	return t.audioTrack.WriteRTP(pkt)
 }
 
-func (t *pionTransport) WriteRTCP(pkts []rtcp.Packet) error { return t.pc.WriteRTCP(pkts) }
+func (t *conn) WriteRTCP(pkts []rtcp.Packet) error { return t.pc.WriteRTCP(pkts) }
 
-func (t *pionTransport) Trickle(cands []string) error { return addCandidates(t.pc, cands) }
+func (t *conn) Trickle(cands []string) error { return addCandidates(t.pc, cands) }
 
 func addCandidates(pc *webrtc.PeerConnection, cands []string) error {
 	for i, c := range cands {
@@ -309,7 +309,7 @@ func addCandidates(pc *webrtc.PeerConnection, cands []string) error {
 // RestartICE re-applies the viewer's offer with its new credentials, which
 // pion treats as an ICE restart (new local ufrag/pwd, gathering again; the
 // DTLS and SRTP state survive), and answers it.
-func (t *pionTransport) RestartICE(ctx context.Context, offerSDP string, remote plane.ICE) (plane.ICE, error) {
+func (t *conn) RestartICE(ctx context.Context, offerSDP string, remote plane.ICE) (plane.ICE, error) {
 	err := t.pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offerSDP})
 	if err != nil {
 		return plane.ICE{}, fmt.Errorf("apply the restarted offer: %w", err)
@@ -330,14 +330,14 @@ func (t *pionTransport) RestartICE(ctx context.Context, offerSDP string, remote 
 
 // Drive runs the session's sender on a goroutine of the connection's:
 // pion's track writes block. Close waits for it.
-func (t *pionTransport) Drive(s plane.Stepper) {
+func (t *conn) Drive(s plane.Stepper) {
 	t.sending.Go(func() { plane.Run(s) })
 }
 
 // Close says goodbye to a connected viewer and closes the PeerConnection
 // (with its DTLS close_notify), then waits for the RTCP readers, which
 // end with it.
-func (t *pionTransport) Close() {
+func (t *conn) Close() {
 	t.sayGoodbye()
 	_ = t.pc.GracefulClose()
 	t.rtcp.Wait()

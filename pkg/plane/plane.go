@@ -68,19 +68,20 @@ func (c Config) Check() error {
 
 // WithDefaults fills in the zero values.
 func (c Config) WithDefaults() Config {
-	if c.HandshakeTimeout <= 0 {
-		c.HandshakeTimeout = DefaultHandshakeTimeout
-	}
-	if c.DisconnectTimeout <= 0 {
-		c.DisconnectTimeout = DefaultDisconnectTimeout
-	}
-	if c.Keepalive <= 0 {
-		c.Keepalive = DefaultKeepalive
-	}
+	c.HandshakeTimeout = positiveOr(c.HandshakeTimeout, DefaultHandshakeTimeout)
+	c.DisconnectTimeout = positiveOr(c.DisconnectTimeout, DefaultDisconnectTimeout)
+	c.Keepalive = positiveOr(c.Keepalive, DefaultKeepalive)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c
+}
+
+func positiveOr(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
 }
 
 // Codec is one answered codec.

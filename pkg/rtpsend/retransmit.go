@@ -33,8 +33,8 @@ type sentRecord struct {
 }
 
 // history maps this viewer's sequence numbers back to the shared payloads.
-// The writer goroutine records and looks up; the lock keeps it safe for
-// any other reader.
+// Step records and looks up; the lock keeps it safe for any other
+// reader.
 type history struct {
 	mu   sync.Mutex
 	recs [historySize]sentRecord

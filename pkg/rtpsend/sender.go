@@ -25,22 +25,17 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/hub"
+	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/rtph264"
 )
 
-// Output is where a Sender writes: the viewer's connection.
-type Output interface {
-	// WriteVideo sends one frame's packets (or NACKed ones) and returns
-	// how many went out; an error means the connection is going away.
-	WriteVideo(pkts []rtp.Packet) (int, error)
-	WriteAudio(pkt *rtp.Packet) error
-	WriteRTCP(pkts []rtcp.Packet) error
-}
+// Output is where a Sender writes: the viewer's connection, three
+// methods (plane.Output).
+type Output = plane.Output
 
 // Source is the viewer's reader of its path (*hub.Reader).
 type Source interface {

@@ -51,8 +51,8 @@ func (c *mediaClock) at(pts int64) time.Time {
 }
 
 // senderReporter writes one track's sender reports, at most once per
-// interval, from the writer goroutine right after a frame went out, so the
-// RTP timestamp it reports is exactly one just sent.
+// interval, from Step right after a frame went out, so the RTP timestamp
+// it reports is exactly one just sent.
 type senderReporter struct {
 	ssrc    uint32
 	next    time.Time

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -340,15 +339,6 @@ func do(t *testing.T, method, url, contentType, body string, hdr map[string]stri
 		t.Fatal(err)
 	}
 	return resp, string(b)
-}
-
-func mustUDPAddr(t *testing.T, s string) *net.UDPAddr {
-	t.Helper()
-	a, err := net.ResolveUDPAddr("udp", s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
 }
 
 func (r *testReader) Backlog() int {

@@ -148,7 +148,7 @@ func (sess *session) onRTCP(pkts []rtcp.Packet) {
 
 // runSession is the session's goroutine, counted in s.wg by addSession. It
 // owns the handshake slot taken at POST, the connection and the reader.
-// Once the viewer is connected it hands the session's writer to the
+// Once the viewer is connected it hands the session's sender to the
 // connection, which runs it, and ends; the session's end then runs on a
 // goroutine the writer starts when it finishes.
 func (s *Server) runSession(sess *session) {

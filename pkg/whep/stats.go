@@ -45,7 +45,7 @@ type Stats struct {
 	SessionsOpened     uint64 // 201s sent
 	HandshakeFailures  uint64 // answered sessions that never connected
 	PacketsSent        uint64
-	BytesSent          uint64 // RTP payload + header bytes handed to the transport
+	BytesSent          uint64 // RTP payload + header bytes handed to the connections
 	// UDPDatagrams and UDPRefused count what the shared media socket
 	// handed to the kernel and what the kernel refused (a full socket
 	// buffer: those packets are lost for the viewers).

@@ -1,7 +1,10 @@
 // Package whep is the WHEP server (draft-ietf-wish-whep, HTTP mechanics of
-// RFC 9725): HTTP handlers that turn an SDP offer into a WebRTC transport
-// per viewer, and the session that writes the path's access units (and its
-// Opus frames, when the path and the offer have audio) to it, with sender
+// RFC 9725): the HTTP contract (POST, PATCH for trickle and ICE restarts,
+// DELETE), the offer model and codec choice, handshake admission, the
+// session registry, and the stats and API views. Each session turns an SDP
+// offer into a WebRTC connection on the media plane and hands it the
+// viewer's sender (pkg/rtpsend), which writes the path's access units (and
+// its Opus frames, when the path and the offer have audio), with sender
 // reports that keep the two in lip sync.
 //
 // The connection comes from the media plane the caller passes in
@@ -12,15 +15,15 @@
 //
 // A viewer outlives its publisher for the path's grace period (kept by the
 // hub): the next publisher's stream continues the same session with
-// contiguous RTP sequence numbers and timestamps (see timeline.go). When the
+// contiguous RTP sequence numbers and timestamps (see hub.Timeline). When the
 // path ends for good, every viewer of it is closed cleanly: an RTCP BYE,
 // then the PeerConnection's close with its DTLS close_notify, which the
 // browser sees at once as a closed connection instead of waiting for ICE to
 // time out; the player page is expected to reconnect by posting a new offer.
 //
-// A session's writer (writer.go) is a plane.Stepper: it never blocks on
+// A session's sender (pkg/rtpsend) is a plane.Stepper: it never blocks on
 // anything but its connection's writes, and the plane runs it. The own
-// plane steps a UDP viewer's writer on its fixed writer pool, so it costs
+// plane steps a UDP viewer's sender on its fixed writer pool, so it costs
 // no goroutine (measured by TestGoroutinesPerViewer); pion's plane, and
 // the own plane for ICE-TCP viewers, whose writes block, step it on a
 // goroutine of its own (plane.Run; 15 goroutines per viewer in all on
@@ -135,7 +138,7 @@ type Config struct {
 	Events events.Func
 	Logger *slog.Logger
 
-	// BeforeWrite, when set, is called by a session's writer before it
+	// BeforeWrite, when set, is called by a session's sender before it
 	// writes each frame (video or audio); a non-nil channel it returns
 	// holds that session's writes until the channel is closed (or the
 	// session ends), without holding any other session's. It exists so
