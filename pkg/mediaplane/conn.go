@@ -23,7 +23,7 @@ type conn struct {
 	// with the worker's batch. Without one, a write takes a pooled Sender
 	// and sends at once.
 	batch *Sender
-	// unwatch stops the watch on the session's end (see Drive).
+	// unwatch stops the watch on the session's end (see watch).
 	unwatch func() bool
 	// blocking is the goroutine of a sender whose writes block (ICE-TCP).
 	blocking sync.WaitGroup
@@ -126,11 +126,7 @@ func (c *conn) RestartICE(_ context.Context, _ string, remote plane.ICE) (plane.
 	if err != nil {
 		return plane.ICE{}, err
 	}
-	li := plane.ICE{Ufrag: ufrag, Pwd: pwd}
-	for _, cand := range c.plane.srv.Candidates() {
-		li.Candidates = append(li.Candidates, "candidate:"+cand)
-	}
-	return li, nil
+	return c.plane.localICE(ufrag, pwd), nil
 }
 
 // Close ends the viewer: a connected one gets the RTCP BYE and DTLS

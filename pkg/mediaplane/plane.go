@@ -147,13 +147,20 @@ func (p *Plane) Answer(_ context.Context, o plane.Offer) (plane.Conn, plane.Answ
 	case err != nil:
 		return nil, plane.Answer{}, err
 	}
-	ice := plane.ICE{Ufrag: creds.ufrag, Pwd: creds.pwd}
-	for _, c := range p.srv.Candidates() {
-		ice.Candidates = append(ice.Candidates, "candidate:"+c)
-	}
+	ice := p.localICE(creds.ufrag, creds.pwd)
 	c := &conn{plane: p, v: v}
 	c.watch(o.Session)
 	return c, plane.Answer{SDP: answer, ICE: ice}, nil
+}
+
+// localICE is our side of an ICE generation: its credentials and the
+// shared socket's candidates.
+func (p *Plane) localICE(ufrag, pwd string) plane.ICE {
+	li := plane.ICE{Ufrag: ufrag, Pwd: pwd}
+	for _, c := range p.srv.Candidates() {
+		li.Candidates = append(li.Candidates, "candidate:"+c)
+	}
+	return li
 }
 
 // endReason maps why a viewer ended to the plane contract's reasons, so

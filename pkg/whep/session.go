@@ -83,7 +83,7 @@ func (sess *session) answer(ctx, base context.Context, p Plane, audio bool) (str
 		Video:   plane.Codec{PayloadType: o.payloadType, Fmtp: o.fmtp()},
 		OnRTCP:  sess.onRTCP,
 		// Whatever ends the connection on its own ends the session, whose
-		// writer may be waiting for a frame.
+		// sender may be waiting for a frame.
 		OnDone: func(reason error) { sess.cancel(endReason(reason)) },
 		Log:    sess.log,
 	}
@@ -150,7 +150,7 @@ func (sess *session) onRTCP(pkts []rtcp.Packet) {
 // owns the handshake slot taken at POST, the connection and the reader.
 // Once the viewer is connected it hands the session's sender to the
 // connection, which runs it, and ends; the session's end then runs on a
-// goroutine the writer starts when it finishes.
+// goroutine the sender's OnEnd starts when it finishes.
 func (s *Server) runSession(sess *session) {
 	if err := s.awaitConnected(sess); err != nil {
 		s.endSession(sess, err)
