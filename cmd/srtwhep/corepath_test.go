@@ -13,6 +13,7 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/whep"
 
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/h264"
+	"github.com/srtwhep/srtwhep/pkg/plane"
 )
 
 const frameTicks = 90000 / 30
@@ -206,7 +207,7 @@ type staller struct {
 func stallOnce(t *testing.T, mutate func(*config.Config)) (*staller, func()) {
 	t.Helper()
 	s := &staller{release: make(chan struct{})}
-	s.ts = startServer(t, mutate, func(wc *whep.Config) {
+	s.ts = startServer(t, mutate, func(wc *whep.Config, _ *plane.Config) {
 		wc.BeforeWrite = func(session string) <-chan struct{} {
 			if id := s.session.Load(); id != nil && session == *id && s.held.CompareAndSwap(false, true) {
 				return s.release // the stall under test

@@ -15,6 +15,7 @@ import (
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/internal/whepclient"
 	"github.com/srtwhep/srtwhep/pkg/config"
+	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/srt"
 	"github.com/srtwhep/srtwhep/pkg/whep"
 )
@@ -35,7 +36,7 @@ type testServer struct {
 }
 
 // startServer runs the real server on loopback with ephemeral ports.
-func startServer(t *testing.T, mutate func(*config.Config), whepOpts ...func(*whep.Config)) *testServer {
+func startServer(t *testing.T, mutate func(*config.Config), whepOpts ...func(*whep.Config, *plane.Config)) *testServer {
 	t.Helper()
 	cfg := config.Default()
 	cfg.SRT.Listen = "127.0.0.1:0"

@@ -13,6 +13,7 @@ import (
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/internal/whepclient"
 	"github.com/srtwhep/srtwhep/pkg/config"
+	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/whep"
 )
 
@@ -26,7 +27,7 @@ import (
 func TestNarrowViewer(t *testing.T) {
 	// A short queue overflows soon after the writer blocks.
 	ts := startServer(t, func(c *config.Config) { c.Readers.QueueSize = 20 },
-		func(c *whep.Config) { c.TCPListen = "127.0.0.1:0" })
+		func(_ *whep.Config, c *plane.Config) { c.TCPListen = "127.0.0.1:0" })
 	startFFmpeg(t, x264Args("1280x720"), ts.srtURL("publish:live/cam1"))
 	ts.waitPublisher(t, "live/cam1")
 	others := []*viewer{dialViewer(t, ts, "live/cam1"), dialViewer(t, ts, "live/cam1")}

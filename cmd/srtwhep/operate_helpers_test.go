@@ -19,6 +19,7 @@ import (
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/internal/whepclient"
 	"github.com/srtwhep/srtwhep/pkg/config"
+	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/whep"
 )
 
@@ -50,7 +51,7 @@ func startServerFile(t *testing.T, content string) (*testServer, string) {
 
 // runTestServer runs the server on cfg until the test ends, logging into a
 // buffer the test can search.
-func runTestServer(t *testing.T, cfg *config.Config, whepOpts ...func(*whep.Config)) *testServer {
+func runTestServer(t *testing.T, cfg *config.Config, whepOpts ...func(*whep.Config, *plane.Config)) *testServer {
 	t.Helper()
 	logs := &testkit.LogBuffer{}
 	var w io.Writer = logs

@@ -20,7 +20,10 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/events"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 	"github.com/srtwhep/srtwhep/pkg/ingest"
+	"github.com/srtwhep/srtwhep/pkg/mediaplane"
 	"github.com/srtwhep/srtwhep/pkg/metrics"
+	"github.com/srtwhep/srtwhep/pkg/pionplane"
+	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/player"
 	"github.com/srtwhep/srtwhep/pkg/srt"
 	"github.com/srtwhep/srtwhep/pkg/srtread"
@@ -42,8 +45,11 @@ type server struct {
 	srtRd  *srtread.Server
 	edge   *edge.Puller
 	whep   *whep.Server
-	load   *admission.Controller
-	hooks  *events.Poster // nil without hooks.url
+	// ownPlane is whep's media plane when it is the own one, for its
+	// metrics; nil on pion's.
+	ownPlane *mediaplane.Plane
+	load     *admission.Controller
+	hooks    *events.Poster // nil without hooks.url
 
 	ready     chan struct{}
 	addrs     atomic.Pointer[boundAddrs] // nil until ready
@@ -51,9 +57,10 @@ type server struct {
 	playerICE []player.ICEServer
 }
 
-// whepOpts adjust the WHEP server's config after it is derived from cfg;
-// integration tests use them to install instrumentation hooks.
-func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Config)) (*server, error) {
+// whepOpts adjust the WHEP server's and its media plane's configs after
+// they are derived from cfg; integration tests use them to install
+// instrumentation hooks.
+func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Config, *plane.Config)) (*server, error) {
 	s := &server{cfg: cfg, log: log, ready: make(chan struct{})}
 	s.conf.Store(cfg)
 	s.policy = auth.NewPolicy(accessRules(cfg), auth.ThrottleConfig{})
@@ -120,21 +127,25 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		servers = append(servers, whep.ICEServer(is))
 		s.playerICE = append(s.playerICE, player.ICEServer(is))
 	}
+	pcfg := plane.Config{
+		UDPListen:         cfg.WebRTC.UDPListen(),
+		TCPListen:         cfg.WebRTC.TCPListen(),
+		PublicIPs:         cfg.WebRTC.PublicIPStrings(),
+		Interfaces:        cfg.WebRTC.Interfaces,
+		IncludeLoopback:   cfg.WebRTC.AdvertiseLoopback(),
+		SocketBuffer:      cfg.WebRTC.SocketBuffer,
+		HandshakeTimeout:  time.Duration(cfg.WebRTC.HandshakeTimeout),
+		DisconnectTimeout: time.Duration(cfg.WebRTC.DisconnectTimeout),
+		Keepalive:         time.Duration(cfg.WebRTC.Keepalive),
+		Logger:            log.With("component", "whep"),
+	}
 	wcfg := whep.Config{
-		UDPListen:              cfg.WebRTC.UDPListen(),
-		TCPListen:              cfg.WebRTC.TCPListen(),
-		PublicIPs:              cfg.WebRTC.PublicIPStrings(),
-		Interfaces:             cfg.WebRTC.Interfaces,
-		IncludeLoopback:        cfg.WebRTC.AdvertiseLoopback(),
 		ICEServers:             servers,
 		HandshakeTimeout:       time.Duration(cfg.WebRTC.HandshakeTimeout),
-		DisconnectTimeout:      time.Duration(cfg.WebRTC.DisconnectTimeout),
-		Keepalive:              time.Duration(cfg.WebRTC.Keepalive),
 		AllowOrigin:            cfg.HTTP.AllowOrigin,
 		MaxBodyBytes:           cfg.HTTP.MaxBodyBytes,
 		MaxHandshakes:          cfg.HTTP.MaxHandshakes,
 		MaxHandshakesPerClient: cfg.HTTP.MaxHandshakesPerClient,
-		SocketBuffer:           cfg.WebRTC.SocketBuffer,
 		MediaPlane:             cfg.WebRTC.MediaPlane,
 		Source:                 whep.HubSource(s.hub),
 		Demand:                 s.edge.Demand,
@@ -144,10 +155,50 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		Logger:                 log.With("component", "whep"),
 	}
 	for _, opt := range whepOpts {
-		opt(&wcfg)
+		opt(&wcfg, &pcfg)
 	}
-	s.whep, err = whep.New(wcfg) // its errors name whep already
+	// Its errors name whep already.
+	if cfg.WebRTC.MediaPlane == config.MediaPlanePion {
+		if wcfg.Plane, err = pionplane.New(pcfg); err != nil {
+			return s, err
+		}
+	} else {
+		own, err := mediaplane.NewPlane(pcfg)
+		if err != nil {
+			return s, err
+		}
+		wcfg.Plane, s.ownPlane = own, own
+	}
+	s.whep, err = whep.New(wcfg)
 	return s, err
+}
+
+// mediaPlaneSample is metrics.Sources.MediaPlane: the own media plane's
+// receive and send counters, false on the pion plane (pion's
+// PeerConnections demultiplex inside pion and count nothing we could
+// export, so no series rather than zeros that would read as "nothing
+// received") and before the plane has bound its socket.
+func (s *server) mediaPlaneSample() (metrics.MediaPlaneSample, bool) {
+	if s.ownPlane == nil {
+		return metrics.MediaPlaneSample{}, false
+	}
+	st, ok := s.ownPlane.Stats()
+	if !ok {
+		return metrics.MediaPlaneSample{}, false
+	}
+	return metrics.MediaPlaneSample{
+		STUNAnswered:        st.STUNAnswered,
+		DTLSRecords:         st.DTLSRecords,
+		RTCPPackets:         st.RTCPPackets,
+		DroppedMalformed:    st.DroppedMalformed,
+		DroppedUnknownUfrag: st.DroppedUnknownUfrag,
+		DroppedBadIntegrity: st.DroppedBadIntegrity,
+		DroppedUnknownAddr:  st.DroppedUnknownAddr,
+		DroppedBadSRTCP:     st.DroppedBadSRTCP,
+		DroppedOther:        st.DroppedOther,
+		SendSyscalls:        st.Syscalls,
+		SendMessages:        st.Messages,
+	}, true
 }
 
 // Run starts every component and blocks until ctx ends or one of them
@@ -208,7 +259,7 @@ func (s *server) Run(ctx context.Context) error {
 		// time; the metrics package imports none of them.
 		m := metrics.New(metrics.Sources{Build: metrics.BuildInfo{Version: version.String()}, Profiling: s.cfg.Metrics.Pprof,
 			Paths: s.ingest.PathSamples, SRT: s.ingest.SRTSamples, WebRTC: s.whep.MetricsSample, Hooks: s.hooks.MetricsSource(),
-			MediaPlane: s.whep.MediaPlaneSample})
+			MediaPlane: s.mediaPlaneSample})
 		g.Go(func() error { return m.Serve(ctx, metricsLn, s.log.With("component", "metrics")) })
 	}
 	g.Go(func() error {

@@ -232,7 +232,7 @@ func Default() *Config {
 			PBKeyLen:    16,
 			ReadTimeout: Duration(2 * time.Second),
 			// The packages' defaults (srt.DefaultSocketBuffer,
-			// whep.DefaultSocketBuffer), which config cannot import.
+			// sockbuf.DefaultWebRTC), which config cannot import.
 			SocketBuffer: 4 << 20,
 		},
 		HTTP: HTTP{

@@ -68,19 +68,31 @@ func hostCandidates(cfg Config, la *net.UDPAddr, tcpPort int) ([]string, error) 
 // 0.0.0.0), leaving out link-local ones, and loopback unless nothing else
 // is there.
 func socketIPs(la *net.UDPAddr) ([]netip.Addr, error) {
+	ips, loopback, err := interfaceIPs(la, nil, false)
+	if len(ips) == 0 {
+		return loopback, err
+	}
+	return ips, err
+}
+
+// interfaceIPs is the one enumeration of the addresses a socket bound to
+// la answers on: its address when bound to one, else every address of the
+// interfaces that are up (only those named, when names is not empty; IPv4
+// only for 0.0.0.0), without link-local ones. Loopback addresses are in
+// ips, in interface order, when withLoopback is set, else in loopback.
+func interfaceIPs(la *net.UDPAddr, names []string, withLoopback bool) (ips, loopback []netip.Addr, err error) {
 	bound, _ := netip.AddrFromSlice(la.IP)
 	bound = bound.Unmap()
 	if bound.IsValid() && !bound.IsUnspecified() {
-		return []netip.Addr{bound}, nil
+		return []netip.Addr{bound}, nil, nil
 	}
 	v4only := la.IP.To4() != nil
 	ifaces, err := net.Interfaces()
 	if err != nil {
-		return nil, fmt.Errorf("mediaplane: list interfaces: %w", err)
+		return nil, nil, fmt.Errorf("mediaplane: list interfaces: %w", err)
 	}
-	var ips, loopback []netip.Addr
 	for _, ifc := range ifaces {
-		if ifc.Flags&net.FlagUp == 0 {
+		if ifc.Flags&net.FlagUp == 0 || (len(names) > 0 && !slices.Contains(names, ifc.Name)) {
 			continue
 		}
 		addrs, err := ifc.Addrs()
@@ -96,15 +108,39 @@ func socketIPs(la *net.UDPAddr) ([]netip.Addr, error) {
 			ip = ip.Unmap()
 			switch {
 			case !ok, ip.IsLinkLocalUnicast(), v4only && !ip.Is4():
-			case ip.IsLoopback():
+			case ip.IsLoopback() && !withLoopback:
 				loopback = append(loopback, ip)
 			default:
 				ips = append(ips, ip)
 			}
 		}
 	}
-	if len(ips) == 0 {
-		return loopback, nil
+	return ips, loopback, nil
+}
+
+// HostIPs are the addresses the answer's candidates carry for a socket
+// bound to la: publicIPs alone when set (NAT 1:1 replaces the local
+// addresses, as the pion plane's rewrite rule does), else the bound
+// address, else every address of the named interfaces (all when none
+// are), loopback only when asked for.
+func HostIPs(la *net.UDPAddr, publicIPs, interfaces []string, includeLoopback bool) ([]netip.Addr, error) {
+	if len(publicIPs) > 0 {
+		var out []netip.Addr
+		for _, s := range publicIPs {
+			a, err := netip.ParseAddr(s)
+			if err != nil {
+				return nil, fmt.Errorf("mediaplane: public IP %q: %w", s, err)
+			}
+			out = append(out, a.Unmap())
+		}
+		return out, nil
 	}
-	return ips, nil
+	out, _, err := interfaceIPs(la, interfaces, includeLoopback)
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("mediaplane: no address to advertise on %v (interfaces %v); set webrtc.listenIP or webrtc.publicIPs", la, interfaces)
+	}
+	return out, nil
 }

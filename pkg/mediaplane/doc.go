@@ -2,7 +2,10 @@
 // end to end: one UDP socket for every viewer, an ICE-lite responder, a
 // DTLS handshake that yields SRTP keys, and a send path that encrypts a
 // viewer's frame into a buffer it owns and hands it to the kernel as one
-// UDP GSO message.
+// UDP GSO message. Plane (plane.go) is the package as the WHEP server uses
+// it: a Server on the shared socket, the answer's host addresses
+// (HostIPs, the one enumeration of them), and the writer pool that steps
+// the viewers' senders.
 //
 // pion/webrtc gives every viewer a PeerConnection: about 27 goroutines, and
 // on every packet a TrackLocal → SRTP session → ICE conn → UDP mux chain
@@ -14,7 +17,8 @@
 //
 // # Goroutines
 //
-// A Server runs two: the demultiplexer, which reads the socket in batches
+// New starts nothing; Start starts them and Close ends them. A Server runs
+// two: the demultiplexer, which reads the socket in batches
 // (recvmmsg) and dispatches every datagram by its first byte (RFC 7983:
 // STUN 0–3, DTLS 20–63, RTP/RTCP 128–191) and its remote address, and a
 // janitor that ends viewers whose handshake or consent ran out; with
@@ -54,6 +58,21 @@
 // shared with RTCP writes). UDP sends bypass net's per-socket write lock
 // (see sendDirect): hundreds of session writers queued on it made convoys
 // that paused groups of viewers for 200 ms and more.
+//
+// # The writer pool
+//
+// Plane.Start adds a fixed set of workers (as many as CPUs, at least two)
+// and one pacer goroutine; a connected UDP viewer still owns none. Each
+// viewer's sender (a plane.Stepper, pkg/rtpsend) is a job: its reader's
+// queued frames, its NACKs and its session's end wake it, a worker takes
+// up to 64 ready jobs, steps each into the worker's Sender and sends the
+// whole batch with as few sendmmsg calls as it fits in, so the system
+// calls per frame fall from one per viewer to one per batch when many
+// viewers watch one path. A job waiting out its catch-up pacing is woken
+// by the pacer (one timer heap for the pool, not a timer per viewer). A
+// viewer over ICE-TCP, whose writev blocks while its link is full, is
+// stepped on a goroutine of its own instead (plane.Run), from the start
+// or from the step that finds an ICE restart moved it there.
 //
 // # ICE
 //

@@ -49,6 +49,7 @@ func newServer(t testing.TB, edit func(*Config)) (*Server, *testkit.LogBuffer) {
 		conn.Close()
 		t.Fatal(err)
 	}
+	srv.Start()
 	t.Cleanup(func() { _ = srv.Close() })
 	return srv, logs
 }

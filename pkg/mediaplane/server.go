@@ -112,8 +112,8 @@ type Server struct {
 	wg     sync.WaitGroup
 }
 
-// New starts a Server on cfg.Conn. When it fails, cfg.Conn is left open
-// for the caller to close.
+// New builds a Server on cfg.Conn and starts nothing: Start does. When it
+// fails, cfg.Conn is left open for the caller to close.
 func New(cfg Config) (*Server, error) {
 	if cfg.Conn == nil {
 		return nil, errors.New("mediaplane: Config.Conn is nil")
@@ -168,13 +168,21 @@ func New(cfg Config) (*Server, error) {
 	if s.candidates, err = hostCandidates(cfg, s.conn.LocalAddr().(*net.UDPAddr), tcpPort); err != nil {
 		return nil, err
 	}
+	// Viewers' handshakes derive from ctx, so it exists before Start;
+	// Close cancels it.
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// Start starts the Server's goroutines (the demultiplexer, the janitor
+// and, with ICE-TCP, the acceptor); Close ends them. It is called once,
+// before the first NewViewer.
+func (s *Server) Start() {
 	s.spawn(s.readLoop)
 	s.spawn(s.janitor)
-	if cfg.TCPListener != nil {
+	if s.cfg.TCPListener != nil {
 		s.spawn(s.acceptTCP)
 	}
-	return s, nil
 }
 
 // spawn runs f on a goroutine counted in s.wg and labelled as the media

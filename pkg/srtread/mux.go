@@ -42,6 +42,11 @@ type placed struct {
 	pts int64
 }
 
+// startPTS is where a reader's timeline starts: at 1 s, so that the PCR,
+// which runs 100 ms behind the video, never goes below zero, and so that a
+// player never sees a timestamp near the 33-bit wrap at the start.
+const startPTS = av.ClockRate
+
 // muxer turns one reader's frames into MPEG-TS: H.264 as it came, and the
 // source audio as it came (AAC, MPEG audio, Opus). It runs on the
 // reader's goroutine. Its writer has fixed tracks, so a change of audio
@@ -54,7 +59,9 @@ type muxer struct {
 	// audio (hub.Reader.SourceAudio).
 	announced func() bool
 
-	tl  timeline
+	// tl places every generation from its first IDR (a segment), so each
+	// starts with a picture a decoder can start at.
+	tl  hub.Timeline
 	gen uint32
 	// track is the latest audio track of the current generation, from any
 	// unit, placed or not: audio that arrives before a segment's IDR is not
@@ -76,7 +83,7 @@ type muxer struct {
 }
 
 func newMuxer(out *packetizer, log *slog.Logger, announced func() bool) *muxer {
-	return &muxer{out: out, log: log, announced: announced}
+	return &muxer{out: out, log: log, announced: announced, tl: hub.NewSegmentTimeline(startPTS)}
 }
 
 // write muxes one frame; an error means the output failed. Opus frames
@@ -105,7 +112,7 @@ func (m *muxer) write(f hub.Frame, now time.Time) error {
 			}
 		}
 	}
-	pts, first, ok := m.tl.place(f, now)
+	pts, first, ok := m.tl.Place(f, now)
 	if !ok {
 		return nil
 	}

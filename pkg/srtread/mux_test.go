@@ -174,8 +174,8 @@ func TestMuxPublisherChange(t *testing.T) {
 			if !rep.rai[videoPID][45] {
 				t.Fatal("the new publisher's first picture is not a random access point")
 			}
-			if m.tl.changes != 1 {
-				t.Fatalf("timeline counted %d publisher changes, want 1", m.tl.changes)
+			if m.tl.Changes() != 1 {
+				t.Fatalf("timeline counted %d publisher changes, want 1", m.tl.Changes())
 			}
 			// Audio never goes back, on any PID.
 			for pid, pts := range rep.pts {

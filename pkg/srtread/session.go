@@ -84,11 +84,11 @@ func (sess *session) run(ctx context.Context, log *slog.Logger) string {
 		default:
 			return "reader: " + err.Error()
 		}
-		changes := m.tl.changes
+		changes := m.tl.Changes()
 		if err := m.write(f, time.Now()); err != nil {
 			return endReason(ctx, err)
 		}
-		if m.tl.changes != changes {
+		if m.tl.Changes() != changes {
 			sess.changes.Add(1)
 			log.Info("reader continues with a new publisher")
 		}

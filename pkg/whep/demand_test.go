@@ -111,7 +111,7 @@ func TestPublicURL(t *testing.T) {
 	}
 
 	for _, bad := range []string{"edge1.example.com", "ftp://edge1.example.com", "https://e.example.com/?a=1", "https://"} {
-		if _, err := New(Config{Source: src, UDPListen: "127.0.0.1:0", PublicURL: bad}); err == nil ||
+		if _, err := New(Config{Source: src, Plane: loopbackPlane(t), PublicURL: bad}); err == nil ||
 			!strings.Contains(err.Error(), "must be an absolute http(s) URL") {
 			t.Errorf("public URL %q: %v, want a refusal", bad, err)
 		}

@@ -29,9 +29,8 @@ func fuzzServer(f *testing.F) http.Handler {
 	src := newTestSource()
 	src.publish("live/cam1")
 	srv, err := New(Config{
-		UDPListen:       "127.0.0.1:0",
-		IncludeLoopback: true,
-		Source:          src,
+		Plane:  loopbackPlane(f),
+		Source: src,
 		// The default 32 would fill with sessions whose ICE never starts
 		// faster than they time out; every 201 is deleted at once anyway.
 		MaxHandshakes:          1 << 20,

@@ -204,7 +204,7 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 	// offer's. Without it the answer rejects an offered audio section
 	// (port 0) and the viewer plays video alone.
 	withAudio := o.audio && reader.HasAudio()
-	// Everything the transport's callbacks may read is set before it
+	// Everything the connection's callbacks may read is set before it
 	// exists.
 	sess := &session{id: id, path: path, remote: r.RemoteAddr, since: time.Now(), clientKey: clientKey, reader: reader,
 		log: s.log.With("path", path, "session", id, "remote", r.RemoteAddr), offer: o, offerSDP: raw}
@@ -226,7 +226,7 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 	}
 	if !s.addSession(sess) {
 		sess.cancel(errServerShutdown)
-		sess.tr.close()
+		sess.tr.Close()
 		reader.Close()
 		unavailable(w, retryAfterStarting, errServerShutdown.Error())
 		return

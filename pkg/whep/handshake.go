@@ -103,13 +103,13 @@ func (s *Server) awaitConnected(sess *session) error {
 	defer deadline.Stop()
 	iceStart := time.NewTimer(s.cfg.ICEStartTimeout)
 	defer iceStart.Stop()
-	connected := sess.tr.connected()
+	connected := sess.tr.Connected()
 	for {
 		select {
 		case <-connected:
 			return nil
 		case <-iceStart.C:
-			if !sess.tr.iceStarted() {
+			if !sess.tr.ICEStarted() {
 				s.stats.handshakeFailures.Add(1)
 				return errICENotStarted
 			}

@@ -144,8 +144,9 @@ func TestICENotStartedFreesSlot(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("viewer did not connect")
 	}
-	// Well past the ICE start timeout the viewer is still there.
-	time.Sleep(time.Second)
+	// Once its reader is attached the session is past awaitConnected,
+	// where alone the ICE start timeout applies: the viewer stays.
+	testkit.WaitFor(t, 10*time.Second, "the connected viewer's reader to attach", func() bool { return p.attachedCount() == 1 })
 	if st := srv.Stats(); st.Sessions != 1 || st.HandshakeFailures != 1 {
 		t.Fatalf("connected viewer: %d sessions, %d failures", st.Sessions, st.HandshakeFailures)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -19,6 +18,9 @@ import (
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/hub"
+	"github.com/srtwhep/srtwhep/pkg/mediaplane"
+	"github.com/srtwhep/srtwhep/pkg/pionplane"
+	"github.com/srtwhep/srtwhep/pkg/plane"
 )
 
 func TestMain(m *testing.M) {
@@ -48,7 +50,6 @@ type testReader struct {
 	queue    []queued
 	attached bool
 	ended    bool
-	wake     chan struct{}
 	notify   atomic.Pointer[func()] // SetWake's
 	closed   chan struct{}
 	once     sync.Once
@@ -86,7 +87,7 @@ func (s *testSource) AddReader(path, session string) (Reader, error) {
 	if p.ended {
 		return nil, hub.ErrNoPublisher
 	}
-	r := &testReader{path: p, session: session, wake: make(chan struct{}, 1), closed: make(chan struct{})}
+	r := &testReader{path: p, session: session, closed: make(chan struct{})}
 	p.readers[r] = true
 	return r, nil
 }
@@ -125,6 +126,21 @@ func (p *testPath) readerCount() int {
 	return len(p.readers)
 }
 
+// attachedCount is how many of the path's readers are attached (their
+// sessions connected).
+func (p *testPath) attachedCount() (n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for r := range p.readers {
+		r.mu.Lock()
+		if r.attached {
+			n++
+		}
+		r.mu.Unlock()
+	}
+	return n
+}
+
 func (r *testReader) push(q queued, onlyAttached bool) {
 	r.mu.Lock()
 	if onlyAttached && !r.attached {
@@ -137,10 +153,6 @@ func (r *testReader) push(q queued, onlyAttached bool) {
 }
 
 func (r *testReader) signal() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
 	if f := r.notify.Load(); f != nil {
 		(*f)()
 	}
@@ -148,7 +160,7 @@ func (r *testReader) signal() {
 
 func (r *testReader) SetWake(f func()) { r.notify.Store(&f) }
 
-// Poll is Recv without the wait.
+// Poll returns the next queued frame, hub.ErrEnded once the path ended.
 func (r *testReader) Poll() (hub.Frame, bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -177,28 +189,6 @@ func (r *testReader) Attach() {
 	r.signal()
 }
 
-func (r *testReader) Recv(ctx context.Context) (*av.AccessUnit, bool, error) {
-	for {
-		r.mu.Lock()
-		if len(r.queue) > 0 {
-			q := r.queue[0]
-			r.queue = r.queue[1:]
-			r.mu.Unlock()
-			return q.au, q.catchUp, nil
-		}
-		ended := r.ended
-		r.mu.Unlock()
-		if ended {
-			return nil, false, hub.ErrEnded
-		}
-		select {
-		case <-r.wake:
-		case <-ctx.Done():
-			return nil, false, ctx.Err()
-		}
-	}
-}
-
 func (r *testReader) Close() {
 	r.once.Do(func() {
 		r.path.mu.Lock()
@@ -218,17 +208,40 @@ func startServer(t *testing.T, src Source, mod func(*Config)) (*Server, *httptes
 // startServerStop is startServer that also returns a function that ends
 // Run (idempotent) and reports Run's error.
 func startServerStop(t *testing.T, src Source, mod func(*Config)) (*Server, *httptest.Server, func() error) {
+	return startServerOn(t, src, testkit.MediaPlane(), nil, mod)
+}
+
+// startServerNet is startServer whose media plane's sockets and addresses
+// netMod changes.
+func startServerNet(t *testing.T, src Source, netMod func(*plane.Config), mod func(*Config)) (*Server, *httptest.Server) {
+	srv, hs, _ := startServerOn(t, src, testkit.MediaPlane(), netMod, mod)
+	return srv, hs
+}
+
+// startServerOn is startServerStop on the media plane named (config's
+// mediaPlane: "pion", else the own plane) with netMod's changes. The plane
+// takes the Server's handshake timeout and logger, as cmd/srtwhep's wiring
+// gives it the config's.
+func startServerOn(t *testing.T, src Source, planeName string, netMod func(*plane.Config), mod func(*Config)) (*Server, *httptest.Server, func() error) {
 	t.Helper()
 	cfg := Config{
-		UDPListen:       "127.0.0.1:0",
-		IncludeLoopback: true,
-		Source:          src,
-		Logger:          testLogger(t),
-		MediaPlane:      testkit.MediaPlane(),
+		Source:     src,
+		Logger:     testLogger(t),
+		MediaPlane: planeName,
 	}
 	if mod != nil {
 		mod(&cfg)
 	}
+	pc := plane.Config{
+		UDPListen:        "127.0.0.1:0",
+		IncludeLoopback:  true,
+		HandshakeTimeout: cfg.HandshakeTimeout,
+		Logger:           cfg.Logger,
+	}
+	if netMod != nil {
+		netMod(&pc)
+	}
+	cfg.Plane = testPlane(t, planeName, pc)
 	srv, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -261,6 +274,28 @@ func startServerStop(t *testing.T, src Source, mod func(*Config)) (*Server, *htt
 		}
 	})
 	return srv, hs, stop
+}
+
+// testPlane builds (and does not start) the media plane named: "pion",
+// else the own plane.
+func testPlane(t testing.TB, name string, pc plane.Config) Plane {
+	t.Helper()
+	var p Plane
+	var err error
+	if name == "pion" {
+		p, err = pionplane.New(pc)
+	} else {
+		p, err = mediaplane.NewPlane(pc)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// loopbackPlane is testPlane on a loopback port with loopback candidates.
+func loopbackPlane(t testing.TB) Plane {
+	return testPlane(t, testkit.MediaPlane(), plane.Config{UDPListen: "127.0.0.1:0", IncludeLoopback: true})
 }
 
 func testLogger(t *testing.T) *slog.Logger { return testkit.TestLogger(t, slog.LevelInfo) }
@@ -304,15 +339,6 @@ func do(t *testing.T, method, url, contentType, body string, hdr map[string]stri
 		t.Fatal(err)
 	}
 	return resp, string(b)
-}
-
-func mustUDPAddr(t *testing.T, s string) *net.UDPAddr {
-	t.Helper()
-	a, err := net.ResolveUDPAddr("udp", s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
 }
 
 func (r *testReader) Backlog() int {

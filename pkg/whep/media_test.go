@@ -13,6 +13,7 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/av"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/pkg/plane"
 )
 
 // feed publishes the clip to p in a loop, one access unit every 5 ms (fast,
@@ -181,7 +182,7 @@ func TestICETCP(t *testing.T) {
 	clip := makeClip(t, 30, 30)
 	src := newTestSource()
 	p := src.publish("live/cam1")
-	_, hs := startServer(t, src, func(c *Config) { c.TCPListen = "127.0.0.1:0" })
+	_, hs := startServerNet(t, src, func(c *plane.Config) { c.TCPListen = "127.0.0.1:0" }, nil)
 	feed(t, p, clip)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

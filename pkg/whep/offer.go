@@ -3,18 +3,16 @@ package whep
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
-	"github.com/pion/sdp/v3"
-
+	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
 )
 
 // offer is what a session keeps of the viewer's offer: the one typed
-// model (pkg/sdpoffer), from which the own plane answers, and the
-// decisions read from it that the handler, the pion plane and the writer
-// use. ufrag and pwd are the viewer's ICE credentials of the current
+// model (pkg/sdpoffer), which the plane answers from (plane.Offer.Model),
+// and the decisions read from it that the handler and the session use.
+// ufrag and pwd are the viewer's ICE credentials of the current
 // generation: an ICE restart replaces them (and model with them).
 type offer struct {
 	model       *sdpoffer.Offer
@@ -30,7 +28,7 @@ type offer struct {
 
 // fmtp returns the fmtp line of the answer: the viewer's own
 // profile-level-id, so a strict decoder (Safari) accepts the stream.
-func (o offer) fmtp() string { return h264Fmtp(o.profile) }
+func (o offer) fmtp() string { return plane.H264Fmtp(o.profile) }
 
 // parseOffer checks that raw is an SDP offer a WHEP viewer of an H.264
 // stream can use and picks the codec to answer with. Errors are
@@ -122,57 +120,18 @@ func parseFrag(body string) (sdpFrag, error) {
 	return f, nil
 }
 
-// localICE is what an ICE restart answer fragment carries.
-type localICE struct {
-	ufrag, pwd string
-	candidates []string // "candidate:…" values
-}
-
-// localICEFrom extracts the server's ICE credentials and candidates from
-// its local description.
-func localICEFrom(raw string) (localICE, error) {
-	var sd sdp.SessionDescription
-	if err := sd.UnmarshalString(raw); err != nil {
-		return localICE{}, fmt.Errorf("parse local description: %w", err)
-	}
-	var l localICE
-	l.ufrag, _ = sd.Attribute("ice-ufrag")
-	l.pwd, _ = sd.Attribute("ice-pwd")
-	for _, md := range sd.MediaDescriptions {
-		for _, a := range md.Attributes {
-			switch a.Key {
-			case "ice-ufrag":
-				if l.ufrag == "" {
-					l.ufrag = a.Value
-				}
-			case "ice-pwd":
-				if l.pwd == "" {
-					l.pwd = a.Value
-				}
-			case "candidate":
-				if c := "candidate:" + a.Value; !slices.Contains(l.candidates, c) {
-					l.candidates = append(l.candidates, c)
-				}
-			}
-		}
-	}
-	if l.ufrag == "" {
-		return localICE{}, errors.New("local description has no ice-ufrag")
-	}
-	return l, nil
-}
-
-// frag renders the restart answer: our new credentials plus candidates in
-// the viewer's video m-section, as RFC 8840 fragments are laid out.
-func (l localICE) frag(o offer) string {
+// restartFrag renders the restart answer: our new credentials plus
+// candidates in the viewer's video m-section, as RFC 8840 fragments are
+// laid out.
+func restartFrag(l plane.ICE, o offer) string {
 	var b strings.Builder
-	b.WriteString("a=ice-ufrag:" + l.ufrag + "\r\n")
-	b.WriteString("a=ice-pwd:" + l.pwd + "\r\n")
+	b.WriteString("a=ice-ufrag:" + l.Ufrag + "\r\n")
+	b.WriteString("a=ice-pwd:" + l.Pwd + "\r\n")
 	fmt.Fprintf(&b, "m=video 9 UDP/TLS/RTP/SAVPF %d\r\n", o.payloadType)
 	if o.mid != "" {
 		b.WriteString("a=mid:" + o.mid + "\r\n")
 	}
-	for _, c := range l.candidates {
+	for _, c := range l.Candidates {
 		b.WriteString("a=" + c + "\r\n")
 	}
 	b.WriteString("a=end-of-candidates\r\n")

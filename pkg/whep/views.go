@@ -40,7 +40,7 @@ func (s *Server) MetricsSample() metrics.WebRTCSample {
 		UDPDatagrams:       st.UDPDatagrams,
 		UDPRefused:         st.UDPRefused,
 		UDPReceiveDrops:    st.UDPReceiveDrops,
-		ServerLatency:      s.latency.snapshot(),
+		ServerLatency:      s.latency.Snapshot(),
 	}
 }
 

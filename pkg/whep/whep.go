@@ -1,29 +1,34 @@
 // Package whep is the WHEP server (draft-ietf-wish-whep, HTTP mechanics of
-// RFC 9725): HTTP handlers that turn an SDP offer into a WebRTC transport
-// per viewer, and the session that writes the path's access units (and its
-// Opus frames, when the path and the offer have audio) to it, with sender
+// RFC 9725): the HTTP contract (POST, PATCH for trickle and ICE restarts,
+// DELETE), the codec choice read from the offer (parsed once, into
+// pkg/sdpoffer's model), handshake admission, the session registry, and
+// the stats and API views. Each session turns an SDP offer into a WebRTC
+// connection on the media plane and hands it the
+// viewer's sender (pkg/rtpsend), which writes the path's access units (and
+// its Opus frames, when the path and the offer have audio), with sender
 // reports that keep the two in lip sync.
 //
-// The transport comes from one of two media planes (Config.MediaPlane,
-// transport.go): a pion PeerConnection per viewer (pion.go), or srtwhep's
-// own pkg/mediaplane (own.go, the default). Either way all sessions share
-// one ICE UDP socket (plus an optional ICE-TCP listener), so a deployment
-// publishes a single media port. The pion plane keeps two pion APIs: one
-// that knows Opus, for sessions with audio, and one that does not.
+// The connection comes from the media plane the caller passes in
+// (Config.Plane, plane.go): srtwhep's own pkg/mediaplane (the default) or a
+// pion PeerConnection per viewer (pkg/pionplane). Either way all sessions
+// share one ICE UDP socket (plus an optional ICE-TCP listener), so a
+// deployment publishes a single media port. This package imports neither.
 //
 // A viewer outlives its publisher for the path's grace period (kept by the
 // hub): the next publisher's stream continues the same session with
-// contiguous RTP sequence numbers and timestamps (see timeline.go). When the
+// contiguous RTP sequence numbers and timestamps (see hub.Timeline). When the
 // path ends for good, every viewer of it is closed cleanly: an RTCP BYE,
 // then the PeerConnection's close with its DTLS close_notify, which the
 // browser sees at once as a closed connection instead of waiting for ICE to
 // time out; the player page is expected to reconnect by posting a new offer.
 //
-// A session's writer (writer.go) runs on a goroutine of its own on the
-// pion plane (15 goroutines per viewer in all, with pion's) and for
-// ICE-TCP viewers; an own-plane UDP viewer's writer is stepped by the
-// plane's fixed writer pool (writerpool.go), so it costs no goroutine
-// (measured by TestGoroutinesPerViewer).
+// A session's sender (pkg/rtpsend) is a plane.Stepper: it never blocks on
+// anything but its connection's writes, and the plane runs it. The own
+// plane steps a UDP viewer's sender on its fixed writer pool, so it costs
+// no goroutine (measured by TestGoroutinesPerViewer); pion's plane, and
+// the own plane for ICE-TCP viewers, whose writes block, step it on a
+// goroutine of its own (plane.Run; 15 goroutines per viewer in all on
+// pion, with pion's).
 package whep
 
 import (
@@ -32,7 +37,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -41,7 +45,7 @@ import (
 
 	"github.com/srtwhep/srtwhep/pkg/auth"
 	"github.com/srtwhep/srtwhep/pkg/events"
-	"github.com/srtwhep/srtwhep/pkg/hub"
+	"github.com/srtwhep/srtwhep/pkg/rtpsend"
 )
 
 // Source hands out readers of a path's access units. cmd adapts *hub.Hub to
@@ -52,41 +56,25 @@ type Source interface {
 }
 
 // Reader is one viewer's reservation on a path. It queues nothing until
-// Attach or AttachAV, so a viewer still in ICE costs no queue. RecvFrame
-// returns the next frame, video or audio, in the order the publisher wrote
-// them, marked CatchUp when it is part of the catch-up burst (the cached
-// GOP a new viewer starts from); hub.ErrEnded when the publisher is gone.
-// Close releases the reservation and is called exactly once. *hub.Reader
-// implements it.
+// Attach or AttachAV, so a viewer still in ICE costs no queue; from then
+// on the session's sender reads it (rtpsend.Source: the frames, video or
+// audio, in the order the publisher wrote them, marked CatchUp when part
+// of the catch-up burst a new viewer starts from). Close releases the
+// reservation and is called exactly once. *hub.Reader implements it.
 type Reader interface {
 	// HasAudio reports whether the path had audio when the reader was
 	// added; the session offers audio only then.
 	HasAudio() bool
 	Attach()   // video only
 	AttachAV() // video and audio
-	// CountSent adds what the session put on the wire to the path's
-	// totals, so per-path traffic needs no lookup by path name.
-	CountSent(packets, bytes int)
-	RecvFrame(ctx context.Context) (hub.Frame, error)
-	// Poll and SetWake serve a session from a shared writer instead of
-	// its own goroutine (see writer.go); they are *hub.Reader's.
-	Poll() (f hub.Frame, ok bool, err error)
-	SetWake(wake func())
-	// Backlog is how many frames wait; above zero the viewer is behind
-	// the live edge.
-	Backlog() int
 	Close()
+	rtpsend.Source
 }
 
 // Authorizer is the access policy as the WHEP server uses it.
 type Authorizer interface {
 	CheckViewer(ctx context.Context, v auth.Viewer) error
 }
-
-// catchUpInterval spaces frames sent behind the live edge: about four times
-// a 30 fps frame rate, so a cached 2 s GOP plays out in half a second
-// without a burst that receivers' buffers would drop.
-const catchUpInterval = 8 * time.Millisecond
 
 // droppedCounter is optionally implemented by a Reader so Sessions can
 // report how many access units the hub discarded for a slow viewer.
@@ -103,27 +91,17 @@ type ICEServer struct {
 
 // Config of the server. Zero durations and limits take the defaults below.
 type Config struct {
-	// UDPListen is the one UDP socket for all sessions, "0.0.0.0:8189" in
-	// production, "127.0.0.1:0" in tests.
-	UDPListen string
-	// TCPListen is the ICE-TCP fallback; "" disables it.
-	TCPListen string
-	// PublicIPs replace the host candidates' addresses (NAT 1:1, e.g.
-	// Docker's published port); IPv4 and IPv6 may be mixed.
-	PublicIPs []string
-	// Interfaces limits the interfaces whose addresses are advertised
-	// (empty = all).
-	Interfaces []string
-	// IncludeLoopback advertises loopback candidates (tests, clients on the
-	// same host).
-	IncludeLoopback bool
+	// Plane makes every viewer's WebRTC connection (mediaplane.Plane or
+	// pionplane.Plane); the Server starts it in Run and closes it after
+	// the last session.
+	Plane Plane
+	// MediaPlane names Plane in the log ("own", "pion").
+	MediaPlane string
 	// ICEServers are sent to viewers as Link headers; the server itself uses
 	// none (it has host candidates, rewritten by PublicIPs).
 	ICEServers []ICEServer
 
-	HandshakeTimeout  time.Duration // offer → connected; default 10 s
-	DisconnectTimeout time.Duration // no traffic from a viewer → closed; default 15 s
-	Keepalive         time.Duration // ICE keepalive interval; default 2 s
+	HandshakeTimeout time.Duration // offer → connected; default 10 s
 
 	// AllowOrigin is the Access-Control-Allow-Origin value; default "*".
 	AllowOrigin string
@@ -136,17 +114,10 @@ type Config struct {
 	// IPv6), so one client cannot take every slot. Default
 	// DefaultMaxHandshakesPerClient, at most MaxHandshakes.
 	MaxHandshakesPerClient int
-	// SocketBuffer is the receive and send buffer of the shared UDP
-	// socket in bytes: 0 takes DefaultSocketBuffer, a negative value keeps
-	// the kernel's default. The kernel caps it at net.core.rmem_max and
-	// wmem_max; Run warns with the sysctl to raise them.
-	SocketBuffer int
 	// ICEStartTimeout closes an answered offer whose viewer sent no ICE
 	// check within it, giving its handshake slot back early. Default
 	// DefaultICEStartTimeout, at most HandshakeTimeout.
 	ICEStartTimeout time.Duration
-	// MediaPlane is MediaPlaneOwn ("" too) or MediaPlanePion.
-	MediaPlane string
 
 	Source Source
 	// Demand, when set, is asked before a viewer's reader is added, so an
@@ -168,7 +139,7 @@ type Config struct {
 	Events events.Func
 	Logger *slog.Logger
 
-	// BeforeWrite, when set, is called by a session's writer before it
+	// BeforeWrite, when set, is called by a session's sender before it
 	// writes each frame (video or audio); a non-nil channel it returns
 	// holds that session's writes until the channel is closed (or the
 	// session ends), without holding any other session's. It exists so
@@ -179,11 +150,9 @@ type Config struct {
 
 // Defaults for the zero values of Config.
 const (
-	DefaultHandshakeTimeout  = 10 * time.Second
-	DefaultDisconnectTimeout = 15 * time.Second
-	DefaultKeepalive         = 2 * time.Second
-	DefaultMaxBodyBytes      = 64 << 10
-	DefaultMaxHandshakes     = 32
+	DefaultHandshakeTimeout = 10 * time.Second
+	DefaultMaxBodyBytes     = 64 << 10
+	DefaultMaxHandshakes    = 32
 	// Half of the default total: a household or office behind one NAT
 	// rarely starts more viewers at the same moment, and what is left is
 	// enough for everyone else.
@@ -197,8 +166,9 @@ type Server struct {
 
 	started atomic.Bool
 	ready   chan struct{}
-	plane   atomic.Pointer[plane] // set by Run before ready closes
-	baseCtx context.Context       // set by Run before ready closes
+	// bound is set by Run once the plane has bound its sockets.
+	bound   atomic.Bool
+	baseCtx context.Context // set by Run before ready closes
 	// handshakes are the offers in flight, capped in total and per client.
 	handshakes *handshakes
 
@@ -209,7 +179,7 @@ type Server struct {
 
 	stats serverCounters
 	// latency is the server's share of each live frame's delay.
-	latency latencyHistogram
+	latency rtpsend.Latency
 }
 
 // New checks cfg and fills in defaults. It starts nothing.
@@ -217,8 +187,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Source == nil {
 		return nil, errors.New("whep: Config.Source is nil; pass the hub adapter")
 	}
-	if cfg.UDPListen == "" {
-		return nil, errors.New("whep: Config.UDPListen is empty; set it to e.g. 0.0.0.0:8189")
+	if cfg.Plane == nil {
+		return nil, errors.New("whep: Config.Plane is nil; pass the media plane (mediaplane.NewPlane or pionplane.New)")
 	}
 	if cfg.PublicURL != "" {
 		u, err := url.Parse(cfg.PublicURL)
@@ -227,19 +197,8 @@ func New(cfg Config) (*Server, error) {
 		}
 		cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	}
-	for _, ip := range cfg.PublicIPs {
-		if _, err := netip.ParseAddr(ip); err != nil {
-			return nil, fmt.Errorf("whep: public IP %q is not an IP address; use a public IPv4/IPv6 like 203.0.113.7", ip)
-		}
-	}
 	if cfg.HandshakeTimeout <= 0 {
 		cfg.HandshakeTimeout = DefaultHandshakeTimeout
-	}
-	if cfg.DisconnectTimeout <= 0 {
-		cfg.DisconnectTimeout = DefaultDisconnectTimeout
-	}
-	if cfg.Keepalive <= 0 {
-		cfg.Keepalive = DefaultKeepalive
 	}
 	if cfg.AllowOrigin == "" {
 		cfg.AllowOrigin = "*"
@@ -258,13 +217,6 @@ func New(cfg Config) (*Server, error) {
 		cfg.ICEStartTimeout = DefaultICEStartTimeout
 	}
 	cfg.ICEStartTimeout = min(cfg.ICEStartTimeout, cfg.HandshakeTimeout)
-	switch cfg.MediaPlane {
-	case "":
-		cfg.MediaPlane = MediaPlaneOwn
-	case MediaPlanePion, MediaPlaneOwn:
-	default:
-		return nil, fmt.Errorf("whep: media plane %q is neither %q nor %q", cfg.MediaPlane, MediaPlanePion, MediaPlaneOwn)
-	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -285,12 +237,8 @@ func (s *Server) Run(ctx context.Context) error {
 	if !s.started.CompareAndSwap(false, true) {
 		return errors.New("whep: Run called twice; a Server runs once")
 	}
-	listen := listenPion
-	if s.cfg.MediaPlane == MediaPlaneOwn {
-		listen = listenOwn
-	}
-	p, err := listen(s.cfg, s)
-	if err != nil {
+	p := s.cfg.Plane
+	if err := p.Start(); err != nil {
 		return err
 	}
 	// Sessions outlive ctx until they are told why they end: detached, and
@@ -301,9 +249,9 @@ func (s *Server) Run(ctx context.Context) error {
 	s.mu.Lock()
 	s.baseCtx = runCtx
 	s.mu.Unlock()
-	s.plane.Store(&p)
+	s.bound.Store(true)
 	close(s.ready)
-	s.log.Info("whep ready", "udp", p.udpAddr().String(), "tcp", p.tcpAddr(), "media_plane", s.cfg.MediaPlane)
+	s.log.Info("whep ready", "udp", p.UDPAddr().String(), "tcp", p.TCPAddr(), "media_plane", s.cfg.MediaPlane)
 
 	<-ctx.Done()
 
@@ -312,7 +260,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.mu.Unlock()
 	cancel(errServerShutdown)
 	s.wg.Wait()
-	p.close()
+	p.Close()
 	return nil
 }
 
@@ -321,8 +269,8 @@ func (s *Server) Ready() <-chan struct{} { return s.ready }
 
 // UDPAddr is the bound ICE UDP address, nil before Ready.
 func (s *Server) UDPAddr() net.Addr {
-	if p := s.plane.Load(); p != nil {
-		return (*p).udpAddr()
+	if s.bound.Load() {
+		return s.cfg.Plane.UDPAddr()
 	}
 	return nil
 }
@@ -330,8 +278,8 @@ func (s *Server) UDPAddr() net.Addr {
 // TCPAddr is the bound ICE-TCP address, "" when ICE-TCP is off or before
 // Ready.
 func (s *Server) TCPAddr() string {
-	if p := s.plane.Load(); p != nil {
-		return (*p).tcpAddr()
+	if s.bound.Load() {
+		return s.cfg.Plane.TCPAddr()
 	}
 	return ""
 }
@@ -365,17 +313,16 @@ func (s *Server) lookupSession(id string) *session {
 
 // running returns the media plane and the base context once Run is
 // serving, or a reason to refuse.
-func (s *Server) running() (plane, context.Context, error) {
+func (s *Server) running() (Plane, context.Context, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := s.plane.Load()
 	switch {
 	case s.closing:
 		return nil, nil, errServerShutdown
-	case p == nil:
+	case !s.bound.Load():
 		return nil, nil, errors.New("server is starting")
 	}
-	return *p, s.baseCtx, nil
+	return s.cfg.Plane, s.baseCtx, nil
 }
 
 // Reasons a session ends, as logged in "viewer closed".
@@ -383,7 +330,7 @@ var (
 	errServerShutdown   = errors.New("server is shutting down")
 	errKicked           = errors.New("kicked")
 	errDeleted          = errors.New("deleted by the client")
-	errPublisherGone    = errors.New("publisher gone")
+	errPublisherGone    = rtpsend.ErrPublisherGone
 	errHandshakeTimeout = errors.New("not connected within the handshake timeout")
 	errICEFailed        = errors.New("connection failed (no traffic within the disconnect timeout)")
 	errPCClosed         = errors.New("peer connection closed")

@@ -1,4 +1,4 @@
-package whep
+package rtpsend
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package whep
+package pionplane
 
 import (
 	"fmt"
@@ -15,16 +15,12 @@ import (
 	"github.com/pion/webrtc/v4"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/pionslog"
+	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
 	"github.com/srtwhep/srtwhep/pkg/sockbuf"
 	"github.com/srtwhep/srtwhep/pkg/udpbatch"
-
-	"github.com/srtwhep/srtwhep/pkg/pionslog"
 )
-
-// h264Profiles are the profile-level-ids pion's media engine registers:
-// the ones the offer model chooses from, so pion never refuses the choice.
-var h264Profiles = sdpoffer.H264Profiles
 
 // muxes are the sockets every session shares.
 type muxes struct {
@@ -128,7 +124,7 @@ func interfaceFilter(names []string) func(string) bool {
 	return func(name string) bool { return slices.Contains(names, name) }
 }
 
-func listenMuxes(cfg Config, log *slog.Logger) (*muxes, error) {
+func listenMuxes(cfg plane.Config, log *slog.Logger) (*muxes, error) {
 	lf := pionslog.Factory{Log: log}
 	ua, err := net.ResolveUDPAddr("udp", cfg.UDPListen)
 	if err != nil {
@@ -139,7 +135,7 @@ func listenMuxes(cfg Config, log *slog.Logger) (*muxes, error) {
 		return nil, fmt.Errorf("whep: listen on UDP %s: %w; is another process (or srtwhep) using the port?", cfg.UDPListen, err)
 	}
 	m := &muxes{log: log, udpConn: uc, udpAddr: uc.LocalAddr().(*net.UDPAddr)}
-	m.udpDrops = sizeUDPBuffers(uc, cfg.SocketBuffer, log)
+	m.udpDrops = sockbuf.SizeWebRTC(uc, cfg.SocketBuffer, log)
 	// Every viewer's media leaves through this one socket: batching its
 	// writes into sendmmsg(2) is what keeps the kernel's per-packet cost
 	// from dominating fan-out.
@@ -205,7 +201,7 @@ var opusCodec = webrtc.RTPCodecCapability{
 	MimeType:    webrtc.MimeTypeOpus,
 	ClockRate:   av.OpusClockRate,
 	Channels:    2,
-	SDPFmtpLine: "minptime=10;useinbandfec=1;stereo=1;sprop-stereo=1",
+	SDPFmtpLine: plane.OpusFmtp,
 }
 
 // apis are the two pion APIs sessions are built from: with Opus registered
@@ -223,7 +219,7 @@ func (a *apis) pick(audio bool) *webrtc.API {
 	return a.video
 }
 
-func newAPIs(cfg Config, m *muxes, log *slog.Logger) (*apis, error) {
+func newAPIs(cfg plane.Config, m *muxes, log *slog.Logger) (*apis, error) {
 	video, err := newAPI(cfg, m, log, false)
 	if err != nil {
 		return nil, err
@@ -238,15 +234,17 @@ func newAPIs(cfg Config, m *muxes, log *slog.Logger) (*apis, error) {
 // newAPI builds a pion API sessions use. MediaEngine and interceptor
 // registry are templates: pion copies the MediaEngine per PeerConnection
 // and builds fresh interceptors from the factories.
-func newAPI(cfg Config, m *muxes, log *slog.Logger, audio bool) (*webrtc.API, error) {
+func newAPI(cfg plane.Config, m *muxes, log *slog.Logger, audio bool) (*webrtc.API, error) {
 	me := &webrtc.MediaEngine{}
 	fb := []webrtc.RTCPFeedback{{Type: "nack"}, {Type: "nack", Parameter: "pli"}, {Type: "ccm", Parameter: "fir"}}
-	for i, p := range h264Profiles {
+	// The profiles registered are the ones the offer model chooses from,
+	// so pion never refuses the choice.
+	for i, p := range sdpoffer.H264Profiles {
 		err := me.RegisterCodec(webrtc.RTPCodecParameters{
 			RTPCodecCapability: webrtc.RTPCodecCapability{
 				MimeType:     webrtc.MimeTypeH264,
 				ClockRate:    90000,
-				SDPFmtpLine:  h264Fmtp(p),
+				SDPFmtpLine:  plane.H264Fmtp(p),
 				RTCPFeedback: fb,
 			},
 			PayloadType: webrtc.PayloadType(102 + 2*i),
@@ -322,8 +320,4 @@ func newAPI(cfg Config, m *muxes, log *slog.Logger, audio bool) (*webrtc.API, er
 		webrtc.WithInterceptorRegistry(reg),
 		webrtc.WithSettingEngine(se),
 	), nil
-}
-
-func h264Fmtp(profile string) string {
-	return "level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=" + profile
 }

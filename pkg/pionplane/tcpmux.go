@@ -1,4 +1,4 @@
-package whep
+package pionplane
 
 import (
 	"net"
@@ -14,7 +14,7 @@ import (
 // viewer on a link slower than the stream first falls up to ~13 s behind
 // (at 2.5 Mbit/s) and then loses packets in the middle of pictures. A
 // write that blocks instead lets the kernel's socket buffer be the only
-// queue, so the session's writer slows down, its hub queue fills, and the
+// queue, so the session's sender slows down, its hub queue fills, and the
 // viewer drops whole frames to the next IDR like any slow reader, while
 // every other session writes on its own connection undisturbed.
 func newTCPMux(logger logging.LeveledLogger, ln net.Listener) ice.TCPMux {

@@ -1,8 +1,10 @@
-package whep
+package rtpsend
 
 import (
 	"sync"
+	"sync/atomic"
 
+	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
@@ -31,8 +33,8 @@ type sentRecord struct {
 }
 
 // history maps this viewer's sequence numbers back to the shared payloads.
-// The writer goroutine records and looks up; the lock keeps it safe for
-// any other reader.
+// Step records and looks up; the lock keeps it safe for any other
+// reader.
 type history struct {
 	mu   sync.Mutex
 	recs [historySize]sentRecord
@@ -68,24 +70,63 @@ func (h *history) lookup(seq uint16, pkt *rtp.Packet) bool {
 	return true
 }
 
-// resend answers NACKs for seqs from the writer goroutine, as one batch;
-// it returns how many packets went out again. pt is the video payload
-// type the packets were stamped with.
-func (sess *session) resend(seqs []uint16, pt uint8) int {
-	ssrc := sess.videoSSRC.Load()
-	pkts := sess.resendBuf[:0]
+// resend answers NACKs for seqs from Step, as one batch; it returns how
+// many packets went out again.
+func (w *Sender) resend(seqs []uint16) int {
+	pkts := w.resendBuf[:0]
 	for _, seq := range seqs {
 		var pkt rtp.Packet
-		if !sess.history.lookup(seq, &pkt) {
+		if !w.history.lookup(seq, &pkt) {
 			continue
 		}
-		pkt.SSRC, pkt.PayloadType = ssrc, pt
+		pkt.SSRC, pkt.PayloadType = w.cfg.VideoSSRC, w.cfg.VideoPT
 		pkts = append(pkts, pkt)
 	}
-	sess.resendBuf = pkts
+	w.resendBuf = pkts
 	if len(pkts) == 0 {
 		return 0
 	}
-	n, _ := sess.tr.writeVideo(pkts)
+	n, _ := w.cfg.Out.WriteVideo(pkts)
 	return n
+}
+
+// nackBox carries NACKed sequence numbers from whoever reads the viewer's
+// RTCP to the viewer's sender, which resends them between frames, so
+// every media write of a viewer happens in its sender's steps and reading
+// RTCP never writes. Each NACK wakes the sender.
+type nackBox struct {
+	wake atomic.Pointer[func()]
+	mu   sync.Mutex
+	seqs []uint16
+}
+
+// add queues the sequence numbers of n and wakes the sender.
+func (b *nackBox) add(n *rtcp.TransportLayerNack) {
+	b.mu.Lock()
+	for _, pair := range n.Nacks {
+		pair.Range(func(seq uint16) bool {
+			// Past the bound they are dropped; the viewer asks again
+			// for what still matters.
+			if len(b.seqs) >= maxResendPerNACK {
+				return false
+			}
+			b.seqs = append(b.seqs, seq)
+			return true
+		})
+	}
+	b.mu.Unlock()
+	if w := b.wake.Load(); w != nil {
+		(*w)()
+	}
+}
+
+func (b *nackBox) setWake(wake func()) { b.wake.Store(&wake) }
+
+// take moves the waiting sequence numbers into dst.
+func (b *nackBox) take(dst []uint16) []uint16 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	dst = append(dst[:0], b.seqs...)
+	b.seqs = b.seqs[:0]
+	return dst
 }

@@ -1,4 +1,4 @@
-package whep
+package rtpsend
 
 import (
 	"time"
@@ -51,8 +51,8 @@ func (c *mediaClock) at(pts int64) time.Time {
 }
 
 // senderReporter writes one track's sender reports, at most once per
-// interval, from the writer goroutine right after a frame went out, so the
-// RTP timestamp it reports is exactly one just sent.
+// interval, from Step right after a frame went out, so the RTP timestamp
+// it reports is exactly one just sent.
 type senderReporter struct {
 	ssrc    uint32
 	next    time.Time
@@ -67,7 +67,7 @@ func (r *senderReporter) sent(packets, payloadOctets uint64) {
 }
 
 // maybeSend reports that rtpTS is at wall time when a report is due.
-func (r *senderReporter) maybeSend(tr transport, now time.Time, rtpTS uint32, at time.Time) {
+func (r *senderReporter) maybeSend(tr Output, now time.Time, rtpTS uint32, at time.Time) {
 	if now.Before(r.next) {
 		return
 	}
@@ -79,7 +79,7 @@ func (r *senderReporter) maybeSend(tr transport, now time.Time, rtpTS uint32, at
 		PacketCount: uint32(r.packets),
 		OctetCount:  uint32(r.octets),
 	}
-	// A failed write means the transport is closing, which ends the
+	// A failed write means the connection is closing, which ends the
 	// session by itself.
-	_ = tr.writeRTCP([]rtcp.Packet{sr})
+	_ = tr.WriteRTCP([]rtcp.Packet{sr})
 }

@@ -1,4 +1,4 @@
-package whep
+package rtpsend
 
 import (
 	"time"
@@ -47,26 +47,27 @@ func (o *opusStamper) stamp(af *av.AudioFrame, pts int64) rtp.Packet {
 	return p
 }
 
-// sendAudio writes one Opus frame on the session's audio track and, once
-// the clock is anchored at the live edge, the track's sender report when
-// one is due. A session without audio never gets audio frames (its reader
-// is attached for video only); it ignores them all the same.
-func (sess *session) sendAudio(o *opusStamper, af *av.AudioFrame, pts int64, reports *senderReporter, clock *mediaClock) {
+// sendAudio writes one Opus frame on the audio track and, once the clock
+// is anchored at the live edge, the track's sender report when one is due.
+// A sender without audio never gets audio frames (its reader is attached
+// for video only); it ignores them all the same.
+func (w *Sender) sendAudio(af *av.AudioFrame, pts int64) {
+	o := &w.audio
 	if o.ssrc == 0 {
 		return
 	}
 	pkt := o.stamp(af, pts)
-	// A write error means the transport is going away, which ends the
+	// A write error means the connection is going away, which ends the
 	// session by itself.
-	if sess.tr.writeAudio(&pkt) != nil {
+	if w.cfg.Out.WriteAudio(&pkt) != nil {
 		return
 	}
 	n := uint64(rtph264.HeaderLen + len(af.Data))
-	sess.packets.Add(1)
-	sess.bytes.Add(n)
-	sess.reader.CountSent(1, int(n))
-	reports.sent(1, uint64(len(af.Data)))
-	if clock.set {
-		reports.maybeSend(sess.tr, time.Now(), o.lastTS, clock.at(o.lastPTS))
+	w.packets.Add(1)
+	w.bytes.Add(n)
+	w.cfg.Src.CountSent(1, int(n))
+	w.audioReports.sent(1, uint64(len(af.Data)))
+	if w.clock.set {
+		w.audioReports.maybeSend(w.cfg.Out, time.Now(), o.lastTS, w.clock.at(o.lastPTS))
 	}
 }

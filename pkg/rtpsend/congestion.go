@@ -1,4 +1,4 @@
-package whep
+package rtpsend
 
 import (
 	"time"
@@ -110,29 +110,51 @@ func (c *congestion) observe(rep rtcp.ReceptionReport) (skip bool, loss float64)
 	return true, loss
 }
 
-// idrSkipper is implemented by a Reader (hub.Reader does) that can drop
+// idrSkipper is implemented by a Source (hub.Reader does) that can drop
 // its video up to the next IDR on request; the congestion rule needs it.
 type idrSkipper interface {
 	SkipToIDR()
 }
 
+// OnRTCP takes the RTCP the viewer sent: NACKs go to Step, which answers
+// them from the shared-payload history, and receiver reports drive the
+// congestion rule. A compound packet may name other senders' SSRCs, so a
+// NACK or a report block counts only for the video SSRC it is about. It
+// must not block: on the own media plane it runs on the goroutine that
+// reads every viewer's RTCP. Calls never overlap.
+func (w *Sender) OnRTCP(pkts []rtcp.Packet) {
+	video := w.cfg.VideoSSRC
+	for _, p := range pkts {
+		switch p := p.(type) {
+		case *rtcp.TransportLayerNack:
+			if p.MediaSSRC == video && !w.congestion.congested {
+				w.nacks.add(p)
+			}
+		case *rtcp.ReceiverReport:
+			w.onReport(p.Reports)
+		case *rtcp.SenderReport: // from a viewer that also sends media (RFC 3550 §6.4)
+			w.onReport(p.Reports)
+		}
+	}
+}
+
 // onReport applies the congestion rule to the report blocks about the
-// video in one RTCP packet. It runs on the session's RTCP goroutine.
-func (sess *session) onReport(reports []rtcp.ReceptionReport, videoSSRC uint32) {
-	c := &sess.congestion
+// video in one RTCP packet.
+func (w *Sender) onReport(reports []rtcp.ReceptionReport) {
+	c := &w.congestion
 	for _, rep := range reports {
-		if rep.SSRC != videoSSRC {
+		if rep.SSRC != w.cfg.VideoSSRC {
 			continue
 		}
 		skip, loss := c.observe(rep)
-		sk, ok := sess.reader.(idrSkipper)
+		sk, ok := w.cfg.Src.(idrSkipper)
 		if !skip || !ok {
 			continue
 		}
 		sk.SkipToIDR()
 		c.skips++
 		if now := time.Now(); c.loggedAt.IsZero() || now.Sub(c.loggedAt) >= congestionLogEvery {
-			sess.log.Warn("viewer's link loses too much of the stream: its video skips to the next keyframe",
+			w.cfg.Log.Warn("viewer's link loses too much of the stream: its video skips to the next keyframe",
 				"loss_percent", int(loss*100+0.5), "skips", c.skips-c.loggedSkips)
 			c.loggedAt, c.loggedSkips = now, c.skips
 		}

@@ -1,4 +1,4 @@
-package whep
+package rtpsend
 
 import (
 	"testing"
@@ -8,13 +8,13 @@ import (
 )
 
 func TestLatencyHistogram(t *testing.T) {
-	var h latencyHistogram
+	var h Latency
 	now := time.Now()
 	for _, age := range []time.Duration{100 * time.Microsecond, 3 * time.Millisecond, 3 * time.Millisecond, 2 * time.Second} {
 		h.observeSent(&av.AccessUnit{Arrival: now.Add(-age)})
 	}
 	h.observeSent(&av.AccessUnit{}) // no arrival time: not observed
-	s := h.snapshot()
+	s := h.Snapshot()
 	if s.Count != 4 || len(s.UpperBounds) != len(serverLatencyBounds) || len(s.Cumulative) != len(s.UpperBounds) {
 		t.Fatalf("snapshot %+v, want 4 observations over %d bounds", s, len(serverLatencyBounds))
 	}
@@ -38,7 +38,7 @@ func TestLatencyHistogram(t *testing.T) {
 
 // The observation runs once per picture per viewer: it must not allocate.
 func TestLatencyHistogramNoAlloc(t *testing.T) {
-	var h latencyHistogram
+	var h Latency
 	au := &av.AccessUnit{Arrival: time.Now()}
 	if n := testing.AllocsPerRun(1000, func() { h.observeSent(au) }); n != 0 {
 		t.Errorf("observeSent allocates %v times", n)

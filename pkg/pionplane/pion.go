@@ -1,4 +1,9 @@
-package whep
+// Package pionplane is the media plane that gives every viewer a pion
+// PeerConnection on shared ICE muxes: one UDP socket (written through
+// pkg/udpbatch's sendmmsg) and an optional ICE-TCP listener. It keeps two
+// pion APIs: one that knows Opus, for sessions with audio, and one that
+// does not. It is the only server package that imports pion/webrtc.
+package pionplane
 
 import (
 	"context"
@@ -13,47 +18,63 @@ import (
 	"github.com/pion/rtp"
 	"github.com/pion/webrtc/v4"
 
+	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
-	"github.com/srtwhep/srtwhep/pkg/sockbuf"
 )
 
-// pionPlane gives every viewer a pion PeerConnection on the shared ICE
-// muxes (api.go).
-type pionPlane struct {
-	cfg Config
+// Plane gives every viewer a pion PeerConnection on the shared ICE muxes
+// (api.go). New checks its config, Start binds, Close ends.
+type Plane struct {
+	cfg plane.Config
 	m   *muxes
 	api *apis
 }
 
-func listenPion(cfg Config, s *Server) (plane, error) {
-	m, err := listenMuxes(cfg, s.log)
-	if err != nil {
-		return nil, err
+// New checks cfg and starts nothing.
+func New(cfg plane.Config) (*Plane, error) {
+	if err := cfg.Check(); err != nil {
+		return nil, fmt.Errorf("whep: %w", err)
 	}
-	api, err := newAPIs(cfg, m, s.log)
+	return &Plane{cfg: cfg.WithDefaults()}, nil
+}
+
+// Start binds the muxes and builds the pion APIs.
+func (p *Plane) Start() error {
+	m, err := listenMuxes(p.cfg, p.cfg.Logger)
+	if err != nil {
+		return err
+	}
+	api, err := newAPIs(p.cfg, m, p.cfg.Logger)
 	if err != nil {
 		m.close()
-		return nil, err
+		return err
 	}
-	return &pionPlane{cfg: cfg, m: m, api: api}, nil
+	p.m, p.api = m, api
+	return nil
 }
 
-func (p *pionPlane) udpAddr() *net.UDPAddr    { return p.m.udpAddr }
-func (p *pionPlane) tcpAddr() string          { return p.m.tcpAddrString() }
-func (p *pionPlane) udpDrops() *sockbuf.Drops { return p.m.udpDrops }
-func (p *pionPlane) close()                   { p.m.close() }
+// UDPAddr is the shared UDP socket's address.
+func (p *Plane) UDPAddr() *net.UDPAddr { return p.m.udpAddr }
 
-func (p *pionPlane) udpCounts() (datagrams, refused uint64) {
-	if p.m.udpBatch == nil {
-		return 0, 0
+// TCPAddr is the ICE-TCP listener's address, "" without one.
+func (p *Plane) TCPAddr() string { return p.m.tcpAddrString() }
+
+// Close ends the muxes once every PeerConnection is closed.
+func (p *Plane) Close() { p.m.close() }
+
+// SocketStats are the media datagrams handed to the kernel, those it
+// refused, and its receive drops.
+func (p *Plane) SocketStats() (datagrams, refused, receiveDrops uint64) {
+	if p.m.udpBatch != nil {
+		bs := p.m.udpBatch.Stats()
+		datagrams, refused = bs.Datagrams, bs.Errors
 	}
-	bs := p.m.udpBatch.Stats()
-	return bs.Datagrams, bs.Errors
+	return datagrams, refused, p.m.udpDrops.Count0()
 }
 
-// pionTransport is a viewer's PeerConnection with its tracks.
-type pionTransport struct {
-	sess   *session
+// conn is a viewer's PeerConnection with its tracks, as a plane.Conn.
+type conn struct {
+	offer  plane.Offer
 	pc     *webrtc.PeerConnection
 	track  *webrtc.TrackLocalStaticRTP
 	sender *webrtc.RTPSender
@@ -61,8 +82,6 @@ type pionTransport struct {
 	// (a video-only offer, or a path without audio at the join).
 	audioTrack  *webrtc.TrackLocalStaticRTP
 	audioSender *webrtc.RTPSender
-	// ufrag is pion's ICE ufrag in the answer (answeredUfrag).
-	ufrag string
 
 	conn          chan struct{}
 	connectedOnce sync.Once
@@ -73,17 +92,28 @@ type pionTransport struct {
 	// rtcp are the goroutines that read the senders' RTCP: pion's buffers
 	// must be drained, and the video sender's RTCP is the session's.
 	rtcp sync.WaitGroup
+	// sending is the goroutine that runs the session's sender: pion's
+	// track writes block.
+	sending sync.WaitGroup
 }
 
-// answer builds the PeerConnection for sess's offer and returns its
-// complete answer (all candidates: we do not trickle).
-func (p *pionPlane) answer(ctx context.Context, sess *session, audio bool) (transport, string, error) {
-	o := sess.offer
+// Answer builds the PeerConnection for o and returns it with its complete
+// answer (all candidates: we do not trickle).
+func (p *Plane) Answer(ctx context.Context, o plane.Offer) (plane.Conn, plane.Answer, error) {
+	c, a, err := p.answer(ctx, o)
+	if err != nil {
+		return nil, plane.Answer{}, err
+	}
+	return c, a, nil
+}
+
+func (p *Plane) answer(ctx context.Context, o plane.Offer) (*conn, plane.Answer, error) {
+	audio := o.Audio != nil
 	pc, err := p.api.pick(audio).NewPeerConnection(webrtc.Configuration{})
 	if err != nil {
-		return nil, "", fmt.Errorf("create peer connection: %w", err)
+		return nil, plane.Answer{}, fmt.Errorf("create peer connection: %w", err)
 	}
-	t := &pionTransport{sess: sess, pc: pc, conn: make(chan struct{}), timeout: p.cfg.HandshakeTimeout}
+	t := &conn{offer: o, pc: pc, conn: make(chan struct{}), timeout: p.cfg.HandshakeTimeout}
 	t.st.Store(int32(webrtc.PeerConnectionStateNew))
 	ok := false
 	defer func() {
@@ -92,14 +122,14 @@ func (p *pionPlane) answer(ctx context.Context, sess *session, audio bool) (tran
 		}
 	}()
 
-	codec := webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeH264, ClockRate: 90000, SDPFmtpLine: o.fmtp()}
+	codec := webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeH264, ClockRate: 90000, SDPFmtpLine: o.Video.Fmtp}
 	t.track, err = webrtc.NewTrackLocalStaticRTP(codec, "video", "srtwhep")
 	if err != nil {
-		return nil, "", fmt.Errorf("create track: %w", err)
+		return nil, plane.Answer{}, fmt.Errorf("create track: %w", err)
 	}
 	tr, err := pc.AddTransceiverFromTrack(t.track, webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionSendonly})
 	if err != nil {
-		return nil, "", fmt.Errorf("add track: %w", err)
+		return nil, plane.Answer{}, fmt.Errorf("add track: %w", err)
 	}
 	t.sender = tr.Sender()
 	var audioTr *webrtc.RTPTransceiver
@@ -108,11 +138,11 @@ func (p *pionPlane) answer(ctx context.Context, sess *session, audio bool) (tran
 		// tracks of one MediaStream.
 		t.audioTrack, err = webrtc.NewTrackLocalStaticRTP(opusCodec, "audio", "srtwhep")
 		if err != nil {
-			return nil, "", fmt.Errorf("create audio track: %w", err)
+			return nil, plane.Answer{}, fmt.Errorf("create audio track: %w", err)
 		}
 		audioTr, err = pc.AddTransceiverFromTrack(t.audioTrack, webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionSendonly})
 		if err != nil {
-			return nil, "", fmt.Errorf("add audio track: %w", err)
+			return nil, plane.Answer{}, fmt.Errorf("add audio track: %w", err)
 		}
 		t.audioSender = audioTr.Sender()
 	}
@@ -125,9 +155,9 @@ func (p *pionPlane) answer(ctx context.Context, sess *session, audio bool) (tran
 		case webrtc.PeerConnectionStateConnected:
 			t.connectedOnce.Do(func() { close(t.conn) })
 		case webrtc.PeerConnectionStateFailed:
-			sess.cancel(errICEFailed)
+			o.OnDone(plane.ErrICEFailed)
 		case webrtc.PeerConnectionStateClosed:
-			sess.cancel(errPCClosed)
+			o.OnDone(plane.ErrPeerClosed)
 		}
 	})
 
@@ -137,49 +167,48 @@ func (p *pionPlane) answer(ctx context.Context, sess *session, audio bool) (tran
 	// goroutine, which sets the field this reads without a lock.
 	params, err := t.sender.Transport().ICETransport().GetLocalParameters()
 	if err != nil {
-		return nil, "", fmt.Errorf("read our ICE credentials: %w", err)
+		return nil, plane.Answer{}, fmt.Errorf("read our ICE credentials: %w", err)
 	}
-	t.ufrag = params.UsernameFragment
-	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: sess.offerSDP}); err != nil {
-		return nil, "", sdpoffer.Errorf("offer rejected by the WebRTC stack: %v", err)
+	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: o.SDP}); err != nil {
+		return nil, plane.Answer{}, sdpoffer.Errorf("offer rejected by the WebRTC stack: %v", err)
 	}
 	// Answer with exactly one codec: the H.264 profile picked from the
 	// offer, under the viewer's payload type.
 	err = tr.SetCodecPreferences([]webrtc.RTPCodecParameters{{
 		RTPCodecCapability: webrtc.RTPCodecCapability{
-			MimeType: webrtc.MimeTypeH264, ClockRate: 90000, SDPFmtpLine: o.fmtp(),
+			MimeType: webrtc.MimeTypeH264, ClockRate: 90000, SDPFmtpLine: o.Video.Fmtp,
 			RTCPFeedback: []webrtc.RTCPFeedback{{Type: "nack"}, {Type: "nack", Parameter: "pli"}, {Type: "ccm", Parameter: "fir"}},
 		},
-		PayloadType: webrtc.PayloadType(o.payloadType),
+		PayloadType: webrtc.PayloadType(o.Video.PayloadType),
 	}})
 	if err != nil {
-		return nil, "", fmt.Errorf("set codec preferences: %w", err)
+		return nil, plane.Answer{}, fmt.Errorf("set codec preferences: %w", err)
 	}
 	if audioTr != nil {
-		err = audioTr.SetCodecPreferences([]webrtc.RTPCodecParameters{{RTPCodecCapability: opusCodec, PayloadType: webrtc.PayloadType(o.audioPT)}})
+		err = audioTr.SetCodecPreferences([]webrtc.RTPCodecParameters{{RTPCodecCapability: opusCodec, PayloadType: webrtc.PayloadType(o.Audio.PayloadType)}})
 		if err != nil {
-			return nil, "", fmt.Errorf("set audio codec preferences: %w", err)
+			return nil, plane.Answer{}, fmt.Errorf("set audio codec preferences: %w", err)
 		}
 	}
 	answer, err := negotiate(ctx, pc, p.cfg.HandshakeTimeout)
 	if err != nil {
-		return nil, "", err
+		return nil, plane.Answer{}, err
 	}
 	ok = true
 	t.readRTCP()
-	return t, answer, nil
+	return t, plane.Answer{SDP: answer, Ufrag: params.UsernameFragment}, nil
 }
 
 // readRTCP starts the RTCP readers; they end when the PeerConnection
 // closes, and close waits for them.
-func (t *pionTransport) readRTCP() {
+func (t *conn) readRTCP() {
 	t.rtcp.Go(func() {
 		for {
 			pkts, _, err := t.sender.ReadRTCP()
 			if err != nil {
 				return
 			}
-			t.sess.onRTCP(pkts)
+			t.offer.OnRTCP(pkts)
 		}
 	})
 	if t.audioSender != nil {
@@ -226,24 +255,22 @@ func senderSSRC(s *webrtc.RTPSender) uint32 {
 	return 0
 }
 
-func (t *pionTransport) ssrcs() (video, audio uint32) {
+func (t *conn) SSRCs() (video, audio uint32) {
 	return senderSSRC(t.sender), senderSSRC(t.audioSender)
 }
 
-func (t *pionTransport) answeredUfrag() string { return t.ufrag }
+func (t *conn) Connected() <-chan struct{} { return t.conn }
 
-func (t *pionTransport) connected() <-chan struct{} { return t.conn }
-
-func (t *pionTransport) state() string {
+func (t *conn) State() string {
 	return webrtc.PeerConnectionState(t.st.Load()).String()
 }
 
-// iceStarted reports whether the viewer has taken part in ICE: it sent us a
+// ICEStarted reports whether the viewer has taken part in ICE: it sent us a
 // connectivity check (pion counts only checks that pass the message
 // integrity of the offer's credentials) or answered one of ours. pion's
 // ICE state is no help here: the agent goes "checking" on its own as soon
 // as the offer is applied.
-func (t *pionTransport) iceStarted() bool {
+func (t *conn) ICEStarted() bool {
 	if t.pc.ConnectionState() == webrtc.PeerConnectionStateConnected {
 		return true
 	}
@@ -255,7 +282,7 @@ func (t *pionTransport) iceStarted() bool {
 	return false
 }
 
-func (t *pionTransport) writeVideo(pkts []rtp.Packet) (int, error) {
+func (t *conn) WriteVideo(pkts []rtp.Packet) (int, error) {
 	for i := range pkts {
 		if err := t.track.WriteRTP(&pkts[i]); err != nil {
 			return i, err
@@ -264,16 +291,16 @@ func (t *pionTransport) writeVideo(pkts []rtp.Packet) (int, error) {
 	return len(pkts), nil
 }
 
-func (t *pionTransport) writeAudio(pkt *rtp.Packet) error {
+func (t *conn) WriteAudio(pkt *rtp.Packet) error {
 	if t.audioTrack == nil {
 		return errors.New("no audio track")
 	}
 	return t.audioTrack.WriteRTP(pkt)
 }
 
-func (t *pionTransport) writeRTCP(pkts []rtcp.Packet) error { return t.pc.WriteRTCP(pkts) }
+func (t *conn) WriteRTCP(pkts []rtcp.Packet) error { return t.pc.WriteRTCP(pkts) }
 
-func (t *pionTransport) trickle(cands []string) error { return addCandidates(t.pc, cands) }
+func (t *conn) Trickle(cands []string) error { return addCandidates(t.pc, cands) }
 
 func addCandidates(pc *webrtc.PeerConnection, cands []string) error {
 	for i, c := range cands {
@@ -284,33 +311,40 @@ func addCandidates(pc *webrtc.PeerConnection, cands []string) error {
 	return nil
 }
 
-// restartICE re-applies the viewer's offer with its new credentials, which
+// RestartICE re-applies the viewer's offer with its new credentials, which
 // pion treats as an ICE restart (new local ufrag/pwd, gathering again; the
 // DTLS and SRTP state survive), and answers it.
-func (t *pionTransport) restartICE(ctx context.Context, offerSDP string, frag sdpFrag) (localICE, error) {
+func (t *conn) RestartICE(ctx context.Context, offerSDP string, remote plane.ICE) (plane.ICE, error) {
 	err := t.pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offerSDP})
 	if err != nil {
-		return localICE{}, fmt.Errorf("apply the restarted offer: %w", err)
+		return plane.ICE{}, fmt.Errorf("apply the restarted offer: %w", err)
 	}
 	answer, err := negotiate(ctx, t.pc, t.timeout)
 	if err != nil {
-		return localICE{}, err
+		return plane.ICE{}, err
 	}
-	li, err := localICEFrom(answer)
+	li, err := plane.ICEFromSDP(answer)
 	if err != nil {
-		return localICE{}, err
+		return plane.ICE{}, err
 	}
-	if err := addCandidates(t.pc, frag.candidates); err != nil {
-		return localICE{}, sdpoffer.Errorf("%v", err)
+	if err := addCandidates(t.pc, remote.Candidates); err != nil {
+		return plane.ICE{}, sdpoffer.Errorf("%v", err)
 	}
 	return li, nil
 }
 
-// close says goodbye to a connected viewer and closes the PeerConnection
+// Drive runs the session's sender on a goroutine of the connection's:
+// pion's track writes block. Close waits for it.
+func (t *conn) Drive(s plane.Stepper) {
+	t.sending.Go(func() { plane.Run(s) })
+}
+
+// Close says goodbye to a connected viewer and closes the PeerConnection
 // (with its DTLS close_notify), then waits for the RTCP readers, which
 // end with it.
-func (t *pionTransport) close() {
+func (t *conn) Close() {
 	t.sayGoodbye()
 	_ = t.pc.GracefulClose()
 	t.rtcp.Wait()
+	t.sending.Wait()
 }

@@ -1,4 +1,4 @@
-package whep
+package pionplane
 
 import (
 	"github.com/pion/rtcp"
@@ -11,7 +11,7 @@ import (
 // session the server ended keeps showing "connected" and a frozen picture
 // until ICE gives up on its own, seconds later, and only then retries.
 // (The own media plane's viewers get both from mediaplane.Viewer.Close.)
-func (t *pionTransport) sayGoodbye() {
+func (t *conn) sayGoodbye() {
 	if webrtc.PeerConnectionState(t.st.Load()) != webrtc.PeerConnectionStateConnected {
 		return // never connected, or already failed or closed: nobody listens
 	}

@@ -1,4 +1,4 @@
-package whep
+package mediaplane
 
 import (
 	"container/heap"
@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-// pacer wakes stepped writers when their catch-up pacing ends, for a whole
+// pacer wakes stepped senders when their catch-up pacing ends, for a whole
 // pool on one goroutine. After each IDR's burst to hundreds of viewers
-// many writers are a frame or two behind and wait catchUpInterval between
-// frames; a timer per writer would start a goroutine at every firing.
+// many senders are a frame or two behind and wait a frame interval between
+// frames; a timer per sender would start a goroutine at every firing.
 type pacer struct {
 	mu  sync.Mutex
 	due dueHeap
@@ -19,39 +19,40 @@ type pacer struct {
 	done chan struct{}
 }
 
-type dueWriter struct {
+type dueJob struct {
 	at time.Time
-	w  *writer
+	j  *job
 }
 
-// dueHeap orders writers by deadline. A writer appears once per deadline
-// it asked for (see writer.paceFor), and an entry leaves the heap when
-// its deadline passes, so its size is bounded by the pool's writers.
-type dueHeap []dueWriter
+// dueHeap orders jobs by deadline. A job appears once per deadline it
+// asked for (see job.schedule), and an entry leaves the heap when its
+// deadline passes, so its size is bounded by the pool's jobs.
+type dueHeap []dueJob
 
 func (h dueHeap) Len() int           { return len(h) }
 func (h dueHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
 func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *dueHeap) Push(x any)        { *h = append(*h, x.(dueWriter)) }
+func (h *dueHeap) Push(x any)        { *h = append(*h, x.(dueJob)) }
 func (h *dueHeap) Pop() any {
 	old := *h
 	e := old[len(old)-1]
-	old[len(old)-1] = dueWriter{}
+	old[len(old)-1] = dueJob{}
 	*h = old[:len(old)-1]
 	return e
 }
 
 func newPacer() *pacer {
-	p := &pacer{kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	go p.run()
-	return p
+	return &pacer{kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
-// wakeAt wakes w at (or just after) at; it never blocks.
-func (p *pacer) wakeAt(w *writer, at time.Time) {
+// start runs the pacer's goroutine until close.
+func (p *pacer) start() { go p.run() }
+
+// wakeAt wakes j at (or just after) at; it never blocks.
+func (p *pacer) wakeAt(j *job, at time.Time) {
 	p.mu.Lock()
-	heap.Push(&p.due, dueWriter{at: at, w: w})
-	first := p.due[0].w == w && p.due[0].at.Equal(at)
+	heap.Push(&p.due, dueJob{at: at, j: j})
+	first := p.due[0].j == j && p.due[0].at.Equal(at)
 	p.mu.Unlock()
 	if first {
 		select {
@@ -65,20 +66,20 @@ func (p *pacer) run() {
 	defer close(p.done)
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
-	var ready []*writer
+	var ready []*job
 	for {
 		p.mu.Lock()
 		now := time.Now()
 		for len(p.due) > 0 && !p.due[0].at.After(now) {
-			ready = append(ready, heap.Pop(&p.due).(dueWriter).w)
+			ready = append(ready, heap.Pop(&p.due).(dueJob).j)
 		}
 		wait := time.Hour
 		if len(p.due) > 0 {
 			wait = p.due[0].at.Sub(now)
 		}
 		p.mu.Unlock()
-		for i, w := range ready {
-			w.wake()
+		for i, j := range ready {
+			j.wake()
 			ready[i] = nil
 		}
 		ready = ready[:0]
@@ -92,6 +93,7 @@ func (p *pacer) run() {
 	}
 }
 
+// close ends the goroutine start began.
 func (p *pacer) close() {
 	close(p.stop)
 	<-p.done

@@ -1,4 +1,4 @@
-package whep
+package rtpsend
 
 import (
 	"sync/atomic"
@@ -17,12 +17,12 @@ var serverLatencyBounds = [...]time.Duration{
 	100 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond, time.Second,
 }
 
-// latencyHistogram is the server's own share of the glass-to-glass delay:
+// Latency is the server's own share of the glass-to-glass delay:
 // from the demuxer having a whole picture to the write of the picture's
 // last RTP packet to a viewer. It is observed once per picture per viewer,
 // so it is a fixed array of atomics: no lock, no allocation, and the
 // Prometheus types are built only at scrape time.
-type latencyHistogram struct {
+type Latency struct {
 	counts [len(serverLatencyBounds) + 1]atomic.Uint64 // per bucket, the last one above every bound
 	sumNs  atomic.Uint64
 }
@@ -31,7 +31,7 @@ type latencyHistogram struct {
 // packet is written. Catch-up pictures (the cached GOP a viewer starts
 // with, and queued ones) are the caller's to leave out: their age is the
 // cache's, not the server's delay.
-func (h *latencyHistogram) observeSent(au *av.AccessUnit) {
+func (h *Latency) observeSent(au *av.AccessUnit) {
 	if au.Arrival.IsZero() {
 		return
 	}
@@ -44,8 +44,8 @@ func (h *latencyHistogram) observeSent(au *av.AccessUnit) {
 	h.sumNs.Add(uint64(d))
 }
 
-// snapshot returns the histogram in the metrics' cumulative form.
-func (h *latencyHistogram) snapshot() metrics.Histogram {
+// Snapshot returns the histogram in the metrics' cumulative form.
+func (h *Latency) Snapshot() metrics.Histogram {
 	out := metrics.Histogram{
 		UpperBounds: make([]float64, len(serverLatencyBounds)),
 		Cumulative:  make([]uint64, len(serverLatencyBounds)),

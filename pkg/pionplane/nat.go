@@ -1,4 +1,4 @@
-package whep
+package pionplane
 
 import (
 	"net"

@@ -1,0 +1,161 @@
+// Package plane is the contract between the WHEP server (pkg/whep) and a
+// media plane (pkg/mediaplane, srtwhep's own, or pkg/pionplane): what a
+// viewer's offer asks of a plane, what the plane answers, why a viewer
+// ended, and how a plane runs a viewer's sender. It holds no state; its
+// types exist here so that whep can declare the interfaces it uses while
+// neither plane imports whep.
+package plane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"time"
+
+	"github.com/pion/rtcp"
+
+	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
+)
+
+// Config is what both planes are built from: the sockets and the
+// addresses they advertise.
+type Config struct {
+	// UDPListen is the one UDP socket for all viewers, "0.0.0.0:8189" in
+	// production, "127.0.0.1:0" in tests.
+	UDPListen string
+	// TCPListen is the ICE-TCP fallback; "" disables it.
+	TCPListen string
+	// PublicIPs replace the host candidates' addresses (NAT 1:1, e.g.
+	// Docker's published port); IPv4 and IPv6 may be mixed.
+	PublicIPs []string
+	// Interfaces limits the interfaces whose addresses are advertised
+	// (empty = all).
+	Interfaces []string
+	// IncludeLoopback advertises loopback candidates (tests, clients on
+	// the same host).
+	IncludeLoopback bool
+	// SocketBuffer is the shared UDP socket's receive and send buffer in
+	// bytes: 0 takes sockbuf.DefaultWebRTC, a negative value keeps the
+	// kernel's default.
+	SocketBuffer int
+
+	HandshakeTimeout  time.Duration // answer → connected; 0: 10 s
+	DisconnectTimeout time.Duration // no traffic from a viewer → ended; 0: 15 s
+	Keepalive         time.Duration // ICE keepalive interval (pion); 0: 2 s
+
+	Logger *slog.Logger
+}
+
+// Defaults for the zero values of Config.
+const (
+	DefaultHandshakeTimeout  = 10 * time.Second
+	DefaultDisconnectTimeout = 15 * time.Second
+	DefaultKeepalive         = 2 * time.Second
+)
+
+// Check reports what a plane cannot be built from.
+func (c Config) Check() error {
+	if c.UDPListen == "" {
+		return errors.New("the UDP listen address is empty; set it to e.g. 0.0.0.0:8189")
+	}
+	for _, ip := range c.PublicIPs {
+		if _, err := netip.ParseAddr(ip); err != nil {
+			return fmt.Errorf("public IP %q is not an IP address; use a public IPv4/IPv6 like 203.0.113.7", ip)
+		}
+	}
+	return nil
+}
+
+// WithDefaults fills in the zero values.
+func (c Config) WithDefaults() Config {
+	c.HandshakeTimeout = positiveOr(c.HandshakeTimeout, DefaultHandshakeTimeout)
+	c.DisconnectTimeout = positiveOr(c.DisconnectTimeout, DefaultDisconnectTimeout)
+	c.Keepalive = positiveOr(c.Keepalive, DefaultKeepalive)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+func positiveOr(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// Codec is one answered codec.
+type Codec struct {
+	PayloadType uint8
+	Fmtp        string // without the payload type; "" for none
+}
+
+// H264Fmtp is the answer's fmtp for profile, one of
+// sdpoffer.H264Profiles.
+func H264Fmtp(profile string) string {
+	return "level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=" + profile
+}
+
+// OpusFmtp is what both planes answer for audio: Opus as the transcoder
+// makes it, 48 kHz stereo.
+const OpusFmtp = "minptime=10;useinbandfec=1;stereo=1;sprop-stereo=1"
+
+// Offer is one viewer's offer as a plane answers it: the offer's one
+// model with the codecs the server chose from it, and the callbacks the
+// viewer's connection reports to.
+type Offer struct {
+	// Session is the viewer's session: a plane whose writes can block
+	// (ICE-TCP) closes the connection at once when it ends, so a sender
+	// blocked on a full link does not hold a kick or a shutdown.
+	Session context.Context
+	// Model is the offer as sdpoffer.Parse read it, once, for everyone:
+	// the sections to answer, their mids, the viewer's credentials and
+	// fingerprints.
+	Model *sdpoffer.Offer
+	// SDP is the offer's text, for a plane whose WebRTC stack applies
+	// the offer itself (pion); a plane decides nothing from it.
+	SDP   string
+	Video Codec
+	// Audio answers the offer's audio section with Opus; nil rejects it.
+	Audio *Codec
+	// OnRTCP receives the RTCP the viewer sends. Calls never overlap,
+	// none comes after the connection's Close has returned, and it must
+	// not block: on the own plane it runs on the goroutine that reads
+	// every viewer's RTCP.
+	OnRTCP func(pkts []rtcp.Packet)
+	// OnDone is told once why the connection ended on its own (one of
+	// the Err values below, or another error: a failure), on whatever
+	// goroutine noticed; it must not block.
+	OnDone func(reason error)
+	Log    *slog.Logger
+}
+
+// ICE is a side's ICE credentials and candidates ("candidate:…" values).
+type ICE struct {
+	Ufrag, Pwd string
+	Candidates []string
+}
+
+// Answer is a plane's answer to an Offer: the complete SDP (every
+// candidate: we do not trickle) and our ICE ufrag in it (the session's
+// first ETag) as the plane generated it, so nobody parses our own answer
+// back.
+type Answer struct {
+	SDP   string
+	Ufrag string
+}
+
+// Reasons a connection ends, as Offer.OnDone reports them.
+var (
+	// ErrServerClosed: the plane is closing.
+	ErrServerClosed = errors.New("media plane closed")
+	// ErrPeerClosed: the viewer (or our Close) closed the connection.
+	ErrPeerClosed = errors.New("peer connection closed")
+	// ErrICEFailed: nothing from the viewer within the disconnect
+	// timeout.
+	ErrICEFailed = errors.New("connection failed (no traffic within the disconnect timeout)")
+	// ErrHandshakeTimeout: ICE and DTLS did not complete in time.
+	ErrHandshakeTimeout = errors.New("not connected within the handshake timeout")
+)

@@ -1,0 +1,35 @@
+package whep
+
+import (
+	"context"
+	"net"
+
+	"github.com/srtwhep/srtwhep/pkg/plane"
+)
+
+// The session (session.go) serves a viewer through a plane.Conn, the
+// WebRTC connection as the session sees it; a Plane makes them. Two
+// planes exist, and cmd/srtwhep builds the one the config picks:
+// srtwhep's own (mediaplane.Plane, the default) and pion's
+// (pionplane.Plane). Everything else a session does (the hub reader and
+// its queue, stamping, pacing, NACKs from the shared history, the
+// congestion rule, sender reports, events and metrics) is the same code
+// for both.
+
+// Plane is the shared machinery every viewer's connection runs on: the
+// sockets and whatever serves them.
+type Plane interface {
+	// Start binds the sockets; Run calls it once.
+	Start() error
+	// Answer builds the connection for the offer and returns it with the
+	// complete answer. On error nothing is left open; an *sdpoffer.Error
+	// means the offer is at fault. ctx bounds building the answer only.
+	Answer(ctx context.Context, o plane.Offer) (plane.Conn, plane.Answer, error)
+	UDPAddr() *net.UDPAddr
+	TCPAddr() string // "" without ICE-TCP
+	// SocketStats are the media datagrams handed to the kernel and those
+	// it refused, and the shared socket's kernel receive drops.
+	SocketStats() (datagrams, refused, receiveDrops uint64)
+	// Close ends the plane once every session has closed its connection.
+	Close()
+}
