@@ -13,7 +13,7 @@ import (
 )
 
 // congestionLog is the server's line when a viewer's receiver reports show
-// heavy loss (pkg/whep/congestion.go).
+// heavy loss (pkg/rtpsend/congestion.go).
 const congestionLog = "viewer's link loses too much"
 
 func congestedDrops(t *testing.T, metrics string) float64 {
