@@ -20,6 +20,7 @@ import (
 // path while a viewer keeps playing, and checks each precise answer and that
 // the viewer never notices.
 func TestBadInputs(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, func(c *config.Config) {
 		c.Paths = map[string]config.Path{"live/cam1": {MaxReaders: 2}}
 	})

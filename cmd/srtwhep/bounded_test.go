@@ -22,6 +22,7 @@ const garbageBytes = 600 << 10
 // SRT connection never makes its path live: a viewer's POST is 404 the
 // whole time, and the hub never holds the path.
 func TestGarbageNeverLive(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil)
 	// Random bytes at 250 kB/s, written raw (no MPEG-TS) to the SRT URL.
 	ff := testkit.StartFFmpeg(t, "-re", "-f", "u8", "-ar", "250000", "-ac", "1", "-i", "/dev/urandom",
@@ -72,6 +73,7 @@ func srtBytes(ts *testServer, path string) int64 {
 // API, and an SRT reject (bad request) for a streamid over the cap; no
 // answer and no log line carries more than the cap of it.
 func TestLongPathNames(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil)
 	long := strings.Repeat("a", 10<<10)
 	for _, c := range []struct{ method, path, ctype, body string }{
@@ -106,6 +108,9 @@ func TestLongPathNames(t *testing.T) {
 // SRT port (measured before the limit: 111,652 ERROR lines in 10 s) make
 // libsrt log about one line a second, with a count, while a real
 // publisher's viewer keeps every frame.
+//
+// Not parallel: libsrt's log handler and its rate limit are global to the
+// process, so another test's server would take these lines.
 func TestRogueSRTFlood(t *testing.T) {
 	ts := startServer(t, nil)
 	// The publisher reports how many pictures it has sent (every 100 ms,

@@ -49,6 +49,9 @@ type playerStats struct {
 // ffmpeg) runs in one network namespace and Chromium in another, joined by
 // a veth pair. With SRTWHEP_SCREENSHOT_OUT=FILE the screenshot is also
 // written there (that is how docs/player.png is made).
+//
+// Not parallel: it prints figures (time to first frame) that need the
+// machine to itself.
 func TestBrowserPlays(t *testing.T) {
 	requireNetns(t, chromiumPath)
 	bin := testkit.BuildBinary(t, "./cmd/srtwhep")

@@ -19,6 +19,7 @@ import (
 // and connects. (Before, each held one of the 32 slots for the whole
 // 10 s handshake timeout, and 3.7 a second made 60 % of real POSTs fail.)
 func TestFakeOffersDoNotBlockViewers(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil)
 	startFFmpeg(t, x264Args("320x240"), ts.srtURL("publish:live/cam"))
 	ts.waitPublisher(t, "live/cam")

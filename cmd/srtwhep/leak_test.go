@@ -201,6 +201,9 @@ func leakRound(t *testing.T, srv *testkit.Server, clip string, round int, httpc 
 // and RSS to come back to the baseline: what a session or a publisher
 // leaves behind, even one goroutine, adds up on a server that runs for
 // months.
+//
+// Not parallel: 360 sessions are the heaviest load of the suite, and would
+// disturb the tests beside it.
 func TestNoLeaksAfterChurn(t *testing.T) {
 	clip := filepath.Join(t.TempDir(), "clip.ts")
 	// Small and with a short GOP: viewers see media within half a second

@@ -108,6 +108,10 @@ var recommendedMs = regexp.MustCompile(`recommended_ms=(\d+)`)
 // metrics say so and what latency to use; at that latency, set by the
 // publisher's URL as the README advises, every frame reaches the viewer.
 // At 15 % loss the same happens and the advice asks for more round trips.
+//
+// Not parallel: the relay emulates the link in this process, and the RTT
+// SRT measures through it (which sets the advised latency) moves with
+// the machine's load.
 func TestLossySRTIngest(t *testing.T) {
 	requireNetns(t, "iptables")
 	ts := startServer(t, nil)
@@ -270,6 +274,9 @@ func TestLossySRTIngest(t *testing.T) {
 // gets all but at most 0.1 % of the packets through NACK retransmission,
 // and the viewers beside it lose nothing. It sends receiver reports as a
 // browser does, and 5 % random loss is no congestion: it never skips.
+//
+// Not parallel: the relay emulates the link in this process, and the
+// repairs it carries must come in time however busy other tests are.
 func TestLossyViewerNACK(t *testing.T) {
 	requireNetns(t)
 	ts := startServer(t, nil)

@@ -23,6 +23,7 @@ import (
 // 30 fps without a sequence gap, and hear Opus with contiguous sequence
 // numbers.
 func TestPionMediaPlaneCorePath(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, func(c *config.Config) { c.WebRTC.MediaPlane = config.MediaPlanePion })
 	ts.logs.WaitLog(t, 5*time.Second, "whep ready", "media_plane=pion")
 	args := x264Args("1280x720", "-c:a", "aac", "-ar", "48000", "-b:a", "96k")
@@ -87,6 +88,8 @@ var goroutinesPerViewer = map[string]int{
 // connect) on each media plane, and requires the figure
 // goroutinesPerViewer gives: a goroutine that a session starts and never
 // ends shows here, long before it shows as memory.
+//
+// Not parallel: a measurement, taken with nothing else running.
 func TestGoroutinesPerViewer(t *testing.T) {
 	n := 20
 	if s := os.Getenv(goroutineViewersEnv); s != "" {

@@ -51,6 +51,7 @@ type natViewerResult struct {
 // The server runs the real binary with its default listen addresses, as
 // the Docker image does; each case gets a fresh topology and server.
 func TestNAT(t *testing.T) {
+	t.Parallel()
 	requireNetns(t, "iptables")
 	bin := testkit.BuildBinary(t, "./cmd/srtwhep")
 	for _, c := range []struct {
@@ -64,6 +65,9 @@ func TestNAT(t *testing.T) {
 		{name: "publicIPs_udp_blocked_tcp", publicIPs: "[" + natPublicIP + "]", blockUDP: true, wantProto: "tcp"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			// Each case has namespaces of its own (named after it), so
+			// the fixed addresses and ports never meet.
+			t.Parallel()
 			cli, srv := natTopology(t)
 			if c.blockUDP {
 				cli.exec(t, "iptables", "-A", "OUTPUT", "-p", "udp", "-j", "DROP")
