@@ -46,24 +46,46 @@ run: ## build and start the server (embedded defaults, or CONFIG=FILE)
 	$(MAKE) --no-print-directory build
 	./bin/srtwhep $(if $(CONFIG),-config $(CONFIG))
 
-test: ## deps, tidy go.mod, go vet, gofmt, go test -race, shellcheck, offline deploy checks (tools/)
+test: ## deps, tidy go.mod, go vet, gofmt, shellcheck, go test -race, fuzz, offline deploy checks (tools/)
 	scripts/deps.sh test
 	@# An untidy go.mod (a missing, stale or mislabelled requirement) fails
 	@# here with the diff that `go mod tidy` would apply.
 	$(GO) mod tidy -diff
 	cd tools && $(GO) mod tidy -diff
+	@# The checks that take seconds come before the tests that take
+	@# minutes, so a lint finding is reported at once.
 	$(GO) vet ./...
+	cd tools && $(GO) vet ./...
 	unformatted=$$(gofmt -l .); \
 	if [[ -n "$$unformatted" ]]; then \
 		echo "gofmt: these files need 'gofmt -w':"; echo "$$unformatted"; exit 1; \
 	fi
-	$(GO) test -race -count=1 -timeout 8m $$($(GO) list ./... | grep -v '/cmd/srtwhep$$')
-	@# pkg/whep's tests again on the pion media plane (webrtc.mediaPlane:
-	@# pion), which is not the default; cmd/srtwhep covers it with
-	@# TestPionMediaPlaneCorePath.
-	TEST_MEDIAPLANE=pion $(GO) test -race -count=1 -timeout 5m ./pkg/whep
+	shellcheck $(SHELL_SCRIPTS)
+	@# Beside the unit packages rather than after them: pkg/whep's tests
+	@# again on the pion media plane (webrtc.mediaPlane: pion), which is not
+	@# the default (cmd/srtwhep covers it end to end with
+	@# TestPionMediaPlaneCorePath), and the tools module's offline deploy
+	@# checks. internal/loadgen alone takes about 90 s of the unit line and
+	@# holds one of go test's two package slots while the other runs dry;
+	@# the two runs beside it take about 15 s each. The pkg/whep test binary
+	@# is built first (its packages are the unit line's too, so nothing is
+	@# compiled twice) and run in its package directory, as go test does.
+	dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
+	$(GO) test -race -c -o "$$dir/whep.test" ./pkg/whep; \
+	(cd pkg/whep && { TEST_MEDIAPLANE=pion "$$dir/whep.test" -test.count=1 -test.timeout=5m >"$$dir/pion.log" 2>&1 \
+		&& echo 0 || echo $$?; } >"$$dir/pion.rc") & \
+	(cd tools && { $(GO) test -count=1 -timeout 5m ./... >"$$dir/tools.log" 2>&1 && echo 0 || echo $$?; } >"$$dir/tools.rc") & \
+	units=0; $(GO) test -race -count=1 -timeout 8m $$($(GO) list ./... | grep -v '/cmd/srtwhep$$') || units=$$?; \
+	wait; pion=$$(cat "$$dir/pion.rc"); tools=$$(cat "$$dir/tools.rc"); \
+	if [[ $$pion != 0 ]]; then echo "FAIL pkg/whep with TEST_MEDIAPLANE=pion:"; cat "$$dir/pion.log"; \
+	else echo "ok   pkg/whep with TEST_MEDIAPLANE=pion"; fi; \
+	cat "$$dir/tools.log"; \
+	[[ $$units == 0 && $$pion == 0 && $$tools == 0 ]]
 	@# The end-to-end package runs on its own, verbose into a log, so the
-	@# browser test has the machine to itself and its figures are shown.
+	@# tests that need the machine to themselves (the browser tests, which
+	@# print figures, and those that measure load; they do not call
+	@# t.Parallel) have it, and their figures are shown. The rest run two
+	@# at a time (go test's -parallel is GOMAXPROCS, 2 here).
 	log=$$(mktemp); \
 	if ! $(GO) test -race -count=1 -timeout 11m -v ./cmd/srtwhep >"$$log" 2>&1; then \
 		grep -v '^time=' "$$log" | tail -150; rm -f "$$log"; exit 1; \
@@ -72,8 +94,6 @@ test: ## deps, tidy go.mod, go vet, gofmt, go test -race, shellcheck, offline de
 	@# Every fuzz target for a few seconds from its checked-in corpus: no
 	@# panic, no 5xx, no broken invariant on what has been found so far.
 	scripts/fuzz.sh 2s 0 fresh
-	shellcheck $(SHELL_SCRIPTS)
-	cd tools && $(GO) vet ./... && $(GO) test -count=1 -timeout 5m ./...
 
 bench: ## Go benchmarks + capacity ladders of browser-like viewers (headline; gro as an extra), server on CPU 0; PLANES, ROUNDS, STEPS: see scripts/bench.sh (report in bench/results/)
 	scripts/deps.sh run

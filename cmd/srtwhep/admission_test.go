@@ -14,6 +14,9 @@ import (
 // TestAdmissionPastCPULimit: with a deliberately tiny CPU limit, a new
 // viewer is refused with 503 + Retry-After while the viewers already
 // watching lose nothing and SRT ingest keeps its round-trip time.
+//
+// Not parallel: the CPU figure is the whole process's, and the SRT RTT it
+// compares must not move with other tests' load.
 func TestAdmissionPastCPULimit(t *testing.T) {
 	ts := startServer(t, nil)
 	startFFmpeg(t, x264Args("640x360"), ts.srtURL("publish:live/cam1"))

@@ -75,6 +75,7 @@ func toneCheck(pcm []float32, freq float64) (dbfs, share float64) {
 // Opus that decodes to the published 1 kHz tone, with video at the
 // published frame rate.
 func TestAudioCodecs(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil)
 	cases := []struct {
 		path string
@@ -130,6 +131,7 @@ func TestAudioCodecs(t *testing.T) {
 // clock of the two tracks' sender reports, as a browser does, they must
 // be within 40 ms of each other.
 func TestLipSync(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil)
 	startFFmpeg(t, []string{"-re",
 		"-f", "lavfi", "-i", "color=c=black:size=320x240:rate=30[b];color=c=white:size=320x240:rate=30[w];[b][w]blend=all_expr='if(eq(mod(N\\,30)\\,0)\\,B\\,A)'",
@@ -220,6 +222,7 @@ func TestLipSync(t *testing.T) {
 // naming the fix, while video plays at the full frame rate and the path
 // announces no audio.
 func TestUnplayableAudio(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil)
 	cases := []struct{ path, fix string }{
 		{"live/ac3", "-c:a aac"},
@@ -256,6 +259,7 @@ func TestUnplayableAudio(t *testing.T) {
 // keeps its video at the full frame rate and its sound going; the damage
 // is counted and summarised in one warning.
 func TestDamagedAudio(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "damaged.ts")
 	if err := os.WriteFile(file, damagedAACClip(t, "8"), 0o644); err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 // live/hook-no; for live/hook-slow it answers only after the timeout, which
 // must deny.
 func TestAuthHook(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var seen []auth.Request
 	release := make(chan struct{})
@@ -107,6 +108,9 @@ func TestAuthHook(t *testing.T) {
 // port, so a hook asked from the listen callback would stall A's packets;
 // asked on each publisher's own goroutine it delays only that publisher.
 // A's viewer must keep at least 25 of its 30 fps in every second.
+//
+// Not parallel: it counts frames per second of wall time, which other
+// tests' load would lower.
 func TestSlowHookStallsOnlyItsPublisher(t *testing.T) {
 	const slow = 1500 * time.Millisecond
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

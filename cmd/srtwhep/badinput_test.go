@@ -20,6 +20,7 @@ import (
 // path while a viewer keeps playing, and checks each precise answer and that
 // the viewer never notices.
 func TestBadInputs(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, func(c *config.Config) {
 		c.Paths = map[string]config.Path{"live/cam1": {MaxReaders: 2}}
 	})
@@ -147,7 +148,10 @@ func sendCorruptedTS(t *testing.T, ts *testServer) {
 		if _, err := sock.Write(chunk); err != nil {
 			t.Fatalf("SRT write: %v", err)
 		}
-		time.Sleep(5 * time.Millisecond) // pace like a live sender so the receive buffer never overflows
+		// Paced like a live sender (about 1 Mbit/s) so libsrt's receive
+		// buffer never overflows: this emulates the sender's clock, it
+		// waits for nothing.
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

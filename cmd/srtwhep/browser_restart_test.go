@@ -21,6 +21,9 @@ const interruptedStatus = "Stream interrupted — waiting for the publisher"
 // and, once the grace period passes with no publisher, sees its
 // PeerConnection leave "connected" within a second of the server ending
 // the session (RTCP BYE, DTLS close_notify) instead of waiting for ICE.
+//
+// Not parallel: headless Chromium needs the machine to itself, like
+// TestBrowserPlays.
 func TestBrowserPublisherRestart(t *testing.T) {
 	requireNetns(t, chromiumPath)
 	bin := testkit.BuildBinary(t, "./cmd/srtwhep")

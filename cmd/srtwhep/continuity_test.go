@@ -149,6 +149,7 @@ func checkKept(t *testing.T, ts *testServer, name string, v *viewer) {
 // sequence numbers and timestamps, and a viewer of another path keeps its
 // 30 fps throughout.
 func TestPublisherRestart(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil)
 	startFFmpeg(t, x264Args("640x360"), ts.srtURL("publish:live/other"))
 	first := startFFmpeg(t, avArgs("1280x720"), ts.srtURL("publish:live/cam1"))
@@ -213,6 +214,7 @@ func TestPublisherRestart(t *testing.T) {
 // the viewers go on with the new stream. With overridePublisher false the
 // second one is refused as busy (SRT reject 1409) and nothing changes.
 func TestPublisherTakeover(t *testing.T) {
+	t.Parallel()
 	t.Run("override", func(t *testing.T) {
 		ts := startServer(t, nil)
 		startFFmpeg(t, x264Args("640x360"), ts.srtURL("publish:live/other"))
@@ -268,6 +270,9 @@ func TestPublisherTakeover(t *testing.T) {
 // are closed, and each sees its PeerConnection leave "connected" within a
 // second of the server ending it (RTCP BYE and DTLS close_notify, not an
 // ICE timeout).
+//
+// Not parallel: it bounds how soon the viewer sees the end (1 s), which a
+// loaded machine stretches.
 func TestPublisherGraceEnds(t *testing.T) {
 	ts := startServer(t, func(c *config.Config) { c.PathDefaults.PublisherGrace = config.Duration(3 * time.Second) })
 	startFFmpeg(t, x264Args("640x360"), ts.srtURL("publish:live/other"))

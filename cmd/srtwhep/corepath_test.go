@@ -62,6 +62,7 @@ func liveFrameRate(aus []whepclient.AccessUnit) float64 {
 // TestCorePath: real ffmpeg pushes 720p30 over SRT; three real WHEP viewers
 // get decodable H.264 at 30 fps with no sequence gaps.
 func TestCorePath(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil)
 	startFFmpeg(t, x264Args("1280x720"), ts.srtURL("publish:live/cam1"))
 	ts.waitPublisher(t, "live/cam1")
@@ -95,6 +96,9 @@ func TestCorePath(t *testing.T) {
 
 // TestJoinMidGOP: with a 2 s GOP, a viewer joining mid-GOP still gets its
 // first IDR at once, from the hub's last-GOP cache.
+//
+// Not parallel: it bounds the time to the first IDR (200 ms), which a
+// loaded machine stretches.
 func TestJoinMidGOP(t *testing.T) {
 	ts := startServer(t, nil)
 	startFFmpeg(t, x264Args("1280x720"), ts.srtURL("publish:live/cam1"))
@@ -120,6 +124,7 @@ func TestJoinMidGOP(t *testing.T) {
 // The publisher and the other viewers lose nothing; the stalled one logs
 // the exact message, skips to the next IDR and resumes with no sequence gap.
 func TestStalledViewer(t *testing.T) {
+	t.Parallel()
 	held, release := stallOnce(t, func(c *config.Config) { c.Readers.QueueSize = 20 })
 	ts := held.ts
 	startFFmpeg(t, x264Args("1280x720"), ts.srtURL("publish:live/cam1"))

@@ -42,6 +42,7 @@ var notProducible = map[string]string{
 // without an event here fails the test until one is added (or it is listed
 // in notProducible, with the reason).
 func TestCountersMove(t *testing.T) {
+	t.Parallel()
 	requireNetns(t, "iptables")
 	held, release := stallOnce(t, func(c *config.Config) {
 		c.Metrics.Listen = "127.0.0.1:0"

@@ -26,6 +26,7 @@ import (
 // afterwards. A viewer of another path pulled over the same edge keeps its
 // 30 fps throughout.
 func TestEdgeOriginPublisherRestart(t *testing.T) {
+	t.Parallel()
 	const path = "live/cam1"
 	origin := startServer(t, nil)
 	first := startFFmpeg(t, x264Args("640x360"), origin.srtURL("publish:"+path))
@@ -153,6 +154,9 @@ pathDefaults:
 // dead edge, from the other edge, within 15 s, and the other edge must hold
 // its new session. A pion viewer on the surviving edge keeps every frame
 // at 30 fps throughout.
+//
+// Not parallel: headless Chromium needs the machine to itself, like
+// TestBrowserPlays.
 func TestEdgeFailover(t *testing.T) {
 	requireNetns(t, chromiumPath)
 	bin := testkit.BuildBinary(t, "./cmd/srtwhep")

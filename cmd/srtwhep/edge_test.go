@@ -31,6 +31,7 @@ func edgeTo(t *testing.T, source string, mutate func(*config.Config)) *testServe
 // first IDR and answers 201; the viewer starts at an IDR and plays every
 // frame at 30 fps; a second viewer shares the one pull.
 func TestEdgeColdStart(t *testing.T) {
+	t.Parallel()
 	origin := testkit.StartSRTListener(t, 0, "", x264Args("1280x720")...)
 	ts := edgeTo(t, "srt://"+origin.Addr(), nil)
 
@@ -55,6 +56,7 @@ func TestEdgeColdStart(t *testing.T) {
 // TestEdgeLinger: sourceLinger after the last viewer leaves, the pull is
 // closed: one log line, and the path has no publisher any more.
 func TestEdgeLinger(t *testing.T) {
+	t.Parallel()
 	origin := testkit.StartSRTListener(t, 0, "", x264Args("640x360")...)
 	ts := edgeTo(t, "srt://"+origin.Addr(), func(c *config.Config) { c.PathDefaults.SourceLinger = config.Duration(time.Second) })
 	v := dialViewer(t, ts, "live/cam1")
@@ -81,6 +83,7 @@ func TestEdgeLinger(t *testing.T) {
 // before the drop continues in the same session, with contiguous RTP,
 // from the new stream's first IDR, without a new POST.
 func TestEdgeReconnect(t *testing.T) {
+	t.Parallel()
 	origin := testkit.StartSRTListener(t, 0, "", x264Args("640x360")...)
 	ts := edgeTo(t, "srt://"+origin.Addr(), nil)
 	v := dialViewer(t, ts, "live/cam1")
@@ -127,6 +130,7 @@ func TestEdgeReconnect(t *testing.T) {
 // viewers retrying in a tight loop do not make the edge dial more than
 // once a second.
 func TestEdgeUnreachable(t *testing.T) {
+	t.Parallel()
 	sink := newSilentSource(t)
 	addr := sink.conn.LocalAddr().String()
 	ts := edgeTo(t, "srt://"+addr, func(c *config.Config) {
@@ -169,6 +173,7 @@ func TestEdgeUnreachable(t *testing.T) {
 // nothing published on the path) gets the viewer a 404 with the origin's
 // reason, at once.
 func TestEdgeRefused(t *testing.T) {
+	t.Parallel()
 	origin := startServer(t, nil)
 	ts := edgeTo(t, "srt://"+origin.srt.Addr().String(), nil)
 	start := time.Now()
@@ -187,6 +192,7 @@ func TestEdgeRefused(t *testing.T) {
 // TestPublicURL: with http.publicURL the Location is an absolute URL of
 // this server, and DELETE on its path still finds the session.
 func TestPublicURL(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, func(c *config.Config) { c.HTTP.PublicURL = "https://edge1.example.com" })
 	startFFmpeg(t, x264Args("640x360"), ts.srtURL("publish:live/cam1"))
 	ts.waitPublisher(t, "live/cam1")
@@ -210,6 +216,7 @@ func TestPublicURL(t *testing.T) {
 // viewers each edge has; each hop's added latency is measured by when the
 // same picture reaches viewers on either side of it.
 func TestEdgeChain(t *testing.T) {
+	t.Parallel()
 	const path = "live/cam1"
 	origin := startServer(t, nil)
 	startFFmpeg(t, x264Args("640x360"), origin.srtURL("publish:"+path))
@@ -284,6 +291,7 @@ func TestEdgeChain(t *testing.T) {
 // edge without one (404 with the reason) and serves one whose source URL
 // carries it as NAME:TOKEN@.
 func TestEdgeCredentials(t *testing.T) {
+	t.Parallel()
 	origin := startServer(t, func(c *config.Config) {
 		p := c.PathDefaults
 		p.ReadTokens = []string{"edge-token-1"}
@@ -315,6 +323,7 @@ func TestEdgeCredentials(t *testing.T) {
 // it over; the pull stops for good and the viewer goes on with the pushed
 // stream in the same session.
 func TestEdgePushWins(t *testing.T) {
+	t.Parallel()
 	origin := testkit.StartSRTListener(t, 0, "", x264Args("640x360")...)
 	ts := edgeTo(t, "srt://"+origin.Addr(), nil)
 	v := dialViewer(t, ts, "live/cam1")

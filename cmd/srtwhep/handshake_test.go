@@ -19,6 +19,7 @@ import (
 // and connects. (Before, each held one of the 32 slots for the whole
 // 10 s handshake timeout, and 3.7 a second made 60 % of real POSTs fail.)
 func TestFakeOffersDoNotBlockViewers(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil)
 	startFFmpeg(t, x264Args("320x240"), ts.srtURL("publish:live/cam"))
 	ts.waitPublisher(t, "live/cam")
@@ -28,6 +29,7 @@ func TestFakeOffersDoNotBlockViewers(t *testing.T) {
 	defer cancel()
 	var wg sync.WaitGroup
 	fakes := 0
+	fakePosted := make(chan struct{}, 1)
 	wg.Go(func() {
 		tick := time.NewTicker(250 * time.Millisecond)
 		defer tick.Stop()
@@ -45,6 +47,10 @@ func TestFakeOffersDoNotBlockViewers(t *testing.T) {
 				t.Errorf("fake offer: %d %q", code, body)
 			}
 			fakes++
+			select {
+			case fakePosted <- struct{}{}:
+			default:
+			}
 		}
 	})
 
@@ -64,7 +70,12 @@ func TestFakeOffersDoNotBlockViewers(t *testing.T) {
 		}
 		viewers++
 		maxInFlight = max(maxInFlight, ts.whep.Stats().HandshakesInFlight)
-		time.Sleep(300 * time.Millisecond)
+		// The next legitimate viewer comes with the next fake offer: one
+		// of each, in step, for the whole run.
+		select {
+		case <-fakePosted:
+		case <-ctx.Done():
+		}
 	}
 	wg.Wait()
 	t.Logf("%d legitimate viewers connected among %d fake offers; at most %d handshakes in flight", viewers, fakes, maxInFlight)

@@ -38,6 +38,13 @@ type testServer struct {
 // startServer runs the real server on loopback with ephemeral ports.
 func startServer(t *testing.T, mutate func(*config.Config), whepOpts ...func(*whep.Config, *plane.Config)) *testServer {
 	t.Helper()
+	return runTestServer(t, loopbackConfig(mutate), whepOpts...)
+}
+
+// loopbackConfig is the defaults with every listener on an ephemeral
+// loopback port, no metrics listener, no automatic CPU limit and the
+// media plane TEST_MEDIAPLANE names, then mutate.
+func loopbackConfig(mutate func(*config.Config)) *config.Config {
 	cfg := config.Default()
 	cfg.SRT.Listen = "127.0.0.1:0"
 	cfg.HTTP.Listen = "127.0.0.1:0"
@@ -54,7 +61,30 @@ func startServer(t *testing.T, mutate func(*config.Config), whepOpts ...func(*wh
 	if mutate != nil {
 		mutate(cfg)
 	}
-	return runTestServer(t, cfg, whepOpts...)
+	return cfg
+}
+
+// binaryConfig is loopbackConfig with the metrics listener on an
+// ephemeral loopback port too, as the YAML file of a real srtwhep binary
+// (testkit.StartServer). Tests set what they need (the media plane,
+// pprof) on the config struct, so a key that is renamed or moved fails
+// to compile instead of silently not applying.
+func binaryConfig(t *testing.T, mutate func(*config.Config)) string {
+	t.Helper()
+	cfg := loopbackConfig(func(c *config.Config) {
+		c.Metrics.Listen = "127.0.0.1:0"
+		if mutate != nil {
+			mutate(c)
+		}
+	})
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("test config: %v", err)
+	}
+	out, err := cfg.Dump()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
 }
 
 func (ts *testServer) srtURL(streamid string) string {

@@ -81,6 +81,7 @@ func (rc *hookReceiver) wait(t *testing.T, kind events.Kind, path string) hookEv
 // the remote address, the id that pairs a start with its end, and why it
 // ended.
 func TestHooks(t *testing.T) {
+	t.Parallel()
 	rc := newHookReceiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	ts := startServer(t, func(c *config.Config) { c.Hooks.URL = rc.URL + "/events" })
 	const path = "live/hooks"
@@ -151,6 +152,7 @@ func TestHooks(t *testing.T) {
 // nothing: while viewers come and go and their events pile up and are
 // dropped, a watching viewer keeps every frame at full rate.
 func TestHooksDeadReceiver(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	rc := newHookReceiver(t, func(_ http.ResponseWriter, r *http.Request) {
 		select {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/internal/whepclient"
+	"github.com/srtwhep/srtwhep/pkg/config"
 )
 
 // The leak test's shape: rounds of publishers that each get viewers, all
@@ -200,6 +201,9 @@ func leakRound(t *testing.T, srv *testkit.Server, clip string, round int, httpc 
 // and RSS to come back to the baseline: what a session or a publisher
 // leaves behind, even one goroutine, adds up on a server that runs for
 // months.
+//
+// Not parallel: 360 sessions are the heaviest load of the suite, and would
+// disturb the tests beside it.
 func TestNoLeaksAfterChurn(t *testing.T) {
 	clip := filepath.Join(t.TempDir(), "clip.ts")
 	// Small and with a short GOP: viewers see media within half a second
@@ -208,8 +212,10 @@ func TestNoLeaksAfterChurn(t *testing.T) {
 		"-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-b:v", "300k",
 		"-g", "15", "-bf", "0", "-f", "mpegts", clip)
 	// pprof on the metrics listener gives the goroutine count.
-	cfg := strings.Replace(testkit.LoopbackConfig("logLevel: warn\nreaders:\n  maxCPUPercent: 0\n"),
-		"metrics:\n", "metrics:\n  pprof: true\n", 1)
+	cfg := binaryConfig(t, func(c *config.Config) {
+		c.LogLevel = "warn"
+		c.Metrics.Pprof = true
+	})
 	srv := testkit.StartServer(t, testkit.BuildBinary(t, "./cmd/srtwhep"), cfg)
 	proc, err := procfs.NewProc(srv.Cmd.Process.Pid)
 	if err != nil {

@@ -106,6 +106,9 @@ func udpLink(t *testing.T, in *net.UDPConn, to *net.UDPAddr, o linkOpts) {
 		})
 		wg.Go(func() {
 			for d := range q {
+				// The link's delay is the datagram's time on the wire:
+				// holding it until it is due is what the relay emulates,
+				// not a wait for something to happen.
 				if wait := time.Until(d.due); wait > 0 {
 					time.Sleep(wait)
 				}
@@ -205,6 +208,8 @@ func tcpCapLink(t *testing.T, to string, bps int) int {
 						// Against the start, so pauses are not made up by bursts
 						// beyond the cap later.
 						due := start.Add(time.Duration(float64(sent*8) / float64(bps) * float64(time.Second)))
+						// Sleeping until the cap allows the next bytes is the
+						// narrow link itself (a live sender's pacing).
 						if wait := time.Until(due); wait > 0 {
 							time.Sleep(wait)
 						} else if wait < -time.Second {

@@ -24,6 +24,10 @@ import (
 // relay) cannot take a 2.5 Mbit/s stream. Its writer blocks, its queue
 // fills, and it drops to the next IDR ("reader is too slow") while the
 // viewers beside it keep every frame.
+//
+// Not parallel: the capped relay runs in this process and the viewers
+// beside it must keep every frame of 720p, which other tests' load can
+// cost them.
 func TestNarrowViewer(t *testing.T) {
 	// A short queue overflows soon after the writer blocks.
 	ts := startServer(t, func(c *config.Config) { c.Readers.QueueSize = 20 },
@@ -86,6 +90,8 @@ func TestNarrowViewer(t *testing.T) {
 // and the server drops its video to the next IDR ("reader is too slow")
 // as it does for a full queue, while the viewers beside it keep every
 // frame.
+//
+// Not parallel: like TestNarrowViewer.
 func TestNarrowUDPViewer(t *testing.T) {
 	requireNetns(t)
 	ts := startServer(t, nil)

@@ -51,6 +51,7 @@ type natViewerResult struct {
 // The server runs the real binary with its default listen addresses, as
 // the Docker image does; each case gets a fresh topology and server.
 func TestNAT(t *testing.T) {
+	t.Parallel()
 	requireNetns(t, "iptables")
 	bin := testkit.BuildBinary(t, "./cmd/srtwhep")
 	for _, c := range []struct {
@@ -64,6 +65,9 @@ func TestNAT(t *testing.T) {
 		{name: "publicIPs_udp_blocked_tcp", publicIPs: "[" + natPublicIP + "]", blockUDP: true, wantProto: "tcp"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			// Each case has namespaces of its own (named after it), so
+			// the fixed addresses and ports never meet.
+			t.Parallel()
 			cli, srv := natTopology(t)
 			if c.blockUDP {
 				cli.exec(t, "iptables", "-A", "OUTPUT", "-p", "udp", "-j", "DROP")
@@ -214,8 +218,16 @@ func TestNATViewerHelper(t *testing.T) {
 	// Its own transport, so no keep-alive connection outlives the test.
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
+	// Every decoded picture wakes the wait for enough of them below.
+	frame := make(chan struct{}, 1)
 	sess, err := whepclient.Dial(ctx, url, whepclient.Options{
-		Decode:     true,
+		Decode: true,
+		OnAccessUnit: func(whepclient.AccessUnit) {
+			select {
+			case frame <- struct{}{}:
+			default:
+			}
+		},
 		HTTPClient: &http.Client{Transport: tr, Timeout: 10 * time.Second},
 		// Like a browser: UDP, and active ICE-TCP as the fallback (pion
 		// offers UDP only by default).
@@ -236,13 +248,21 @@ func TestNATViewerHelper(t *testing.T) {
 		return
 	}
 	res.Connected = true
-	deadline := time.Now().Add(5 * time.Second)
+	// Up to 5 s for 30 decoded pictures; the parent judges the figures,
+	// so running out of time here only ends the wait.
+	deadline := time.NewTimer(5 * time.Second)
+	defer deadline.Stop()
 	for {
 		st := sess.Stats()
 		res.Packets, res.Frames, res.Width, res.Height = st.Packets, st.Frames, st.Width, st.Height
-		if (st.Frames >= 30 && st.Width > 0) || time.Now().After(deadline) {
+		if st.Frames >= 30 && st.Width > 0 {
 			return
 		}
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-frame:
+		case <-sess.Done():
+		case <-deadline.C:
+			return
+		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 // that viewer within 1 s while the other keeps playing; kicking the
 // publisher ends the path; a configured API token is enforced.
 func TestOperateMetricsAndAPI(t *testing.T) {
+	t.Parallel()
 	const path = "live/ops"
 	ts := startServer(t, func(c *config.Config) { c.Metrics.Listen = "127.0.0.1:0" })
 	ff := startFFmpeg(t, x264Args("640x360"), ts.srtURL("publish:"+path))
@@ -138,6 +139,7 @@ func TestOperateMetricsAndAPI(t *testing.T) {
 // the SRT handshake (ffmpeg fails, the log says why); the right credentials
 // publish.
 func TestPublishAuth(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, func(c *config.Config) {
 		c.Paths = map[string]config.Path{
 			"live/locked": {PublishUser: "cam", PublishPass: "right-pass"},
@@ -171,6 +173,7 @@ func TestPublishAuth(t *testing.T) {
 // TestReadAuth: a WHEP offer without a valid token gets 401 with a Bearer
 // challenge, one from outside readIPs 403; the right token plays.
 func TestReadAuth(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, func(c *config.Config) {
 		c.Paths = map[string]config.Path{
 			"live/priv": {ReadTokens: []string{"viewer-1", "viewer-2"}},

@@ -16,6 +16,7 @@ import (
 // and that the version it prints is the one its metrics report, sends
 // SIGTERM and expects a clean exit 0 within 5 s.
 func TestBinarySignalShutdown(t *testing.T) {
+	t.Parallel()
 	bin := testkit.BuildBinary(t, "./cmd/srtwhep")
 	out, err := exec.Command(bin, "-version").CombinedOutput()
 	version, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "srtwhep ")
@@ -49,6 +50,7 @@ func TestBinarySignalShutdown(t *testing.T) {
 // TestBinaryCheckConfig: -check accepts the documented example and refuses
 // a broken file with FILE:LINE and the fix, exiting non-zero.
 func TestBinaryCheckConfig(t *testing.T) {
+	t.Parallel()
 	bin := testkit.BuildBinary(t, "./cmd/srtwhep")
 	out, err := exec.Command(bin, "-check", "-config", "../../configs/srtwhep.yml").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "OK") {

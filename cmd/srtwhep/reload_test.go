@@ -18,6 +18,9 @@ import (
 // apply to newcomers only, the viewer keeps playing without a gap, a
 // listener change is reported as needing a restart, and a broken edit is
 // refused with FILE:LINE while the server keeps serving.
+//
+// Not parallel: SIGHUP goes to the whole test process, so no other server
+// may run meanwhile.
 func TestConfigReload(t *testing.T) {
 	ts, file := startServerFile(t, testkit.LoopbackConfig(""))
 	startFFmpeg(t, x264Args("320x240"), ts.srtURL("publish:live/r"))

@@ -138,6 +138,7 @@ func withTone(audio ...string) []string {
 // sees the H.264 at the published 30 fps from an IDR, and the audio as it
 // was published (AAC stays AAC, MP2 stays MP2) at its own frame rate.
 func TestSRTRead(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil)
 	cases := []struct {
 		path, streamid, codec string
@@ -152,6 +153,8 @@ func TestSRTRead(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.codec, func(t *testing.T) {
+			// Each case reads its own path for 5 s: both at once.
+			t.Parallel()
 			ts.waitPublisher(t, tc.path)
 			p := probeSRT(t, ts, tc.streamid, 5)
 			vi, ai := p.index("video", ""), p.index("audio", "")
@@ -224,6 +227,7 @@ func srtRead(t *testing.T, ts *testServer, streamid string) *srtgo.SrtSocket {
 // set, a path whose maxReaders is taken by SRT readers and WHEP viewers
 // alike.
 func TestSRTReadRefused(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, func(c *config.Config) {
 		c.Paths = map[string]config.Path{
 			"live/locked": {ReadTokens: []string{"opensesame"}},
@@ -293,6 +297,7 @@ func pathReaders(ts *testServer, path string) int {
 // video to the next IDR and says so in the log, while a WHEP viewer of the
 // same path keeps full rate.
 func TestSRTReadSlowReader(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil)
 	startFFmpeg(t, x264Args("640x360"), ts.srtURL("publish:live/cam1"))
 	ts.waitPublisher(t, "live/cam1")
@@ -321,6 +326,7 @@ func TestSRTReadSlowReader(t *testing.T) {
 // keep increasing, the new publisher's audio codec appears, and the log
 // says the reader continued.
 func TestSRTReadAcrossPublishers(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil)
 	startFFmpeg(t, append(withTone("-c:a", "aac", "-ar", "48000"), "-t", "5"), ts.srtURL("publish:live/cam1"))
 	ts.waitPublisher(t, "live/cam1")
