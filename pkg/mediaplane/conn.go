@@ -106,7 +106,14 @@ func (c *conn) WriteAudio(pkt *rtp.Packet) error {
 	return err
 }
 
-func (c *conn) WriteRTCP(pkts []rtcp.Packet) error { return c.v.WriteRTCP(pkts) }
+// WriteRTCP sends the sender's reports: in the pool worker's batch when
+// stepped by the pool, alone otherwise.
+func (c *conn) WriteRTCP(pkts []rtcp.Packet) error {
+	if c.batch != nil {
+		return c.batch.QueueRTCP(c.v, pkts)
+	}
+	return c.v.WriteRTCP(pkts)
+}
 
 // Trickle checks the candidates and keeps none: an ICE-lite server never
 // sends checks, it answers those that come, from wherever they come.

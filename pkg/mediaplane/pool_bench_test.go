@@ -31,7 +31,7 @@ type frameStepper struct {
 
 func (s *frameStepper) SetWake(wake func()) { s.wake = wake }
 
-func (s *frameStepper) Step() (time.Time, bool) {
+func (s *frameStepper) Step(time.Time) (time.Time, bool) {
 	if s.due.CompareAndSwap(true, false) {
 		s.pkts = s.st.Stamp(s.pkts, s.au, false)
 		_, _ = s.c.WriteVideo(s.pkts)

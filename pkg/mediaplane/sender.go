@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
 
 	"github.com/srtwhep/srtwhep/pkg/rtph264"
@@ -145,6 +146,53 @@ func (snd *Sender) encrypt(v *Viewer, r *peerAddr, pkts []rtp.Packet) error {
 	v.sendMu.Unlock()
 	v.packets.Add(uint64(len(pkts)))
 	v.bytes.Add(total)
+	return nil
+}
+
+// QueueRTCP encrypts pkts (a sender report) for v into a slot of its own
+// and sends it with the rest of the batch at Flush: alone, each track's
+// report, once a second per viewer, cost a sendto of its own.
+func (snd *Sender) QueueRTCP(v *Viewer, pkts []rtcp.Packet) error {
+	r := v.remote.Load()
+	if r == nil {
+		return ErrNotConnected
+	}
+	plain, err := rtcp.Marshal(pkts)
+	if err != nil {
+		return fmt.Errorf("mediaplane: marshal RTCP: %w", err)
+	}
+	// SRTCP adds its index and the tag.
+	if len(plain)+4+maxSRTPOverhead > slotSize {
+		return fmt.Errorf("mediaplane: RTCP of %d bytes does not fit a datagram", len(plain))
+	}
+	if snd.used == len(snd.lens) {
+		if err := snd.Flush(); err != nil {
+			return err
+		}
+	}
+	at := snd.used * slotSize
+	slot := snd.buf[at : at : at+slotSize]
+	v.sendMu.Lock()
+	out := v.out
+	if out == nil {
+		v.sendMu.Unlock()
+		return ErrViewerClosed
+	}
+	enc, err := out.EncryptRTCP(slot, plain, nil)
+	v.sendMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("mediaplane: encrypt RTCP: %w", err)
+	}
+	// The slot has room for the tag, so pion/srtp wrote into it; copy
+	// in case a future version does not.
+	n := copy(snd.buf[at:at+slotSize], enc)
+	snd.lens[snd.used] = n
+	if r.tcp != nil {
+		snd.addTCP(r.tcp, snd.used, true)
+	} else {
+		snd.add(r, snd.used, true)
+	}
+	snd.used++
 	return nil
 }
 

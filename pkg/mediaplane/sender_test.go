@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
 	"github.com/pion/srtp/v3"
 
@@ -125,5 +126,53 @@ func TestSenderPlainFallback(t *testing.T) {
 	expectDatagrams(t, s, dec, pkts)
 	if st := srv.Stats(); st.Messages != uint64(len(pkts)) {
 		t.Errorf("%d messages after the split, want %d", st.Messages, len(pkts))
+	}
+}
+
+// TestSenderRTCPInBatch: a sender report queued between frames leaves in
+// the same sendmmsg as the frames, as a datagram of its own that the
+// viewer decrypts as SRTCP.
+func TestSenderRTCPInBatch(t *testing.T) {
+	srv, _ := newServer(t, nil)
+	s := newSink(t, true)
+	v, dec := keyedViewer(t, srv, s.addr(), srtp.ProtectionProfileAeadAes128Gcm)
+	snd := srv.NewSender(0)
+	pkts := packetsOfSizes(v.VideoSSRC(), 1200, 1200, 700)
+	sr := &rtcp.SenderReport{SSRC: v.VideoSSRC(), NTPTime: 0xe1234567_89abcdef, RTPTime: 90, PacketCount: 3, OctetCount: 3100}
+	if err := snd.Queue(v, pkts); err != nil {
+		t.Fatal(err)
+	}
+	if err := snd.QueueRTCP(v, []rtcp.Packet{sr}); err != nil {
+		t.Fatal(err)
+	}
+	if err := snd.Queue(v, pkts[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := snd.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 5*time.Second, "5 datagrams", func() bool { return s.count.Load() >= 5 })
+	got := s.datagrams()
+	if len(got) != 5 {
+		t.Fatalf("%d datagrams, want 5", len(got))
+	}
+	plain, err := dec.DecryptRTCP(nil, got[3], nil)
+	if err != nil {
+		t.Fatalf("datagram 4 is not the SRTCP report: %v", err)
+	}
+	back, err := rtcp.Unmarshal(plain)
+	if err != nil || len(back) != 1 {
+		t.Fatalf("report: %v, %d packets", err, len(back))
+	}
+	if rep, ok := back[0].(*rtcp.SenderReport); !ok || rep.SSRC != sr.SSRC || rep.NTPTime != sr.NTPTime || rep.RTPTime != sr.RTPTime || rep.OctetCount != sr.OctetCount {
+		t.Fatalf("report %+v, want %+v", back[0], sr)
+	}
+	for _, i := range []int{0, 1, 2, 4} {
+		if _, err := dec.DecryptRTP(nil, got[i], nil); err != nil {
+			t.Fatalf("datagram %d: %v", i+1, err)
+		}
+	}
+	if st := srv.Stats(); st.Syscalls != 1 {
+		t.Errorf("stats %+v: want frames and report in one sendmmsg", st)
 	}
 }

@@ -57,8 +57,10 @@ type Stepper interface {
 	// Step writes what may go out now without waiting. done reports that
 	// the sender has finished for good; otherwise at is when it wants to
 	// be stepped again without a wake: zero for never, a time not after
-	// now for at once.
-	Step() (at time.Time, done bool)
+	// now for at once. now is the driver's clock reading for this step:
+	// a pool reads it once for a whole batch of viewers, not several times
+	// per frame, so a step never reads the clock itself.
+	Step(now time.Time) (at time.Time, done bool)
 }
 
 // Run steps s on the calling goroutine until it is done, waiting for its
@@ -76,14 +78,15 @@ func Run(s Stepper) {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
 	for {
-		at, done := s.Step()
+		now := time.Now()
+		at, done := s.Step(now)
 		switch {
 		case done:
 			return
 		case at.IsZero():
 			<-wake
 		default:
-			d := time.Until(at)
+			d := at.Sub(now)
 			if d <= 0 {
 				continue
 			}

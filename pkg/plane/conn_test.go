@@ -15,7 +15,7 @@ type scriptStepper struct {
 
 func (s *scriptStepper) SetWake(wake func()) { s.wake = wake }
 
-func (s *scriptStepper) Step() (time.Time, bool) {
+func (s *scriptStepper) Step(time.Time) (time.Time, bool) {
 	at, done := s.script[s.n]()
 	s.n++
 	s.steps <- s.n

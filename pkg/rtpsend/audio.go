@@ -51,7 +51,7 @@ func (o *opusStamper) stamp(af *av.AudioFrame, pts int64) rtp.Packet {
 // is anchored at the live edge, the track's sender report when one is due.
 // A sender without audio never gets audio frames (its reader is attached
 // for video only); it ignores them all the same.
-func (w *Sender) sendAudio(af *av.AudioFrame, pts int64) {
+func (w *Sender) sendAudio(af *av.AudioFrame, pts int64, now time.Time) {
 	o := &w.audio
 	if o.ssrc == 0 {
 		return
@@ -68,6 +68,6 @@ func (w *Sender) sendAudio(af *av.AudioFrame, pts int64) {
 	w.cfg.Src.CountSent(1, int(n))
 	w.audioReports.sent(1, uint64(len(af.Data)))
 	if w.clock.set {
-		w.audioReports.maybeSend(w.cfg.Out, time.Now(), o.lastTS, w.clock.at(o.lastPTS))
+		w.audioReports.maybeSend(w.cfg.Out, now, o.lastTS, w.clock.at(o.lastPTS))
 	}
 }

@@ -180,9 +180,9 @@ func (w *Sender) resendNACKed() {
 
 // handle writes frame f and reports whether the next one must wait
 // catchUpInterval.
-func (w *Sender) handle(f hub.Frame) (pace bool) {
+func (w *Sender) handle(f hub.Frame, now time.Time) (pace bool) {
 	changes := w.tl.Changes()
-	pts, _, ok := w.tl.Place(f, time.Now())
+	pts, _, ok := w.tl.Place(f, now)
 	if !ok {
 		return false
 	}
@@ -192,13 +192,13 @@ func (w *Sender) handle(f hub.Frame) (pace bool) {
 	backlog := w.cfg.Src.Backlog()
 	w.catchingUp = w.catchingUp && (f.CatchUp || backlog > 0)
 	if !w.clock.set && !w.catchingUp && !f.CatchUp {
-		w.clock.anchor(pts, time.Now())
+		w.clock.anchor(pts, now)
 	}
 	if f.Audio != nil {
 		// Audio goes out as it comes, between the paced video frames, so
 		// the two stay interleaved in PTS order and a one-packet frame
 		// adds no burst worth pacing.
-		w.sendAudio(f.Audio, pts)
+		w.sendAudio(f.Audio, pts, now)
 		return false
 	}
 	au := f.Video
@@ -225,7 +225,7 @@ func (w *Sender) handle(f hub.Frame) (pace bool) {
 		w.videoLive = live
 	}
 	if sent > 0 && w.videoLive && w.clock.set {
-		w.videoReports.maybeSend(w.cfg.Out, time.Now(), w.st.LastTimestamp(), w.clock.at(pts))
+		w.videoReports.maybeSend(w.cfg.Out, now, w.st.LastTimestamp(), w.clock.at(pts))
 	}
 	// Behind the live edge (catch-up, or frames queued during a stall),
 	// space frames out instead of bursting a whole queue at line rate: a
@@ -244,7 +244,7 @@ const stepFrames = 8
 // after telling OnEnd why. Otherwise at is when it wants to run again
 // without a wake: zero when only a wake brings work, the pace deadline
 // behind the live edge, now when more frames may be queued.
-func (w *Sender) Step() (at time.Time, done bool) {
+func (w *Sender) Step(now time.Time) (at time.Time, done bool) {
 	// Checked first because an ended session must not drain its queue.
 	if w.cfg.Session.Err() != nil {
 		return w.finish(context.Cause(w.cfg.Session))
@@ -258,11 +258,11 @@ func (w *Sender) Step() (at time.Time, done bool) {
 		}
 		f := w.held
 		w.held, w.hold = hub.Frame{}, nil
-		if w.handle(f) {
-			return w.pace(), false
+		if w.handle(f, now) {
+			return w.pace(now), false
 		}
 	}
-	if time.Now().Before(w.paceUntil) {
+	if now.Before(w.paceUntil) {
 		return w.paceUntil, false
 	}
 	for range stepFrames {
@@ -280,16 +280,16 @@ func (w *Sender) Step() (at time.Time, done bool) {
 			go w.watchHold(hold, w.wake) // tests only (BeforeWrite)
 			return time.Time{}, false
 		}
-		if w.handle(f) {
-			return w.pace(), false
+		if w.handle(f, now) {
+			return w.pace(now), false
 		}
 	}
-	return time.Now(), false // more may be queued
+	return now, false // more may be queued
 }
 
 // pace holds the sender's frames for catchUpInterval from now.
-func (w *Sender) pace() time.Time {
-	w.paceUntil = time.Now().Add(catchUpInterval)
+func (w *Sender) pace(now time.Time) time.Time {
+	w.paceUntil = now.Add(catchUpInterval)
 	return w.paceUntil
 }
 

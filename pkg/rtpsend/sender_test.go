@@ -69,22 +69,22 @@ func TestSenderSteps(t *testing.T) {
 	s.SetWake(func() { wakes++ })
 
 	src.push(picture(0, true, true), picture(3000, false, true))
-	at, done := s.Step()
+	at, done := s.Step(time.Now())
 	if done || !at.After(time.Now()) || len(out.seqs) != 2 {
 		t.Fatalf("catch-up: Step = %v, %v after %d packets; want a pace deadline after one picture", at, done, len(out.seqs))
 	}
-	if again, _ := s.Step(); !again.Equal(at) || len(out.seqs) != 2 {
+	if again, _ := s.Step(time.Now()); !again.Equal(at) || len(out.seqs) != 2 {
 		t.Fatalf("an early Step wrote or moved the deadline: %v, %d packets", again, len(out.seqs))
 	}
 	s.paceUntil = time.Time{} // the deadline passed
 	src.push(picture(6000, false, false))
 	for len(src.queue) > 0 {
-		if _, done := s.Step(); done {
+		if _, done := s.Step(time.Now()); done {
 			t.Fatal("finished with frames queued")
 		}
 		s.paceUntil = time.Time{}
 	}
-	if at, _ := s.Step(); !at.IsZero() {
+	if at, _ := s.Step(time.Now()); !at.IsZero() {
 		t.Fatalf("at the live edge Step asks to run at %v, want only a wake", at)
 	}
 
@@ -93,13 +93,13 @@ func TestSenderSteps(t *testing.T) {
 	if wakes != 1 {
 		t.Fatalf("a NACK woke the sender %d times, want 1", wakes)
 	}
-	s.Step()
+	s.Step(time.Now())
 	if out.last() != nacked || s.Retransmitted() != 1 {
 		t.Fatalf("resent %d (%d retransmitted), want %d once", out.last(), s.Retransmitted(), nacked)
 	}
 
 	src.ended = true
-	if _, done := s.Step(); !done || len(ended) != 1 || !errors.Is(ended[0], ErrPublisherGone) {
+	if _, done := s.Step(time.Now()); !done || len(ended) != 1 || !errors.Is(ended[0], ErrPublisherGone) {
 		t.Fatalf("path ended: done %v, OnEnd %v", done, ended)
 	}
 
@@ -107,7 +107,7 @@ func TestSenderSteps(t *testing.T) {
 		Log: slog.New(slog.DiscardHandler), OnEnd: func(err error) { ended = append(ended, err) }})
 	s2.SetWake(func() {})
 	cancel(errors.New("kicked"))
-	if _, done := s2.Step(); !done || len(ended) != 2 || ended[1].Error() != "kicked" {
+	if _, done := s2.Step(time.Now()); !done || len(ended) != 2 || ended[1].Error() != "kicked" {
 		t.Fatalf("session ended: done %v, OnEnd %v", done, ended)
 	}
 }
