@@ -19,9 +19,9 @@ import (
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/pionplane"
 	"github.com/srtwhep/srtwhep/pkg/pionslog"
 	"github.com/srtwhep/srtwhep/pkg/rtph264"
-	"github.com/srtwhep/srtwhep/pkg/udpbatch"
 )
 
 // benchFrame is a P-frame of ten 1,100-byte payloads, cut once and shared
@@ -147,7 +147,7 @@ func BenchmarkSendFrame(b *testing.B) {
 
 // BenchmarkPionWriteRTP is today's path for comparison: a pion/webrtc
 // PeerConnection set up as pkg/whep sets it up (no interceptors, AES-GCM
-// first, the ICE UDP mux over udpbatch's sendmmsg batching), writing the
+// first, the ICE UDP mux over pionplane.BatchConn's sendmmsg batching), writing the
 // same frame through TrackLocalStaticRTP to real pion viewers on
 // loopback. One op is one frame to every viewer.
 func BenchmarkPionWriteRTP(b *testing.B) {
@@ -158,7 +158,7 @@ func BenchmarkPionWriteRTP(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			bc, err := udpbatch.New(uc, 0, 0)
+			bc, err := pionplane.NewBatchConn(uc, 0, 0)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -19,14 +19,13 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
 	"github.com/srtwhep/srtwhep/pkg/sockbuf"
-	"github.com/srtwhep/srtwhep/pkg/udpbatch"
 )
 
 // muxes are the sockets every session shares.
 type muxes struct {
 	log      *slog.Logger
 	udpConn  *net.UDPConn
-	udpBatch *udpbatch.Conn
+	udpBatch *BatchConn
 	udpAddr  *net.UDPAddr
 	udpDrops *sockbuf.Drops // nil when /proc cannot tell
 	udp      ice.UDPMux
@@ -139,7 +138,7 @@ func listenMuxes(cfg plane.Config, log *slog.Logger) (*muxes, error) {
 	// Every viewer's media leaves through this one socket: batching its
 	// writes into sendmmsg(2) is what keeps the kernel's per-packet cost
 	// from dominating fan-out.
-	bc, err := udpbatch.New(uc, 0, 0)
+	bc, err := NewBatchConn(uc, 0, 0)
 	if err != nil {
 		uc.Close()
 		return nil, fmt.Errorf("whep: UDP batching: %w", err)

@@ -1,6 +1,6 @@
 // Package pionplane is the media plane that gives every viewer a pion
 // PeerConnection on shared ICE muxes: one UDP socket (written through
-// pkg/udpbatch's sendmmsg) and an optional ICE-TCP listener. It keeps two
+// BatchConn's sendmmsg) and an optional ICE-TCP listener. It keeps two
 // pion APIs: one that knows Opus, for sessions with audio, and one that
 // does not. It is the only server package that imports pion/webrtc.
 package pionplane

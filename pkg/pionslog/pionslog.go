@@ -35,7 +35,7 @@ var routine = []string{
 var expected = []struct{ prefix, suffix string }{
 	// The ICE UDP mux is one socket on the wildcard address by design: one
 	// port to publish from a container whatever its addresses, and one
-	// socket whose writes udpbatch turns into sendmmsg. pion supports that
+	// socket whose writes pionplane.BatchConn turns into sendmmsg. pion supports that
 	// (it lists the interfaces for candidates) and only warns because it
 	// would rather have one socket per address; a multi-homed host that
 	// wants replies from the exact candidate address sets webrtc.listenIP.

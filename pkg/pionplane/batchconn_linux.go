@@ -1,6 +1,6 @@
 //go:build linux
 
-package udpbatch
+package pionplane
 
 import (
 	"net"
@@ -12,9 +12,9 @@ import (
 	"github.com/srtwhep/srtwhep/internal/mmsg"
 )
 
-// Conn is a *net.UDPConn whose WriteTo batches datagrams. Reads and every
+// BatchConn is a *net.UDPConn whose WriteTo batches datagrams. Reads and every
 // other method go straight to the socket.
-type Conn struct {
+type BatchConn struct {
 	*net.UDPConn
 	raw   syscall.RawConn
 	inet6 bool // the socket is AF_INET6 (IPv4 peers need mapped addresses)
@@ -32,7 +32,7 @@ type Conn struct {
 	// were filled: one peer's packets must never overtake each other.
 	flushMu sync.Mutex
 
-	stats counters
+	stats batchCounters
 
 	// gso is cleared for good the first time the kernel refuses a
 	// segmented send (no UDP GSO on this device or kernel).
@@ -55,7 +55,7 @@ func newBatch(size int) *batch {
 // New wraps conn. size is the number of datagrams per system call and delay
 // the longest a datagram may wait for its batch to fill (0 picks the
 // defaults).
-func New(conn *net.UDPConn, size int, delay time.Duration) (*Conn, error) {
+func NewBatchConn(conn *net.UDPConn, size int, delay time.Duration) (*BatchConn, error) {
 	if size <= 0 {
 		size = DefaultBatchSize
 	}
@@ -66,7 +66,7 @@ func New(conn *net.UDPConn, size int, delay time.Duration) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Conn{UDPConn: conn, raw: raw, size: size, delay: delay}
+	c := &BatchConn{UDPConn: conn, raw: raw, size: size, delay: delay}
 	if c.inet6, err = mmsg.IsInet6(raw); err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func New(conn *net.UDPConn, size int, delay time.Duration) (*Conn, error) {
 
 // WriteTo queues b for addr. It never blocks on the network: a full batch
 // is sent by the writer that filled it.
-func (c *Conn) WriteTo(b []byte, addr net.Addr) (int, error) {
+func (c *BatchConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	ua, ok := addr.(*net.UDPAddr)
 	if !ok || len(b) > maxDatagram {
 		return c.UDPConn.WriteTo(b, addr)
@@ -90,7 +90,7 @@ func (c *Conn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return 0, ErrClosed
+		return 0, ErrBatchClosed
 	}
 	bt := c.cur
 	i := bt.msgs.Len()
@@ -114,7 +114,7 @@ func (c *Conn) WriteTo(b []byte, addr net.Addr) (int, error) {
 }
 
 // Flush sends whatever is queued now.
-func (c *Conn) Flush() {
+func (c *BatchConn) Flush() {
 	c.mu.Lock()
 	if c.cur.msgs.Len() > 0 {
 		c.rotateLocked()
@@ -124,10 +124,10 @@ func (c *Conn) Flush() {
 }
 
 // Stats reports what went out so far.
-func (c *Conn) Stats() Stats { return c.stats.snapshot() }
+func (c *BatchConn) Stats() BatchStats { return c.stats.snapshot() }
 
 // Close sends what is queued, then closes the socket.
-func (c *Conn) Close() error {
+func (c *BatchConn) Close() error {
 	c.Flush()
 	c.mu.Lock()
 	c.closed = true
@@ -136,10 +136,10 @@ func (c *Conn) Close() error {
 	return c.UDPConn.Close()
 }
 
-func (c *Conn) onTimer() { c.Flush() }
+func (c *BatchConn) onTimer() { c.Flush() }
 
 // rotateLocked moves the current batch to the send queue.
-func (c *Conn) rotateLocked() {
+func (c *BatchConn) rotateLocked() {
 	c.pending = append(c.pending, c.cur)
 	if n := len(c.free); n > 0 {
 		c.cur = c.free[n-1]
@@ -151,7 +151,7 @@ func (c *Conn) rotateLocked() {
 }
 
 // drain sends queued batches in order until none is left.
-func (c *Conn) drain() {
+func (c *BatchConn) drain() {
 	c.flushMu.Lock()
 	defer c.flushMu.Unlock()
 	for {
@@ -176,7 +176,7 @@ func (c *Conn) drain() {
 // refuses (an ICMP error queued for a departed peer, say) are counted and
 // skipped so they cannot hold back the others; a closed socket counts
 // what is left.
-func (c *Conn) send(bt *batch) {
+func (c *BatchConn) send(bt *batch) {
 	res, _ := bt.msgs.Send(c.raw)
 	if res.GSORefused {
 		c.gso.Store(false)

@@ -1,4 +1,4 @@
-package udpbatch
+package pionplane
 
 import (
 	"bytes"
@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/srtwhep/srtwhep/internal/testkit"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testkit.Main(m, nil, nil) }
 
 func listen(t testing.TB, network, addr string) *net.UDPConn {
 	t.Helper()
@@ -58,7 +58,7 @@ func TestBatchesKeepOrderAndContent(t *testing.T) {
 			rx := listen(t, "udp4", "127.0.0.1:0")
 			defer rx.Close()
 			tx := listen(t, tc.network, tc.bind)
-			c, err := New(tx, 8, time.Hour) // only full batches and Flush send
+			c, err := NewBatchConn(tx, 8, time.Hour) // only full batches and Flush send
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,7 +88,7 @@ func TestBatchesKeepOrderAndContent(t *testing.T) {
 func TestDelayFlushesPartialBatch(t *testing.T) {
 	rx := listen(t, "udp4", "127.0.0.1:0")
 	defer rx.Close()
-	c, err := New(listen(t, "udp4", "127.0.0.1:0"), 64, 2*time.Millisecond)
+	c, err := NewBatchConn(listen(t, "udp4", "127.0.0.1:0"), 64, 2*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestDelayFlushesPartialBatch(t *testing.T) {
 func TestOversizedGoesDirect(t *testing.T) {
 	rx := listen(t, "udp4", "127.0.0.1:0")
 	defer rx.Close()
-	c, err := New(listen(t, "udp4", "127.0.0.1:0"), 4, time.Hour)
+	c, err := NewBatchConn(listen(t, "udp4", "127.0.0.1:0"), 4, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestConcurrentWritersPerPeerOrder(t *testing.T) {
 		defer rx.Close()
 		rxs = append(rxs, rx)
 	}
-	c, err := New(listen(t, "udp4", "127.0.0.1:0"), 16, time.Millisecond)
+	c, err := NewBatchConn(listen(t, "udp4", "127.0.0.1:0"), 16, time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,13 +154,13 @@ func TestConcurrentWritersPerPeerOrder(t *testing.T) {
 }
 
 func TestWriteAfterClose(t *testing.T) {
-	c, err := New(listen(t, "udp4", "127.0.0.1:0"), 4, time.Millisecond)
+	c, err := NewBatchConn(listen(t, "udp4", "127.0.0.1:0"), 4, time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.Close()
-	if _, err := c.WriteTo([]byte("x"), &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9}); err != ErrClosed {
-		t.Fatalf("err = %v, want ErrClosed", err)
+	if _, err := c.WriteTo([]byte("x"), &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9}); err != ErrBatchClosed {
+		t.Fatalf("err = %v, want ErrBatchClosed", err)
 	}
 }
 
@@ -183,7 +183,7 @@ func BenchmarkWriteTo(b *testing.B) {
 			tx := listen(b, "udp4", "127.0.0.1:0")
 			var w net.PacketConn = tx
 			if mode == "batched" {
-				c, err := New(tx, 64, time.Millisecond)
+				c, err := NewBatchConn(tx, 64, time.Millisecond)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -209,7 +209,7 @@ func TestGSORunsArriveAsDatagrams(t *testing.T) {
 	defer rxA.Close()
 	rxB := listen(t, "udp4", "127.0.0.1:0")
 	defer rxB.Close()
-	c, err := New(listen(t, "udp4", "127.0.0.1:0"), 64, time.Hour)
+	c, err := NewBatchConn(listen(t, "udp4", "127.0.0.1:0"), 64, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
