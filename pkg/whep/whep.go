@@ -178,6 +178,10 @@ type Server struct {
 	wg       sync.WaitGroup
 
 	stats serverCounters
+	// ended remembers recently ended sessions, so a repeated DELETE is 200.
+	ended *endedSessions
+	// refusals logs refused requests, at most one line per kind a second.
+	refusals *refusalLog
 	// latency is the server's share of each live frame's delay.
 	latency rtpsend.Latency
 }
@@ -227,6 +231,8 @@ func New(cfg Config) (*Server, error) {
 		ready:      make(chan struct{}),
 		handshakes: newHandshakes(cfg.MaxHandshakes, cfg.MaxHandshakesPerClient),
 		sessions:   make(map[string]*session),
+		ended:      newEndedSessions(endedWindow, endedMax),
+		refusals:   newRefusalLog(log),
 	}, nil
 }
 
