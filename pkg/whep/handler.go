@@ -108,7 +108,7 @@ func (s *Server) handleOptions(w http.ResponseWriter, endpoint bool) {
 // refuse answers a POST that gets no session and logs it, rate-limited
 // (refusalLog). offer is the body as read, "" before it was.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, path string, code int, slug, detail, offer string) {
-	s.refusals.refused(r, path, code, slug, detail, offeredCodecs(offer))
+	s.refusals.refused(r, path, code, slug, detail, offer)
 	httpError(w, r, code, slug, detail)
 }
 

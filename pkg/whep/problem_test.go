@@ -7,8 +7,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/srtwhep/srtwhep/internal/testkit"
 )
 
 // checkProblem checks an RFC 9457 answer: its content type, and a body
@@ -152,12 +155,12 @@ func TestRefusalLog(t *testing.T) {
 	offer := "v=0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96 98\r\na=rtpmap:96 VP8/90000\r\na=rtpmap:98 VP9/90000\r\n" +
 		"m=audio 9 UDP/TLS/RTP/SAVPF 111\r\na=rtpmap:111 opus/48000/2\r\n"
 	for range 5 {
-		l.refused(r, "live/cam1", 400, probNoH264, "offer has no H.264", offeredCodecs(offer))
+		l.refused(r, "live/cam1", 400, probNoH264, "offer has no H.264", offer)
 		now = now.Add(100 * time.Millisecond)
 	}
 	l.refused(r, "live/cam1", 409, probNoPublisher, "no stream", "")
 	now = now.Add(600 * time.Millisecond) // 1.1 s after the first
-	l.refused(r, "live/cam1", 400, probNoH264, "offer has no H.264", offeredCodecs(offer))
+	l.refused(r, "live/cam1", 400, probNoH264, "offer has no H.264", offer)
 
 	var lines []map[string]any
 	for _, s := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
@@ -199,5 +202,64 @@ func TestBadOfferSlug(t *testing.T) {
 	}
 	if got := badOfferSlug("v=0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\na=rtpmap:111 opus/48000/2\r\n"); got != probBadOffer {
 		t.Errorf("audio-only offer: %s, want %s (no video at all is another fault)", got, probBadOffer)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestRefusalsLogged: refused POSTs reach the log through the handler, a
+// burst of one reason as one line, with the client's address and, for an
+// offer that was read, its codecs; the metric counts every refusal.
+func TestRefusalsLogged(t *testing.T) {
+	var buf syncBuffer
+	srv, hs := startServer(t, newTestSource(), func(c *Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(&buf, nil))
+	})
+	good := testkit.Offer(t, testkit.OfferOptions{}).SDP
+	start := time.Now()
+	for range 3 {
+		if resp, body := post(t, hs.URL+"/live/none/whep", "application/sdp", good); resp.StatusCode != http.StatusConflict {
+			t.Fatalf("%d %q, want 409", resp.StatusCode, body)
+		}
+	}
+	if resp, _ := post(t, hs.URL+"/live/none/whep", "application/sdp", ""); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("empty offer: %d, want 400", resp.StatusCode)
+	}
+	if took := time.Since(start); took > 900*time.Millisecond {
+		t.Skipf("the POSTs took %v, past the log's one-second window", took)
+	}
+	var refused []map[string]any
+	for _, s := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(s), &m) == nil && m["msg"] == "offer refused" {
+			refused = append(refused, m)
+		}
+	}
+	// Within a second (the test's POSTs take milliseconds): one line each.
+	if len(refused) != 2 || refused[0]["reason"] != probNoPublisher || refused[1]["reason"] != probEmptyOffer {
+		t.Fatalf("refusal lines %v, want one no-publisher and one empty-offer", refused)
+	}
+	if m := refused[0]; !strings.HasPrefix(m["remote"].(string), "127.0.0.1:") || !strings.Contains(m["codecs"].(string), "video/H264") ||
+		m["status"] != float64(409) || m["path"] != "live/none" {
+		t.Errorf("no-publisher line %v", m)
+	}
+	if n := srv.Stats().Rejected["no_publisher"]; n != 3 {
+		t.Errorf("no_publisher rejections counted %d, want 3", n)
 	}
 }

@@ -35,8 +35,9 @@ func newRefusalLog(log *slog.Logger) *refusalLog {
 }
 
 // refused logs (or counts, within the slug's second) one refused request.
-// codecs are what the offer named, "" when it had none to read.
-func (l *refusalLog) refused(r *http.Request, path string, status int, slug, detail, codecs string) {
+// offer is the body, "" when none was read; its codecs are read only for
+// a line that is written, so a flood of refusals costs no scans.
+func (l *refusalLog) refused(r *http.Request, path string, status int, slug, detail, offer string) {
 	now := l.now()
 	l.mu.Lock()
 	k := l.kinds[slug]
@@ -57,7 +58,7 @@ func (l *refusalLog) refused(r *http.Request, path string, status int, slug, det
 		remote = r.RemoteAddr
 	}
 	l.log.Warn("offer refused", "reason", slug, "status", status, "path", path, "remote", remote,
-		"codecs", codecs, "detail", strings.Join(strings.Fields(detail), " "), "suppressed", suppressed)
+		"codecs", offeredCodecs(offer), "detail", strings.Join(strings.Fields(detail), " "), "suppressed", suppressed)
 }
 
 // offeredCodecs names the codecs of an offer's audio and video sections

@@ -50,7 +50,8 @@ import (
 
 // Source hands out readers of a path's access units. cmd adapts *hub.Hub to
 // it. Errors are the hub's sentinels (wrapped or not): hub.ErrNoPublisher
-// (also for an unknown path) → 404, hub.ErrPathFull / hub.ErrServerFull → 503.
+// (also for an unknown path) → 409 + Retry-After, hub.ErrPathFull /
+// hub.ErrServerFull → 503.
 type Source interface {
 	AddReader(path, session string) (Reader, error)
 }
