@@ -95,14 +95,17 @@ func TestBadInputs(t *testing.T) {
 			t.Errorf("status %d, want 413", r.StatusCode)
 		}
 	})
-	t.Run("404 no publisher", func(t *testing.T) {
+	t.Run("409 no publisher", func(t *testing.T) {
 		resp, err := http.Post(ts.httpURL("/live/nobody/whep"), "application/sdp", strings.NewReader(offerSDP(t)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusNotFound {
-			t.Errorf("status %d, want 404", resp.StatusCode)
+		// draft-ietf-wish-whep-03: the endpoint exists, retry later.
+		if resp.StatusCode != http.StatusConflict || resp.Header.Get("Retry-After") == "" ||
+			resp.Header.Get("Content-Type") != "application/problem+json" {
+			t.Errorf("status %d Retry-After %q Content-Type %q, want 409 with Retry-After and a problem",
+				resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get("Content-Type"))
 		}
 	})
 	t.Run("503 at the reader cap", func(t *testing.T) {

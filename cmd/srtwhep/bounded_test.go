@@ -19,7 +19,7 @@ import (
 const garbageBytes = 600 << 10
 
 // TestGarbageNeverLive: a publisher that sends random bytes inside a valid
-// SRT connection never makes its path live: a viewer's POST is 404 the
+// SRT connection never makes its path live: a viewer's POST is 409 the
 // whole time, and the hub never holds the path.
 func TestGarbageNeverLive(t *testing.T) {
 	t.Parallel()
@@ -35,7 +35,7 @@ func TestGarbageNeverLive(t *testing.T) {
 	posts := 0
 	for read := int64(0); read < garbageBytes; {
 		code, _, body := request(t, http.MethodPost, ts.httpURL("/live/junk/whep"), "", "application/sdp", offer)
-		if code != http.StatusNotFound {
+		if code != http.StatusConflict {
 			t.Fatalf("POST %d while the publisher sends garbage: %d %q", posts, code, body)
 		}
 		posts++
@@ -76,13 +76,18 @@ func TestLongPathNames(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t, nil)
 	long := strings.Repeat("a", 10<<10)
-	for _, c := range []struct{ method, path, ctype, body string }{
-		{http.MethodPost, "/" + long + "/whep", "application/sdp", offerSDP(t)},
-		{http.MethodGet, "/v1/paths/" + long, "", ""},
-		{http.MethodDelete, "/v1/publishers/" + long, "", ""},
+	for _, c := range []struct {
+		method, path, ctype, body string
+		code                      int
+	}{
+		// The WHEP endpoint of a name no path can have does not exist
+		// (DESIGN §4); the API refuses the name as a bad argument.
+		{http.MethodPost, "/" + long + "/whep", "application/sdp", offerSDP(t), http.StatusNotFound},
+		{http.MethodGet, "/v1/paths/" + long, "", "", http.StatusBadRequest},
+		{http.MethodDelete, "/v1/publishers/" + long, "", "", http.StatusBadRequest},
 	} {
 		code, _, body := request(t, c.method, ts.httpURL(c.path), "", c.ctype, c.body)
-		if code != http.StatusBadRequest || len(body) > 400 || !strings.Contains(body, "invalid path name") {
+		if code != c.code || len(body) > 400 || !strings.Contains(body, "invalid path name") {
 			t.Errorf("%s %.30s…: %d, %d bytes: %.300s", c.method, c.path, code, len(body), body)
 		}
 	}

@@ -164,7 +164,7 @@ func TestCountersMove(t *testing.T) {
 			}
 		}
 		offer := offerSDP(t)
-		post("live/idle", offer, http.StatusNotFound)
+		post("live/idle", offer, http.StatusConflict)
 		w.waitAbove(t, "srtwhep_webrtc_rejected_total", "reason", "no_publisher")
 		post("live/m", "v=0 but not SDP", http.StatusBadRequest)
 		w.waitAbove(t, "srtwhep_webrtc_rejected_total", "reason", "bad_offer")

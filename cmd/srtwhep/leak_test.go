@@ -127,7 +127,7 @@ func leakRound(t *testing.T, srv *testkit.Server, clip string, round int, httpc 
 		sem <- struct{}{}
 		defer func() { <-sem }()
 		// Until the publisher's first IDR reaches the hub the endpoint
-		// answers 404: retry that, and only that, until ctx ends.
+		// answers 409: retry that, and only that, until ctx ends.
 		for ctx.Err() == nil {
 			s, err := whepclient.Dial(ctx, srv.URL("/"+path+"/whep"), whepclient.Options{
 				HTTPClient: httpc, SettingEngine: testkit.LoopbackOnly})
@@ -137,7 +137,7 @@ func leakRound(t *testing.T, srv *testkit.Server, clip string, round int, httpc 
 				sessions = append(sessions, s)
 				mu.Unlock()
 			}
-			if he, ok := err.(*whepclient.HTTPError); ok && he.StatusCode == http.StatusNotFound {
+			if he, ok := err.(*whepclient.HTTPError); ok && he.StatusCode == http.StatusConflict {
 				t := time.NewTimer(100 * time.Millisecond)
 				select {
 				case <-t.C:

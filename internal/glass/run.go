@@ -210,7 +210,8 @@ func generate(ctx context.Context, w io.Writer, cfg Config) int {
 }
 
 // dialWhenLive retries the WHEP offer until the path has a publisher: the
-// generator's first IDR takes a moment to arrive.
+// generator's first IDR takes a moment to arrive. Until then the server
+// answers 409 (draft-ietf-wish-whep-03; 404 from servers before it).
 func dialWhenLive(ctx context.Context, cfg Config, p *pairer) (*whepclient.Session, error) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -230,7 +231,7 @@ func dialWhenLive(ctx context.Context, cfg Config, p *pairer) (*whepclient.Sessi
 			return sess, nil
 		}
 		var he *whepclient.HTTPError
-		if !errors.As(err, &he) || he.StatusCode != http.StatusNotFound || time.Now().After(deadline) {
+		if !errors.As(err, &he) || (he.StatusCode != http.StatusConflict && he.StatusCode != http.StatusNotFound) || time.Now().After(deadline) {
 			return nil, fmt.Errorf("viewer: %w", err)
 		}
 		select {

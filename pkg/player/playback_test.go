@@ -59,7 +59,9 @@ function page({ joins, storage, soundAutoplay, audioTrack }) {
   // gone makes the server that holds the session refuse connections (it
   // died; the endpoint, a load balancer's, still answers POSTs); probes
   // lists the requests that are not POSTs.
-  const w = { pcs: [], posts: 0, activated: false, frozen: false, notFound: false, refusals: [], gone: false, probes: [] };
+  // conflict makes every POST the server's 409 (no publisher) and noH264
+  // its 400 for an offer without H.264, both as problem details.
+  const w = { pcs: [], posts: 0, activated: false, frozen: false, notFound: false, conflict: false, noH264: false, refusals: [], gone: false, probes: [] };
   const tick = () => new Promise((r) => realSetTimeout(r, 0));
 
   class Track extends Target { constructor(kind) { super(); this.kind = kind; } }
@@ -167,6 +169,16 @@ function page({ joins, storage, soundAutoplay, audioTrack }) {
     if (w.notFound) {
       w.refusals.push(Date.now());
       return { status: 404, statusText: "Not Found", headers: new Map(), text: async () => "no stream is being published on this path" };
+    }
+    if (w.conflict || w.noH264) {
+      w.refusals.push(Date.now());
+      const p = w.conflict
+        ? { type: "https://srtwhep.dev/problems/no-publisher", title: "No publisher on this path", status: 409,
+            detail: 'no stream is being published on path "live/cam1"', retry_after: 1 }
+        : { type: "https://srtwhep.dev/problems/no-h264", title: "Browser offers no H.264", status: 400,
+            detail: "offer has no H.264 (packetization-mode=1) video; offered: VP8, VP9" };
+      // Retry-After is not exposed (cross-origin): the body's retry_after is all the page has.
+      return { status: p.status, statusText: "", headers: new Map([["Content-Type", "application/problem+json"]]), text: async () => JSON.stringify(p) };
     }
     const pc = w.pcs[w.pcs.length - 1];
     pc.offer = init.body;
@@ -398,6 +410,33 @@ const scenarios = {
     const gap = p.w.refusals[1] - p.w.refusals[0];
     assert.ok(gap >= 900 && gap < 1600, "the retry after the first 404 came " + gap + " ms later, want 1 s");
     assert.equal(p.els.status.textContent, "Waiting for the stream…");
+    p.leave();
+  },
+
+  async "a 409 shows the problem's detail, retries after retry_after with back-off, and plays once published"() {
+    const p = page({ joins: ["absent"], storage: new Store() });
+    p.w.conflict = true;
+    await p.until("two refused POSTs", () => p.w.refusals.length >= 2, 6000);
+    const gap = p.w.refusals[1] - p.w.refusals[0];
+    assert.ok(gap >= 900 && gap < 1600, "the retry after the first 409 came " + gap + " ms later, want 1 s");
+    assert.equal(p.els.status.textContent, 'Waiting for the stream — no stream is being published on path "live/cam1"');
+    assert.equal(p.els.status.className, "waiting");
+    await p.until("a third refused POST", () => p.w.refusals.length >= 3, 6000);
+    const gap2 = p.w.refusals[2] - p.w.refusals[1];
+    assert.ok(gap2 >= 1900, "the second retry came " + gap2 + " ms later, want the back-off's 2 s");
+    p.w.conflict = false;
+    await p.until("Playing", () => p.els.status.textContent === "Playing", 6000);
+    p.leave();
+  },
+
+  async "a 400 for no H.264 says what to do in plain words and does not retry"() {
+    const p = page({ joins: ["absent"], storage: new Store() });
+    p.w.noH264 = true;
+    await p.until("the error", () => p.els.status.className === "error");
+    assert.equal(p.els.status.textContent,
+      "This browser offers no H.264 for WebRTC: enable the OpenH264 plugin (Firefox: about:addons → Plugins) or use another browser");
+    await new Promise((r) => realSetTimeout(r, 2500));
+    assert.equal(p.w.refusals.length, 1, "the page retried an offer that cannot succeed");
     p.leave();
   },
 

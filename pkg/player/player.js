@@ -18,7 +18,8 @@ let failures = 0;
 let retryTimer = 0;
 let unloading = false;
 let firstFrameMs = null;
-// playedSince404: frames were shown since the last 404, so the next 404
+// playedSince404: frames were shown since the last "no stream yet" (409,
+// or 404 from an edge or an older server), so the next one
 // means the stream just went away, not that it never came: the back-off
 // starts again from 1 s instead of going on from where an earlier outage
 // left it.
@@ -225,22 +226,30 @@ async function connect() {
   }
 }
 
-// refused handles a POST that did not create a session.
+// refused handles a POST that did not create a session. The server's
+// problem detail is what the viewer reads: it says what is wrong.
 async function refused(att, resp) {
-  let text = "";
-  try { text = (await resp.text()).trim().slice(0, 300); } catch (e) { /* no body */ }
-  if (!text) text = (resp.status + " " + resp.statusText).trim();
+  let body = "";
+  try { body = await resp.text(); } catch (e) { /* no body */ }
+  const p = parseProblem(resp.headers.get("Content-Type"), body);
+  const text = p.text || (resp.status + " " + resp.statusText).trim();
   if (cur !== att) { release(att); return; }
   teardown();
-  if (resp.status === 404) {
+  // Retry-After is only readable cross-origin if the server exposes it;
+  // the problem body repeats it as retry_after.
+  let after = retryAfterMs(resp.headers.get("Retry-After"), Date.now());
+  if (after === null && p.retryAfter !== null) after = retryAfterMs(String(Math.round(p.retryAfter)), Date.now());
+  if (p.slug === "no-h264") {
+    setStatus("error", NO_H264); // the browser must change: retrying cannot help
+  } else if (resp.status === 409 || resp.status === 404) {
+    // No publisher yet (409, draft-03; 404 from an edge or an older
+    // server): back off, but never sooner than the server asks.
     if (playedSince404) failures = 0;
     playedSince404 = false;
-    setStatus("waiting", "Waiting for the stream…");
-    retryIn(nextBackoff());
+    setStatus("waiting", p.text && resp.status === 409 ? "Waiting for the stream — " + p.text : "Waiting for the stream…");
+    retryIn(Math.max(after || 0, nextBackoff()));
   } else if (resp.status === 503) {
-    // Retry-After is only readable cross-origin if the server exposes it.
-    let ms = retryAfterMs(resp.headers.get("Retry-After"), Date.now());
-    if (ms === null) ms = nextBackoff();
+    const ms = after === null ? nextBackoff() : after;
     retryIn(ms, (s) => setStatus("full", "Server full — retrying in " + s + " s"));
   } else if (resp.status >= 400 && resp.status < 500) {
     setStatus("error", "Error: " + text); // the request itself is wrong: retrying cannot help

@@ -55,6 +55,19 @@ assert.equal(h.whepEndpoint("http://10.0.0.1:8889/live/cam1?token=abc#x"), "http
 assert.equal(h.whepEndpoint("http://proxy.example/tv/live/cam1"), "http://proxy.example/tv/live/cam1/whep");
 assert.equal(h.whepEndpoint("http://h/a/"), "http://h/a/whep");
 
+// Problem details (RFC 9457): the detail, the type's slug, retry_after;
+// anything else is shown as text.
+assert.deepEqual(h.parseProblem("application/problem+json",
+  '{"type":"https://srtwhep.dev/problems/no-publisher","title":"No publisher on this path","status":409,"detail":"no stream on \\"live/a\\"","retry_after":2}\n'),
+  { slug: "no-publisher", text: 'no stream on "live/a"', retryAfter: 2 });
+assert.deepEqual(h.parseProblem("application/problem+json; charset=utf-8", '{"type":"about:blank","title":"Conflict","status":409}'),
+  { slug: "about:blank", text: "Conflict", retryAfter: null });
+assert.deepEqual(h.parseProblem("text/plain; charset=utf-8", "  offer has no video m-section\n"),
+  { slug: "", text: "offer has no video m-section", retryAfter: null });
+assert.deepEqual(h.parseProblem("application/problem+json", "not json"), { slug: "", text: "not json", retryAfter: null });
+assert.deepEqual(h.parseProblem(null, undefined), { slug: "", text: "", retryAfter: null });
+assert.match(h.NO_H264, /OpenH264/);
+
 assert.deepEqual([0, 1, 2, 3, 4, 5, 6, 1000].map(h.backoffMs), [1000, 2000, 4000, 8000, 10000, 10000, 10000, 10000]);
 
 const fw = h.frameWatch(1000);

@@ -42,6 +42,34 @@ function retryAfterMs(value, nowMs) {
   return Math.round(Math.min(Math.max(s, 1), 600) * 1000);
 }
 
+// NO_H264 is what the page says when the server found no H.264 in the
+// browser's offer (problem type .../no-h264): retrying cannot help, the
+// viewer has to change the browser.
+const NO_H264 = "This browser offers no H.264 for WebRTC: enable the OpenH264 plugin (Firefox: about:addons → Plugins) or use another browser";
+
+// parseProblem reads an error answer's body: an RFC 9457 problem
+// (application/problem+json) gives its detail (else its title), its type's
+// last path segment as slug ("no-publisher", "no-h264", …) and retry_after
+// in seconds; any other body is text, trimmed. It never throws.
+function parseProblem(contentType, body) {
+  const out = { slug: "", text: "", retryAfter: null };
+  const text = typeof body === "string" ? body.trim() : "";
+  if (/^application\/problem\+json\b/i.test(String(contentType || "").trim())) {
+    try {
+      const p = JSON.parse(text);
+      if (p && typeof p === "object") {
+        if (typeof p.type === "string") out.slug = p.type.replace(/\/+$/, "").split("/").pop();
+        const d = typeof p.detail === "string" && p.detail.trim() ? p.detail : p.title;
+        if (typeof d === "string") out.text = d.trim().slice(0, 300);
+        if (typeof p.retry_after === "number" && isFinite(p.retry_after) && p.retry_after > 0) out.retryAfter = p.retry_after;
+        return out;
+      }
+    } catch (e) { /* not JSON after all: show it as text */ }
+  }
+  out.text = text.slice(0, 300);
+  return out;
+}
+
 // parseLinkHeader splits an RFC 8288 Link field value (several headers
 // arrive joined by ", ") into {url, params}; commas inside quoted strings
 // and inside <...> do not split.
@@ -238,7 +266,7 @@ function soundButtonLabel(hasAudio, muted) {
 
 if (typeof module === "object" && module.exports) {
   module.exports = {
-    whepEndpoint, backoffMs, retryAfterMs, parseLinkHeader, iceServersFromLinks, orderCodecs,
+    whepEndpoint, backoffMs, retryAfterMs, parseProblem, NO_H264, parseLinkHeader, iceServersFromLinks, orderCodecs,
     sdpHasAudio, SOUND_KEY, loadSoundPref, saveSoundPref, startPlayback, soundButtonLabel,
     frameWatch, STALL_MS, PROBE_EVERY_MS,
   };

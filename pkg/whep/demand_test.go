@@ -71,11 +71,16 @@ func TestDemand(t *testing.T) {
 		{"live/slow", 504, `path "live/slow": origin srt://o:8890 sent no picture within 5s: no answer (connection timed out)`},
 		{"live/broken", 502, `path "live/broken": origin srt://o:8890: lookup o: no such host`},
 	} {
+		// An edge's refusals keep their statuses (404 for a stream the
+		// origin has not, not the 409 of a local path) and say the
+		// origin's reason, in both formats.
 		resp, body := post(t, hs.URL+"/"+c.path+"/whep", "application/sdp", good)
-		if resp.StatusCode != c.code || strings.TrimSpace(body) != c.want {
-			t.Errorf("%s: %d %q, want %d %q", c.path, resp.StatusCode, body, c.code, c.want)
-		}
+		checkProblem(t, resp, body, c.code, "", c.want)
 		checkCORS(t, resp)
+		resp, body = do(t, http.MethodPost, hs.URL+"/"+c.path+"/whep", "application/sdp", good, map[string]string{"Accept": "text/plain"})
+		if resp.StatusCode != c.code || strings.TrimSpace(body) != c.want {
+			t.Errorf("%s as text: %d %q, want %d %q", c.path, resp.StatusCode, body, c.code, c.want)
+		}
 	}
 	resp, _ = post(t, hs.URL+"/live/other/whep", "text/plain", good)
 	if resp.StatusCode != http.StatusUnsupportedMediaType {
@@ -83,7 +88,7 @@ func TestDemand(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if want := []string{"live/cold", "live/refused", "live/slow", "live/broken"}; strings.Join(asked, " ") != strings.Join(want, " ") {
+	if want := []string{"live/cold", "live/refused", "live/refused", "live/slow", "live/slow", "live/broken", "live/broken"}; strings.Join(asked, " ") != strings.Join(want, " ") {
 		t.Errorf("demands %v, want %v (none for a refused offer)", asked, want)
 	}
 }

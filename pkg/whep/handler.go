@@ -27,6 +27,14 @@ const (
 	retryAfterFull       = "10"
 	retryAfterHandshakes = "2"
 	retryAfterStarting   = "1"
+	// A publisher may (re)connect any moment; the player's own back-off
+	// stretches the wait while none does.
+	retryAfterNoPublisher = "1"
+
+	// preflightMaxAge lets a browser cache a preflight for a day (its own
+	// cap may be lower): a player that reconnects in a loop otherwise pays
+	// an OPTIONS round trip before every POST and DELETE.
+	preflightMaxAge = "86400"
 )
 
 // Handler serves POST {/path}/whep, PATCH and DELETE {/path}/whep/{id}, and
@@ -59,7 +67,7 @@ func (s *Server) Handler(fallback http.Handler) http.Handler {
 					return
 				case http.MethodDelete:
 					s.cors(w)
-					s.handleDelete(w, path, id)
+					s.handleDelete(w, r, path, id)
 					return
 				case http.MethodOptions:
 					s.cors(w)
@@ -87,6 +95,7 @@ func (s *Server) handleOptions(w http.ResponseWriter, endpoint bool) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Methods", "OPTIONS, POST, PATCH, DELETE")
 	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, If-Match")
+	h.Set("Access-Control-Max-Age", preflightMaxAge)
 	if endpoint {
 		h.Set("Accept-Post", mimeSDP)
 	} else {
@@ -96,42 +105,51 @@ func (s *Server) handleOptions(w http.ResponseWriter, endpoint bool) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// httpError writes the one-line plain-text error body every failure gets.
-func httpError(w http.ResponseWriter, code int, msg string) {
-	h := w.Header()
-	h.Set("Content-Type", "text/plain; charset=utf-8")
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(code)
-	// One line, whatever a wrapped parser error contained.
-	msg = strings.Join(strings.Fields(msg), " ")
-	_, _ = io.WriteString(w, msg+"\n")
+// refuse answers a POST that gets no session and logs it, rate-limited
+// (refusalLog). offer is the body as read, "" before it was.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, path string, code int, slug, detail, offer string) {
+	s.refusals.refused(r, path, code, slug, detail, offer)
+	httpError(w, r, code, slug, detail)
 }
 
-func unavailable(w http.ResponseWriter, retryAfter, msg string) {
-	w.Header().Set("Retry-After", retryAfter)
-	httpError(w, http.StatusServiceUnavailable, msg)
+// bodyError is a request body refused by readBody.
+type bodyError struct {
+	code         int
+	slug, detail string
 }
 
-// readBody enforces the content type and the size limit; on failure it has
-// answered and returns false.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request, wantType, what string) (string, bool) {
+// readBody enforces the content type and the size limit.
+func (s *Server) readBody(r *http.Request, wantType, what string) (string, *bodyError) {
 	ct := r.Header.Get("Content-Type")
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil || !strings.EqualFold(mt, wantType) {
-		httpError(w, http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type must be %s, got %q", wantType, ct))
-		return "", false
+		return "", &bodyError{http.StatusUnsupportedMediaType, probUnsupportedType,
+			fmt.Sprintf("Content-Type must be %s, got %q; send the %s with that Content-Type", wantType, ct, what)}
 	}
 	max := s.cfg.MaxBodyBytes
 	body, err := io.ReadAll(io.LimitReader(r.Body, max+1))
 	if err != nil {
-		httpError(w, http.StatusBadRequest, fmt.Sprintf("reading the %s failed: %v", what, err))
-		return "", false
+		return "", &bodyError{http.StatusBadRequest, probUnreadable, fmt.Sprintf("reading the %s failed: %v", what, err)}
 	}
 	if int64(len(body)) > max {
-		httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("%s larger than %d bytes", what, max))
-		return "", false
+		return "", &bodyError{http.StatusRequestEntityTooLarge, probTooLarge,
+			fmt.Sprintf("%s larger than %d bytes; browsers send about 10 KB", what, max)}
 	}
-	return string(body), true
+	return string(body), nil
+}
+
+// checkSDP refuses a body that cannot be an SDP offer before the parser
+// sees it, with a detail that says so instead of a parser's complaint
+// about its first line.
+func checkSDP(raw string) (slug, detail string) {
+	t := strings.TrimLeft(raw, " \t\r\n")
+	switch {
+	case t == "":
+		return probEmptyOffer, "the request body is empty; a WHEP POST needs an SDP offer (Content-Type: application/sdp) in its body"
+	case !strings.HasPrefix(t, "v="):
+		return probNotSDP, "the request body is not SDP (an SDP offer starts with v=0); send the browser's offer (RTCPeerConnection.createOffer) as the body"
+	}
+	return "", ""
 }
 
 func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string) {
@@ -139,7 +157,7 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 	// it (the auth hook's cache, the hub, a log line) sees it.
 	if err := pathname.Check(path); err != nil {
 		s.stats.reject(rejectBadOffer)
-		httpError(w, http.StatusBadRequest, err.Error())
+		s.refuse(w, r, "", http.StatusNotFound, probBadPath, err.Error(), "")
 		return
 	}
 	// Access is decided before the offer is even read, so a refused viewer
@@ -147,27 +165,34 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 	if !s.authorize(w, r, path) {
 		return
 	}
-	raw, ok := s.readBody(w, r, mimeSDP, "offer")
-	if !ok {
+	raw, berr := s.readBody(r, mimeSDP, "offer")
+	if berr != nil {
 		s.stats.reject(rejectBadOffer)
+		s.refuse(w, r, path, berr.code, berr.slug, berr.detail, "")
+		return
+	}
+	if slug, detail := checkSDP(raw); slug != "" {
+		s.stats.reject(rejectBadOffer)
+		s.refuse(w, r, path, http.StatusBadRequest, slug, detail, "")
 		return
 	}
 	o, err := parseOffer(raw)
 	if err != nil {
 		s.stats.reject(rejectBadOffer)
-		httpError(w, http.StatusBadRequest, err.Error())
+		s.refuse(w, r, path, http.StatusBadRequest, badOfferSlug(raw), err.Error(), raw)
 		return
 	}
 	pl, base, err := s.running()
 	if err != nil {
-		unavailable(w, retryAfterStarting, err.Error())
+		w.Header().Set("Retry-After", retryAfterStarting)
+		s.refuse(w, r, path, http.StatusServiceUnavailable, probUnavailable, err.Error(), raw)
 		return
 	}
 	// Before a handshake slot is taken: waiting for an edge's source must
 	// not hold back viewers of other paths.
 	if s.cfg.Demand != nil {
 		if err := s.cfg.Demand(r.Context(), path); err != nil {
-			s.demandError(w, r, path, err)
+			s.demandError(w, r, path, err, raw)
 			return
 		}
 	}
@@ -175,13 +200,15 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 	switch s.handshakes.acquire(clientKey) {
 	case handshakeServerFull:
 		s.stats.reject(rejectHandshakeLimit)
-		unavailable(w, retryAfterHandshakes,
-			fmt.Sprintf("too many WebRTC handshakes in progress (limit %d); retry in a moment", s.cfg.MaxHandshakes))
+		w.Header().Set("Retry-After", retryAfterHandshakes)
+		s.refuse(w, r, path, http.StatusServiceUnavailable, probHandshakes,
+			fmt.Sprintf("too many WebRTC handshakes in progress (limit %d); retry in a moment", s.cfg.MaxHandshakes), raw)
 		return
 	case handshakeClientFull:
 		s.stats.reject(rejectHandshakeLimit)
-		unavailable(w, retryAfterHandshakes,
-			fmt.Sprintf("too many WebRTC handshakes in progress from your address (limit %d); retry in a moment", s.cfg.MaxHandshakesPerClient))
+		w.Header().Set("Retry-After", retryAfterHandshakes)
+		s.refuse(w, r, path, http.StatusServiceUnavailable, probHandshakes,
+			fmt.Sprintf("too many WebRTC handshakes in progress from your address (limit %d); retry in a moment", s.cfg.MaxHandshakesPerClient), raw)
 		return
 	}
 	handshakeOwned := true
@@ -194,7 +221,7 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 	id := newSessionID()
 	reader, err := s.cfg.Source.AddReader(path, id)
 	if err != nil {
-		s.sourceError(w, path, err)
+		s.sourceError(w, r, path, err, raw)
 		return
 	}
 
@@ -213,22 +240,24 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 		var bad *sdpoffer.Error
 		if errors.As(err, &bad) {
 			s.stats.reject(rejectBadOffer)
-			httpError(w, http.StatusBadRequest, bad.Error())
+			s.refuse(w, r, path, http.StatusBadRequest, badOfferSlug(raw), bad.Error(), raw)
 			return
 		}
 		if errors.Is(err, errServerShutdown) {
-			unavailable(w, retryAfterStarting, err.Error())
+			w.Header().Set("Retry-After", retryAfterStarting)
+			s.refuse(w, r, path, http.StatusServiceUnavailable, probUnavailable, err.Error(), raw)
 			return
 		}
 		s.log.Warn("cannot answer a WHEP offer", "path", path, "remote", r.RemoteAddr, "err", err)
-		httpError(w, http.StatusInternalServerError, "cannot answer the offer: "+err.Error())
+		s.refuse(w, r, path, http.StatusInternalServerError, probInternal, "cannot answer the offer: "+err.Error(), raw)
 		return
 	}
 	if !s.addSession(sess) {
 		sess.cancel(errServerShutdown)
 		sess.tr.Close()
 		reader.Close()
-		unavailable(w, retryAfterStarting, errServerShutdown.Error())
+		w.Header().Set("Retry-After", retryAfterStarting)
+		s.refuse(w, r, path, http.StatusServiceUnavailable, probUnavailable, errServerShutdown.Error(), raw)
 		return
 	}
 	handshakeOwned = false // runSession releases it
@@ -256,24 +285,39 @@ func (s *Server) sessionURL(path, id string) string {
 
 // demandError answers a POST whose path's source gave no stream, with the
 // source's reason: it is the first thing an operator of an edge needs.
-func (s *Server) demandError(w http.ResponseWriter, r *http.Request, path string, err error) {
+// An edge keeps answering 404 when its origin has no such stream (not the
+// 409 of a local path without a publisher): the viewer is told what the
+// origin said, and the edge's own state has nothing to wait for.
+func (s *Server) demandError(w http.ResponseWriter, r *http.Request, path string, err error, raw string) {
 	var timeout interface{ Timeout() bool }
 	switch {
 	case r.Context().Err() != nil:
 		// The viewer went away while waiting; nobody reads the answer.
-		unavailable(w, retryAfterStarting, "request cancelled")
+		w.Header().Set("Retry-After", retryAfterStarting)
+		httpError(w, r, http.StatusServiceUnavailable, probUnavailable, "request cancelled")
 		return
 	case errors.As(err, &timeout) && timeout.Timeout():
 		s.stats.reject(rejectNoPublisher)
 		w.Header().Set("Retry-After", retryAfterHandshakes)
-		httpError(w, http.StatusGatewayTimeout, fmt.Sprintf("path %q: %v", path, err))
+		s.refuse(w, r, path, http.StatusGatewayTimeout, probSourceTimeout, fmt.Sprintf("path %q: %v", path, err), raw)
 	case errors.Is(err, hub.ErrNoPublisher):
 		s.stats.reject(rejectNoPublisher)
-		httpError(w, http.StatusNotFound, fmt.Sprintf("path %q: %v", path, err))
+		s.refuse(w, r, path, http.StatusNotFound, probSourceRefused, fmt.Sprintf("path %q: %v", path, err), raw)
 	default:
 		s.stats.reject(rejectNoPublisher)
-		httpError(w, http.StatusBadGateway, fmt.Sprintf("path %q: %v", path, err))
+		s.refuse(w, r, path, http.StatusBadGateway, probSourceFailed, fmt.Sprintf("path %q: %v", path, err), raw)
 	}
+}
+
+// badOfferSlug tells a browser without H.264 (Firefox without its
+// OpenH264 plugin offers VP8 and VP9 only) apart from other offer faults,
+// so a player can say what to do instead of retrying. It reads the offer
+// itself rather than the parser's wording.
+func badOfferSlug(raw string) string {
+	if !offersH264(raw) && strings.Contains(raw, "m=video") {
+		return probNoH264
+	}
+	return probBadOffer
 }
 
 // authorize asks the policy whether the viewer may watch path and, when
@@ -291,7 +335,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, path string) 
 	d := auth.AsDenied(err)
 	if d == nil {
 		s.log.Error("authorizing a viewer failed", "path", path, "remote", r.RemoteAddr, "err", err)
-		httpError(w, http.StatusInternalServerError, "cannot check access: "+err.Error())
+		s.refuse(w, r, path, http.StatusInternalServerError, probInternal, "cannot check access: "+err.Error(), "")
 		return false
 	}
 	s.log.Warn("viewer refused", "path", path, "remote", r.RemoteAddr, "reason", d.Reason.String(), "err", d.Err, "delay", d.Delay)
@@ -307,33 +351,40 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, path string) 
 	// The one table from a policy decision to an HTTP answer.
 	switch d.Reason {
 	case auth.ReasonForbidden:
-		httpError(w, http.StatusForbidden, d.Msg)
+		s.refuse(w, r, path, http.StatusForbidden, probForbidden, d.Msg, "")
 	case auth.ReasonThrottled:
 		w.Header().Set("Retry-After", strconv.Itoa(int(d.RetryAfter.Round(time.Second)/time.Second)+1))
-		httpError(w, http.StatusTooManyRequests, d.Msg)
+		s.refuse(w, r, path, http.StatusTooManyRequests, probThrottled, d.Msg, "")
 	default: // unauthorized, hook denied
 		w.Header().Set("WWW-Authenticate", auth.Challenge(d.TokenPresented))
-		httpError(w, http.StatusUnauthorized, d.Msg)
+		s.refuse(w, r, path, http.StatusUnauthorized, probUnauthorized, d.Msg, "")
 	}
 	return false
 }
 
-// sourceError maps the hub's sentinels to statuses, in this one place.
-func (s *Server) sourceError(w http.ResponseWriter, path string, err error) {
+// sourceError maps the hub's sentinels to statuses, in this one place. A
+// path without a publisher is 409 + Retry-After (draft-ietf-wish-whep-03):
+// the endpoint exists and the same POST succeeds once a publisher comes,
+// which a 404 ("wrong URL") does not say.
+func (s *Server) sourceError(w http.ResponseWriter, r *http.Request, path string, err error, raw string) {
 	switch {
 	case errors.Is(err, hub.ErrNoPublisher), errors.Is(err, hub.ErrEnded):
 		s.stats.reject(rejectNoPublisher)
-		httpError(w, http.StatusNotFound, fmt.Sprintf("no stream is being published on path %q", path))
+		w.Header().Set("Retry-After", retryAfterNoPublisher)
+		s.refuse(w, r, path, http.StatusConflict, probNoPublisher,
+			fmt.Sprintf("no stream is being published on path %q; start the publisher (SRT streamid publish:%s) and retry", path, path), raw)
 	case errors.Is(err, hub.ErrPathFull):
 		s.stats.reject(rejectReaderCap)
-		unavailable(w, retryAfterFull, fmt.Sprintf("path %q has reached its viewer limit; retry later", path))
+		w.Header().Set("Retry-After", retryAfterFull)
+		s.refuse(w, r, path, http.StatusServiceUnavailable, probPathFull, fmt.Sprintf("path %q has reached its viewer limit; retry later", path), raw)
 	case errors.Is(err, hub.ErrServerFull):
 		s.stats.reject(rejectServerFull)
 		// The wrapped text says which limit (viewer count or CPU).
-		unavailable(w, retryAfterFull, fmt.Sprintf("the server is at capacity (%v); retry later", err))
+		w.Header().Set("Retry-After", retryAfterFull)
+		s.refuse(w, r, path, http.StatusServiceUnavailable, probServerFull, fmt.Sprintf("the server is at capacity (%v); retry later", err), raw)
 	default:
 		s.log.Error("adding a reader failed", "path", path, "err", err)
-		httpError(w, http.StatusInternalServerError, fmt.Sprintf("cannot read path %q: %v", path, err))
+		s.refuse(w, r, path, http.StatusInternalServerError, probInternal, fmt.Sprintf("cannot read path %q: %v", path, err), raw)
 	}
 }
 
@@ -352,21 +403,29 @@ func (s *Server) linkHeaders(w http.ResponseWriter) {
 }
 
 // session returns the session at path/id or answers 404.
-func (s *Server) session(w http.ResponseWriter, path, id string) *session {
+func (s *Server) session(w http.ResponseWriter, r *http.Request, path, id string) *session {
 	sess := s.lookupSession(id)
 	if sess == nil || sess.path != path {
-		httpError(w, http.StatusNotFound, "no such WHEP session (closed, or never existed)")
+		httpError(w, r, http.StatusNotFound, probNoSession,
+			"no such WHEP session (closed, or never existed); POST a new offer to the endpoint to start one")
 		return nil
 	}
 	return sess
 }
 
-func (s *Server) handleDelete(w http.ResponseWriter, path, id string) {
-	sess := s.session(w, path, id)
+// handleDelete ends a session. Teardown is idempotent within endedWindow
+// (endedSessions): a session that already ended answers 200 as well.
+func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request, path, id string) {
+	if sess := s.lookupSession(id); (sess == nil || sess.path != path) && s.ended.ended(id, path) {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	sess := s.session(w, r, path, id)
 	if sess == nil {
 		return
 	}
 	s.removeSession(id)
+	s.ended.add(id, path)
 	sess.cancel(errDeleted)
 	w.WriteHeader(http.StatusOK)
 }

@@ -1,9 +1,11 @@
 package whep
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -35,37 +37,57 @@ func TestPostRefusals(t *testing.T) {
 	cases := []struct {
 		name, path, ctype, body string
 		code                    int
-		want                    string // substring of the body
-		retryAfter              bool
+		slug                    string
+		want                    string // substring of the detail
+		retryAfter              int    // seconds, 0: none
 	}{
-		{"wrong content type", "live/cam1", "text/plain", good, 415, `Content-Type must be application/sdp, got "text/plain"`, false},
-		{"no content type", "live/cam1", "", good, 415, "Content-Type must be application/sdp", false},
-		{"too large", "live/cam1", "application/sdp", strings.Repeat("v", 8<<10+1), 413, "offer larger than 8192 bytes", false},
-		{"malformed", "live/cam1", "application/sdp", "hello", 400, "malformed SDP offer: ", false},
-		{"no H.264", "live/cam1", "application/sdp", vp, 400, "offer has no H.264 (packetization-mode=1) video; offered: VP8, VP9", false},
-		{"H.264 mode 0 only", "live/cam1", "application/sdp", mode0, 400, "offer has no H.264 (packetization-mode=1) video; offered: H264", false},
-		{"sendonly video", "live/cam1", "application/sdp", sendonly, 400, "offer has no recvonly or sendrecv video m-section (got sendonly)", false},
-		{"unsupported profile", "live/cam1", "application/sdp", high, 400, "offered: f4001f", false},
-		{"no publisher", "live/none", "application/sdp", good, 404, `no stream is being published on path "live/none"`, false},
-		{"path full", "live/full", "application/sdp", good, 503, `path "live/full" has reached its viewer limit`, true},
-		{"server full", "live/server", "application/sdp", good, 503, "the server is at capacity", true},
+		{"wrong content type", "live/cam1", "text/plain", good, 415, probUnsupportedType, `Content-Type must be application/sdp, got "text/plain"`, 0},
+		{"no content type", "live/cam1", "", good, 415, probUnsupportedType, "Content-Type must be application/sdp", 0},
+		{"too large", "live/cam1", "application/sdp", strings.Repeat("v", 8<<10+1), 413, probTooLarge, "offer larger than 8192 bytes", 0},
+		{"empty body", "live/cam1", "application/sdp", "", 400, probEmptyOffer, "the request body is empty; a WHEP POST needs an SDP offer", 0},
+		{"blank body", "live/cam1", "application/sdp", "\r\n \r\n", 400, probEmptyOffer, "the request body is empty", 0},
+		{"not SDP", "live/cam1", "application/sdp", `{"sdp":"v=0"}`, 400, probNotSDP, "the request body is not SDP (an SDP offer starts with v=0)", 0},
+		{"malformed", "live/cam1", "application/sdp", "v=0\r\nhello", 400, probBadOffer, "malformed SDP offer: ", 0},
+		{"no H.264", "live/cam1", "application/sdp", vp, 400, probNoH264, "offer has no H.264 (packetization-mode=1) video; offered: VP8, VP9", 0},
+		{"H.264 mode 0 only", "live/cam1", "application/sdp", mode0, 400, probBadOffer, "offer has no H.264 (packetization-mode=1) video; offered: H264", 0},
+		{"sendonly video", "live/cam1", "application/sdp", sendonly, 400, probBadOffer, "offer has no recvonly or sendrecv video m-section (got sendonly)", 0},
+		{"unsupported profile", "live/cam1", "application/sdp", high, 400, probBadOffer, "offered: f4001f", 0},
+		{"no publisher", "live/none", "application/sdp", good, 409, probNoPublisher, `no stream is being published on path "live/none"`, 1},
+		{"invalid path", "live//cam", "application/sdp", good, 404, probBadPath, "invalid path name", 0},
+		{"path full", "live/full", "application/sdp", good, 503, probPathFull, `path "live/full" has reached its viewer limit`, 10},
+		{"server full", "live/server", "application/sdp", good, 503, probServerFull, "the server is at capacity", 10},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			resp, body := post(t, hs.URL+"/"+c.path+"/whep", c.ctype, c.body)
-			if resp.StatusCode != c.code || !strings.Contains(body, c.want) {
-				t.Fatalf("got %d %q, want %d containing %q", resp.StatusCode, body, c.code, c.want)
+			// No Accept, curl's */* and a browser's fetch default all get
+			// the problem JSON; text/plain gets the detail alone.
+			for _, accept := range []string{"", "*/*", "application/problem+json", "text/plain"} {
+				hdr := map[string]string{}
+				if accept != "" {
+					hdr["Accept"] = accept
+				}
+				resp, body := do(t, http.MethodPost, hs.URL+"/"+c.path+"/whep", c.ctype, c.body, hdr)
+				if accept == "text/plain" {
+					checkTextError(t, resp, body, c.code, c.want)
+				} else {
+					checkProblem(t, resp, body, c.code, c.slug, c.want)
+				}
+				want := ""
+				if c.retryAfter > 0 {
+					want = strconv.Itoa(c.retryAfter)
+				}
+				if got := resp.Header.Get("Retry-After"); got != want {
+					t.Errorf("Accept %q: Retry-After %q, want %q", accept, got, want)
+				}
+				if accept != "text/plain" {
+					var p problem
+					_ = json.Unmarshal([]byte(body), &p)
+					if p.RetryAfter != c.retryAfter {
+						t.Errorf("retry_after %d, want %d", p.RetryAfter, c.retryAfter)
+					}
+				}
+				checkCORS(t, resp)
 			}
-			if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
-				t.Errorf("error Content-Type %q, want text/plain", ct)
-			}
-			if strings.Count(strings.TrimSpace(body), "\n") != 0 {
-				t.Errorf("error body is not one line: %q", body)
-			}
-			if got := resp.Header.Get("Retry-After"); (got != "") != c.retryAfter {
-				t.Errorf("Retry-After %q, want present=%v", got, c.retryAfter)
-			}
-			checkCORS(t, resp)
 		})
 	}
 	if n := src.paths["live/cam1"].readerCount(); n != 0 {
@@ -257,6 +279,11 @@ func TestOptions(t *testing.T) {
 		if got := h.Get("Access-Control-Allow-Headers"); got != "Authorization, Content-Type, If-Match" {
 			t.Errorf("%s Allow-Headers %q", u, got)
 		}
+		// Cached for a day, so a reconnecting player does not preflight
+		// every POST and DELETE.
+		if got := h.Get("Access-Control-Max-Age"); got != "86400" {
+			t.Errorf("%s Access-Control-Max-Age %q, want 86400", u, got)
+		}
 		if u == "/live/cam1/whep" && h.Get("Accept-Post") != "application/sdp" {
 			t.Errorf("endpoint Accept-Post %q", h.Get("Accept-Post"))
 		}
@@ -302,11 +329,21 @@ func TestDeleteAndKick(t *testing.T) {
 		t.Fatalf("DELETE: %d", resp.StatusCode)
 	}
 	checkCORS(t, resp)
+	// Teardown is idempotent: the session is gone, as the client wants.
 	resp, body := do(t, http.MethodDelete, hs.URL+loc, "", "", nil)
-	if resp.StatusCode != http.StatusNotFound || !strings.Contains(body, "no such WHEP session") {
-		t.Errorf("second DELETE: %d %q, want 404", resp.StatusCode, body)
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("second DELETE: %d %q, want 200", resp.StatusCode, body)
 	}
 	testkit.WaitFor(t, 10*time.Second, "the deleted session to release its reader", func() bool { return p.readerCount() == 0 })
+	// Still 200 once the session's goroutine has ended it, but only on its
+	// own path, and an id never handed out is 404.
+	if resp, body := do(t, http.MethodDelete, hs.URL+loc, "", "", nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("DELETE after the end: %d %q, want 200", resp.StatusCode, body)
+	}
+	resp, body = do(t, http.MethodDelete, hs.URL+"/live/other/whep/"+loc[len(loc)-32:], "", "", nil)
+	checkProblem(t, resp, body, http.StatusNotFound, probNoSession, "no such WHEP session")
+	resp, body = do(t, http.MethodDelete, hs.URL+"/live/cam1/whep/0123456789abcdef0123456789abcdef", "", "", nil)
+	checkProblem(t, resp, body, http.StatusNotFound, probNoSession, "no such WHEP session")
 
 	loc = offer()
 	id := loc[len(loc)-32:]
@@ -357,8 +394,13 @@ func TestPatch(t *testing.T) {
 				hdr["If-Match"] = c.ifMatch
 			}
 			resp, body := do(t, http.MethodPatch, c.url, c.ctype, c.body, hdr)
-			if resp.StatusCode != c.code || !strings.Contains(body, c.want) {
-				t.Fatalf("got %d %q, want %d containing %q", resp.StatusCode, body, c.code, c.want)
+			if c.code >= 400 {
+				checkProblem(t, resp, body, c.code, "", c.want)
+				hdr["Accept"] = "text/plain"
+				resp, body := do(t, http.MethodPatch, c.url, c.ctype, c.body, hdr)
+				checkTextError(t, resp, body, c.code, c.want)
+			} else if resp.StatusCode != c.code {
+				t.Fatalf("got %d %q, want %d", resp.StatusCode, body, c.code)
 			}
 			checkCORS(t, resp)
 		})

@@ -216,6 +216,7 @@ func (s *Server) endSession(sess *session, reason error) {
 	if cur := s.lookupSession(sess.id); cur == sess {
 		s.removeSession(sess.id)
 	}
+	s.ended.add(sess.id, sess.path)
 	packets, bytes := sess.sent()
 	s.stats.closedPackets.Add(packets)
 	s.stats.closedBytes.Add(bytes)

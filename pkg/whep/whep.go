@@ -50,7 +50,8 @@ import (
 
 // Source hands out readers of a path's access units. cmd adapts *hub.Hub to
 // it. Errors are the hub's sentinels (wrapped or not): hub.ErrNoPublisher
-// (also for an unknown path) → 404, hub.ErrPathFull / hub.ErrServerFull → 503.
+// (also for an unknown path) → 409 + Retry-After, hub.ErrPathFull /
+// hub.ErrServerFull → 503.
 type Source interface {
 	AddReader(path, session string) (Reader, error)
 }
@@ -178,6 +179,10 @@ type Server struct {
 	wg       sync.WaitGroup
 
 	stats serverCounters
+	// ended remembers recently ended sessions, so a repeated DELETE is 200.
+	ended *endedSessions
+	// refusals logs refused requests, at most one line per kind a second.
+	refusals *refusalLog
 	// latency is the server's share of each live frame's delay.
 	latency rtpsend.Latency
 }
@@ -227,6 +232,8 @@ func New(cfg Config) (*Server, error) {
 		ready:      make(chan struct{}),
 		handshakes: newHandshakes(cfg.MaxHandshakes, cfg.MaxHandshakesPerClient),
 		sessions:   make(map[string]*session),
+		ended:      newEndedSessions(endedWindow, endedMax),
+		refusals:   newRefusalLog(log),
 	}, nil
 }
 

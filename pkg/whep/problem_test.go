@@ -1,0 +1,265 @@
+package whep
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/srtwhep/srtwhep/internal/testkit"
+)
+
+// checkProblem checks an RFC 9457 answer: its content type, and a body
+// whose status is the response's, whose type is under ProblemTypeBase
+// (with slug, unless ""), with a title and a one-line detail containing
+// want.
+func checkProblem(t *testing.T, resp *http.Response, body string, code int, slug, want string) {
+	t.Helper()
+	if resp.StatusCode != code {
+		t.Fatalf("got %d %q, want %d", resp.StatusCode, body, code)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/problem+json" {
+		t.Errorf("Content-Type %q, want application/problem+json", ct)
+	}
+	var p problem
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		t.Fatalf("body %q is not a problem: %v", body, err)
+	}
+	if p.Status != code || p.Title == "" || !strings.HasPrefix(p.Type, ProblemTypeBase) ||
+		(slug != "" && p.Type != ProblemTypeBase+slug) || !strings.Contains(p.Detail, want) || strings.Contains(p.Detail, "\n") {
+		t.Errorf("problem %+v, want status %d, type %s%s, detail containing %q", p, code, ProblemTypeBase, slug, want)
+	}
+}
+
+// checkTextError checks the text/plain variant: the detail, one line.
+func checkTextError(t *testing.T, resp *http.Response, body string, code int, want string) {
+	t.Helper()
+	if resp.StatusCode != code || !strings.Contains(body, want) {
+		t.Fatalf("text/plain: got %d %q, want %d containing %q", resp.StatusCode, body, code, want)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
+		t.Errorf("Content-Type %q, want text/plain", ct)
+	}
+	if strings.Count(strings.TrimSpace(body), "\n") != 0 {
+		t.Errorf("error body is not one line: %q", body)
+	}
+}
+
+func TestPrefersText(t *testing.T) {
+	for _, c := range []struct {
+		accept []string
+		text   bool
+	}{
+		{nil, false},
+		{[]string{"*/*"}, false}, // curl's default
+		{[]string{"text/plain"}, true},
+		{[]string{"text/plain; charset=utf-8"}, true},
+		{[]string{"text/*"}, true},
+		{[]string{"application/json, text/plain"}, false},
+		{[]string{"application/problem+json;q=0.5, text/plain"}, true},
+		{[]string{"text/plain;q=0.5, */*"}, false},
+		{[]string{"text/plain;q=0"}, false},
+		{[]string{"text/html"}, false},
+		{[]string{"text/plain", "application/json;q=0.1"}, true},
+		{[]string{"text/plain;q=0.9, application/*;q=0.5"}, true},
+		{[]string{"garbage;;;"}, false},
+	} {
+		if got := prefersText(c.accept); got != c.text {
+			t.Errorf("Accept %q: text %v, want %v", c.accept, got, c.text)
+		}
+	}
+}
+
+// TestEndedSessions: an ended id is remembered for the window on its own
+// path, and the table never holds more than its bound, however many
+// sessions end: pushing past it forgets the oldest first.
+func TestEndedSessions(t *testing.T) {
+	now := time.Unix(1000, 0)
+	e := newEndedSessions(time.Minute, 3)
+	e.now = func() time.Time { return now }
+	e.add("a", "live/cam1")
+	if !e.ended("a", "live/cam1") || e.ended("a", "live/other") || e.ended("b", "live/cam1") {
+		t.Fatal("lookup wrong right after add")
+	}
+	now = now.Add(59 * time.Second)
+	if !e.ended("a", "live/cam1") {
+		t.Error("forgotten within the window")
+	}
+	now = now.Add(time.Second)
+	if e.ended("a", "live/cam1") {
+		t.Error("remembered past the window")
+	}
+	for i := range 10 {
+		e.add(string(rune('b'+i)), "p")
+		if n := e.len(); n > 3 {
+			t.Fatalf("%d entries after %d adds, bound 3", n, i+1)
+		}
+	}
+	for id, want := range map[string]bool{"b": false, "h": false, "i": true, "j": true, "k": true} {
+		if got := e.ended(id, "p"); got != want {
+			t.Errorf("ended(%q) = %v, want %v (the oldest go first)", id, got, want)
+		}
+	}
+	e.add("k", "p") // again: no duplicate
+	if n := e.len(); n != 3 {
+		t.Errorf("%d entries after re-adding, want 3", n)
+	}
+}
+
+// TestDeletePastTheTable: an ended session pushed out of the table by
+// later ones is 404 again, as is one past the window.
+func TestDeletePastTheTable(t *testing.T) {
+	srv, hs := startServer(t, newTestSource(), nil)
+	now := time.Unix(1000, 0)
+	srv.ended = newEndedSessions(time.Minute, 2)
+	srv.ended.now = func() time.Time { return now }
+	del := func(id string) int {
+		resp, _ := do(t, http.MethodDelete, hs.URL+"/live/cam1/whep/"+id, "", "", nil)
+		return resp.StatusCode
+	}
+	srv.ended.add("one", "live/cam1")
+	if code := del("one"); code != http.StatusOK {
+		t.Errorf("DELETE of an ended session: %d, want 200", code)
+	}
+	srv.ended.add("two", "live/cam1")
+	srv.ended.add("three", "live/cam1")
+	if code := del("one"); code != http.StatusNotFound {
+		t.Errorf("DELETE of a session pushed out of the table: %d, want 404", code)
+	}
+	if code := del("three"); code != http.StatusOK {
+		t.Errorf("DELETE of the newest ended session: %d, want 200", code)
+	}
+	now = now.Add(endedWindow)
+	if code := del("three"); code != http.StatusNotFound {
+		t.Errorf("DELETE past the window: %d, want 404", code)
+	}
+}
+
+// TestRefusalLog: one line per reason per second, carrying the count of
+// the refusals of that reason it held back, the offered codecs and the
+// client's address; other reasons are not held back by it.
+func TestRefusalLog(t *testing.T) {
+	var buf bytes.Buffer
+	l := newRefusalLog(slog.New(slog.NewJSONHandler(&buf, nil)))
+	now := time.Unix(1000, 0)
+	l.now = func() time.Time { return now }
+	r := httptest.NewRequest(http.MethodPost, "/live/cam1/whep", nil)
+	r.RemoteAddr = "192.0.2.7:5000"
+	offer := "v=0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96 98\r\na=rtpmap:96 VP8/90000\r\na=rtpmap:98 VP9/90000\r\n" +
+		"m=audio 9 UDP/TLS/RTP/SAVPF 111\r\na=rtpmap:111 opus/48000/2\r\n"
+	for range 5 {
+		l.refused(r, "live/cam1", 400, probNoH264, "offer has no H.264", offer)
+		now = now.Add(100 * time.Millisecond)
+	}
+	l.refused(r, "live/cam1", 409, probNoPublisher, "no stream", "")
+	now = now.Add(600 * time.Millisecond) // 1.1 s after the first
+	l.refused(r, "live/cam1", 400, probNoH264, "offer has no H.264", offer)
+
+	var lines []map[string]any
+	for _, s := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(s), &m); err != nil {
+			t.Fatalf("log line %q: %v", s, err)
+		}
+		lines = append(lines, m)
+	}
+	if len(lines) != 3 {
+		t.Fatalf("%d log lines, want 3 (first no-h264, no-publisher, next second's no-h264): %s", len(lines), buf.String())
+	}
+	want := []struct {
+		reason     string
+		suppressed float64
+	}{{probNoH264, 0}, {probNoPublisher, 0}, {probNoH264, 4}}
+	for i, w := range want {
+		m := lines[i]
+		if m["msg"] != "offer refused" || m["reason"] != w.reason || m["suppressed"] != w.suppressed || m["remote"] != "192.0.2.7:5000" || m["path"] != "live/cam1" {
+			t.Errorf("line %d: %v, want reason %s suppressed %v", i, m, w.reason, w.suppressed)
+		}
+	}
+	if got := lines[0]["codecs"]; got != "video/VP8,video/VP9,audio/opus" {
+		t.Errorf("codecs %q", got)
+	}
+	if got := lines[0]["status"]; got != float64(400) {
+		t.Errorf("status %v", got)
+	}
+}
+
+func TestBadOfferSlug(t *testing.T) {
+	firefox := "v=0\r\nm=video 9 UDP/TLS/RTP/SAVPF 120 124\r\na=rtpmap:120 VP8/90000\r\na=rtpmap:124 rtx/90000\r\n"
+	if got := badOfferSlug(firefox); got != probNoH264 {
+		t.Errorf("VP8-only offer: %s, want %s", got, probNoH264)
+	}
+	withH264 := firefox + "m=video 9 UDP/TLS/RTP/SAVPF 126\r\na=rtpmap:126 H264/90000\r\n"
+	if got := badOfferSlug(withH264); got != probBadOffer {
+		t.Errorf("offer with H.264: %s, want %s", got, probBadOffer)
+	}
+	if got := badOfferSlug("v=0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\na=rtpmap:111 opus/48000/2\r\n"); got != probBadOffer {
+		t.Errorf("audio-only offer: %s, want %s (no video at all is another fault)", got, probBadOffer)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestRefusalsLogged: refused POSTs reach the log through the handler, a
+// burst of one reason as one line, with the client's address and, for an
+// offer that was read, its codecs; the metric counts every refusal.
+func TestRefusalsLogged(t *testing.T) {
+	var buf syncBuffer
+	srv, hs := startServer(t, newTestSource(), func(c *Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(&buf, nil))
+	})
+	good := testkit.Offer(t, testkit.OfferOptions{}).SDP
+	start := time.Now()
+	for range 3 {
+		if resp, body := post(t, hs.URL+"/live/none/whep", "application/sdp", good); resp.StatusCode != http.StatusConflict {
+			t.Fatalf("%d %q, want 409", resp.StatusCode, body)
+		}
+	}
+	if resp, _ := post(t, hs.URL+"/live/none/whep", "application/sdp", ""); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("empty offer: %d, want 400", resp.StatusCode)
+	}
+	if took := time.Since(start); took > 900*time.Millisecond {
+		t.Skipf("the POSTs took %v, past the log's one-second window", took)
+	}
+	var refused []map[string]any
+	for _, s := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(s), &m) == nil && m["msg"] == "offer refused" {
+			refused = append(refused, m)
+		}
+	}
+	// Within a second (the test's POSTs take milliseconds): one line each.
+	if len(refused) != 2 || refused[0]["reason"] != probNoPublisher || refused[1]["reason"] != probEmptyOffer {
+		t.Fatalf("refusal lines %v, want one no-publisher and one empty-offer", refused)
+	}
+	if m := refused[0]; !strings.HasPrefix(m["remote"].(string), "127.0.0.1:") || !strings.Contains(m["codecs"].(string), "video/H264") ||
+		m["status"] != float64(409) || m["path"] != "live/none" {
+		t.Errorf("no-publisher line %v", m)
+	}
+	if n := srv.Stats().Rejected["no_publisher"]; n != 3 {
+		t.Errorf("no_publisher rejections counted %d, want 3", n)
+	}
+}

@@ -1,0 +1,122 @@
+package whep
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// refusalLogEvery is how often each kind of refusal may be logged: a
+// misconfigured player retrying in a loop, or a scan, must not flood the
+// log, yet the first refusal of each kind shows at once.
+const refusalLogEvery = time.Second
+
+// refusalLog rate-limits the "offer refused" lines per problem slug: at
+// most one line per slug per refusalLogEvery, which carries the number of
+// refusals of that slug suppressed since the previous line. The slugs are
+// a fixed set, so the map stays small.
+type refusalLog struct {
+	log *slog.Logger
+	now func() time.Time // time.Now; tests step it
+
+	mu    sync.Mutex
+	kinds map[string]*refusalKind
+}
+
+type refusalKind struct {
+	last       time.Time
+	suppressed int
+}
+
+func newRefusalLog(log *slog.Logger) *refusalLog {
+	return &refusalLog{log: log, now: time.Now, kinds: make(map[string]*refusalKind)}
+}
+
+// refused logs (or counts, within the slug's second) one refused request.
+// offer is the body, "" when none was read; its codecs are read only for
+// a line that is written, so a flood of refusals costs no scans.
+func (l *refusalLog) refused(r *http.Request, path string, status int, slug, detail, offer string) {
+	now := l.now()
+	l.mu.Lock()
+	k := l.kinds[slug]
+	if k == nil {
+		k = &refusalKind{}
+		l.kinds[slug] = k
+	}
+	if !k.last.IsZero() && now.Sub(k.last) < refusalLogEvery {
+		k.suppressed++
+		l.mu.Unlock()
+		return
+	}
+	suppressed := k.suppressed
+	k.last, k.suppressed = now, 0
+	l.mu.Unlock()
+	remote := ""
+	if r != nil {
+		remote = r.RemoteAddr
+	}
+	l.log.Warn("offer refused", "reason", slug, "status", status, "path", path, "remote", remote,
+		"codecs", offeredCodecs(offer), "detail", strings.Join(strings.Fields(detail), " "), "suppressed", suppressed)
+}
+
+// offeredCodecs names the codecs of an offer's audio and video sections
+// (from its a=rtpmap lines, each name once, in offer order), for the log
+// line of a refusal. It reads the raw body, so it names them also for an
+// offer the parser refused, which is when an operator needs them most
+// (a browser without H.264). At most maxLoggedCodecs names.
+func offeredCodecs(raw string) string {
+	const maxLoggedCodecs = 16
+	return strings.Join(codecNames(raw, maxLoggedCodecs), ",")
+}
+
+// codecNames lists "media/name" for the first limit distinct codecs.
+func codecNames(raw string, limit int) []string {
+	var names []string
+	media := ""
+	for len(raw) > 0 && len(names) < limit {
+		line, rest, _ := strings.Cut(raw, "\n")
+		raw = rest
+		line = strings.TrimSpace(line)
+		if m, ok := strings.CutPrefix(line, "m="); ok {
+			media, _, _ = strings.Cut(m, " ")
+			continue
+		}
+		v, ok := strings.CutPrefix(line, "a=rtpmap:")
+		if !ok || (media != "video" && media != "audio") {
+			continue
+		}
+		_, enc, _ := strings.Cut(v, " ")
+		name, _, _ := strings.Cut(enc, "/")
+		if name == "" || len(name) > 32 {
+			continue
+		}
+		name = media + "/" + name
+		if !containsFold(names, name) {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// offersH264 reports whether a video section of raw names H264 at all.
+// Browsers name about a dozen video codecs; the cap bounds the work a
+// hostile offer of thousands of names costs.
+func offersH264(raw string) bool {
+	for _, c := range codecNames(raw, 256) {
+		if strings.EqualFold(c, "video/H264") {
+			return true
+		}
+	}
+	return false
+}
+
+func containsFold(list []string, s string) bool {
+	for _, x := range list {
+		if strings.EqualFold(x, s) {
+			return true
+		}
+	}
+	return false
+}
