@@ -125,12 +125,14 @@ var offerCases = []offerCase{
 	{"port-0 audio without bundle-only", strings.Replace(chromeOffer, "m=audio 9", "m=audio 0", 1),
 		"bundle=0,1 video=0 h264=106/42e01f rtx=107 audio=- ice=EsAw/P2uYro0UCOQ4zxjKXaWCBui1 fp=sha-256 setup=actpass", false},
 
-	{"garbage", "hello", `malformed SDP offer: sdp: syntax error at pos 1: "e"`, true},
+	{"garbage", "hello", `malformed SDP offer: an SDP offer begins with "v=0", this body with "hello"`, true},
+	{"JSON", `{"sdp": "v=0\r\no=- 1 2 IN IP4 127.0.0.1\r\n", "type": "offer"}`,
+		`malformed SDP offer: an SDP offer begins with "v=0", this body with "{\"sdp\": \"v=0\\r\\n"`, true},
 	{"port not a number", sessionHead + "m=video nine UDP/TLS/RTP/SAVPF 96\r\n", "malformed SDP offer: sdp: invalid port value `nine`", true},
 	{"cut off mid-line", chromeOffer[:len(chromeOffer)/2], "malformed SDP offer: EOF", true},
 	{"no s= line", "v=0\r\no=- 1 2 IN IP4 127.0.0.1\r\n" + chromeVideo, `malformed SDP offer: sdp: syntax error at pos 32: "="`, true},
-	// pion/sdp reads nothing as an empty session.
-	{"empty", "", "offer has no video m-section; add a recvonly video transceiver", true},
+	{"empty", "", "empty SDP offer; POST the viewer's SDP offer (application/sdp) as the body", true},
+	{"blank", " \r\n", "empty SDP offer; POST the viewer's SDP offer (application/sdp) as the body", true},
 	{"too large", sessionHead + strings.Repeat("a=x\r\n", MaxBytes/5),
 		"SDP offer is 1048636 bytes, more than the 1048576 this server reads; browsers send about 10 KB", true},
 	{"no video", sessionHead + "a=group:BUNDLE 1\r\n" + chromeAudio,

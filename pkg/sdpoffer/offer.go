@@ -104,6 +104,16 @@ func Parse(raw string) (*Offer, error) {
 	if len(raw) > MaxBytes {
 		return nil, Errorf("SDP offer is %d bytes, more than the %d this server reads; browsers send about 10 KB", len(raw), MaxBytes)
 	}
+	// pion/sdp reads an empty body as an empty session and names a
+	// non-SDP body's first odd byte; the viewer is better told what the
+	// body should have been.
+	body := strings.TrimLeft(raw, " \t\r\n")
+	if body == "" {
+		return nil, Errorf("empty SDP offer; POST the viewer's SDP offer (application/sdp) as the body")
+	}
+	if !strings.HasPrefix(body, "v=") {
+		return nil, Errorf("malformed SDP offer: an SDP offer begins with \"v=0\", this body with %q", firstRunes(body, 16))
+	}
 	var sd sdp.SessionDescription
 	if err := sd.UnmarshalString(raw); err != nil {
 		return nil, Errorf("malformed SDP offer: %v", err)
@@ -295,6 +305,18 @@ func (o *Offer) pickAudio() {
 		}
 		return
 	}
+}
+
+// firstRunes is s up to its n-th rune: enough of a body to recognise it
+// in an error, never a whole upload.
+func firstRunes(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
+	}
+	return s
 }
 
 // sessionValue is a session-level attribute's value, "" when absent.
