@@ -151,14 +151,14 @@ func Parse(raw string) (*Offer, error) {
 }
 
 // answerable reports whether s may be answered with media at all; this
-// is the one place that decides it. A port-0 section is the viewer's
-// rejection (RFC 8866 §5.14), except one that carries a=bundle-only and
-// is in the BUNDLE group: under max-bundle (Firefox's default, every
-// browser with bundlePolicy "max-bundle") all sections after the first
-// are written so, asking to share the first one's transport, and the
-// answerer accepts them into the group (RFC 8843 §6, §7.3.3). A
-// bundle-only section outside the group asks for nothing it can get, so
-// it stays rejected.
+// is the one place that decides it. A port-0 section is one the viewer
+// offers but must not use (RFC 3264 §5.1), except one that carries
+// a=bundle-only and is in the BUNDLE group: under bundlePolicy
+// "max-bundle" a browser that follows RFC 8843 §7.2 (Firefox) writes
+// every section after the first so, asking to share the first one's
+// transport, and the answerer accepts them into the group (§6, §7.3.3).
+// Chromium writes port 9 there instead. A bundle-only section outside
+// the group asks for nothing it can get, so it stays rejected.
 func (o *Offer) answerable(s *Section) bool {
 	if s.Port != 0 {
 		return true
