@@ -55,6 +55,18 @@ var offerFixtures = []struct {
 		"BUNDLE 0 1 | video 9 0 sendonly 98:H264/42e01f | audio 9 1 sendonly 111:opus", ""},
 }
 
+// publishAV publishes live/av on h with audio; it ends with the test.
+func publishAV(t *testing.T, h *hub.Hub) *hub.Publisher {
+	t.Helper()
+	pub, err := h.Publish("live/av", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pub.Close)
+	pub.SetAudio(true)
+	return pub
+}
+
 // readOfferFixture is a fixture's offer without its header comment lines.
 func readOfferFixture(t *testing.T, name string) string {
 	t.Helper()
@@ -135,12 +147,7 @@ func TestOfferFixtures(t *testing.T) {
 	for _, planeName := range []string{"own", "pion"} {
 		t.Run(planeName, func(t *testing.T) {
 			h := hub.New(hub.Config{})
-			pub, err := h.Publish("live/av", "test")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer pub.Close()
-			pub.SetAudio(true)
+			publishAV(t, h)
 			_, hs, _ := startServerOn(t, HubSource(h), planeName, nil, nil)
 			url := hs.URL + "/live/av/whep"
 			for _, f := range offerFixtures {
@@ -185,12 +192,7 @@ func TestBundleOnlyViewer(t *testing.T) {
 			clip := makeClip(t, 60, 30)
 			c := newAVClip(t, clip)
 			h := hub.New(hub.Config{})
-			pub, err := h.Publish("live/av", "test")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer pub.Close()
-			pub.SetAudio(true)
+			pub := publishAV(t, h)
 			url := startHubServer(t, h, nil)
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
