@@ -226,3 +226,41 @@ func TestBundleOnlyViewer(t *testing.T) {
 		})
 	}
 }
+
+// TestBundleOnlyVideoOnlyPath: whip-whep's audio-first max-bundle offer
+// on a path without audio. The offerer-tagged audio section is rejected
+// and the bundle-only video one becomes the group's only section (RFC
+// 8843 §7.3.1: the answerer tags the first section it accepts); the
+// viewer plays every frame.
+func TestBundleOnlyVideoOnlyPath(t *testing.T) {
+	clip := makeClip(t, 60, 30)
+	h := hub.New(hub.Config{})
+	pub, err := h.Publish("live/v", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pub.Close)
+	url := startHubServer(t, h, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var answer string
+	viewer := dialAV(t, ctx, url+"/live/v/whep", true, func(o *whepclient.Options) {
+		o.BundleOnly, o.AudioFirst = true, true
+		o.RewriteAnswer = func(s string) string { answer = s; return s }
+	})
+	// pion's stack leaves the rejected section's mid out, so only the
+	// group and the video section are compared.
+	got := answerSummary(t, answer)
+	if !strings.HasPrefix(got, "BUNDLE 1 | audio 0 ") || !strings.HasSuffix(got, " | video 9 1 sendonly 102:H264/42e01f") {
+		t.Errorf("answer %s, want the audio section rejected and video alone in the group", got)
+	}
+	waitAttached(t, h, 1)
+	for _, au := range clip {
+		pub.Write(au)
+	}
+	c := newAVClip(t, clip) // maps what arrives back to the clip
+	testkit.WaitFor(t, 20*time.Second, "every video frame", func() bool {
+		video, _ := viewer.received(t, c)
+		return len(video) == len(clip)
+	})
+}
