@@ -14,6 +14,7 @@ import (
 	"github.com/pion/interceptor"
 	"github.com/pion/interceptor/pkg/nack"
 	"github.com/pion/interceptor/pkg/report"
+	"github.com/pion/sdp/v3"
 	"github.com/pion/webrtc/v4"
 	"github.com/srtwhep/srtwhep/pkg/pionslog"
 )
@@ -85,25 +86,51 @@ func newPeerConnection(opt Options, log *slog.Logger) (*webrtc.PeerConnection, e
 	}
 
 	api := webrtc.NewAPI(webrtc.WithMediaEngine(me), webrtc.WithInterceptorRegistry(reg), webrtc.WithSettingEngine(se))
-	pc, err := api.NewPeerConnection(webrtc.Configuration{})
+	var cfg webrtc.Configuration
+	if opt.BundleOnly {
+		cfg.BundlePolicy = webrtc.BundlePolicyMaxBundle
+	}
+	pc, err := api.NewPeerConnection(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("whepclient: new peer connection: %w", err)
 	}
-	_, err = pc.AddTransceiverFromKind(webrtc.RTPCodecTypeVideo,
-		webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionRecvonly})
-	if err != nil {
-		_ = pc.Close()
-		return nil, fmt.Errorf("whepclient: add recvonly video transceiver: %w", err)
+	kinds := []webrtc.RTPCodecType{webrtc.RTPCodecTypeVideo}
+	if opt.Audio && opt.AudioFirst {
+		kinds = []webrtc.RTPCodecType{webrtc.RTPCodecTypeAudio, webrtc.RTPCodecTypeVideo}
+	} else if opt.Audio {
+		kinds = append(kinds, webrtc.RTPCodecTypeAudio)
 	}
-	if opt.Audio {
-		_, err = pc.AddTransceiverFromKind(webrtc.RTPCodecTypeAudio,
-			webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionRecvonly})
+	for _, k := range kinds {
+		_, err = pc.AddTransceiverFromKind(k, webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionRecvonly})
 		if err != nil {
 			_ = pc.Close()
-			return nil, fmt.Errorf("whepclient: add recvonly audio transceiver: %w", err)
+			return nil, fmt.Errorf("whepclient: add recvonly %s transceiver: %w", k, err)
 		}
 	}
 	return pc, nil
+}
+
+// bundleOnly rewrites offer as RFC 8843 §7.2 has a max-bundle offerer
+// write it: the sections of the BUNDLE group after the first (the
+// offerer-tagged one) get port 0 and a=bundle-only, and lose their
+// candidates, which only the tagged section carries.
+func bundleOnly(offer string) (string, error) {
+	var sd sdp.SessionDescription
+	if err := sd.UnmarshalString(offer); err != nil {
+		return "", err
+	}
+	for _, md := range sd.MediaDescriptions[min(1, len(sd.MediaDescriptions)):] {
+		md.MediaName.Port = sdp.RangedPort{Value: 0}
+		kept := []sdp.Attribute{{Key: "bundle-only"}}
+		for _, a := range md.Attributes {
+			if a.Key != "candidate" && a.Key != "end-of-candidates" {
+				kept = append(kept, a)
+			}
+		}
+		md.Attributes = kept
+	}
+	b, err := sd.Marshal()
+	return string(b), err
 }
 
 // negotiate does the non-trickle offer/answer over HTTP.
@@ -122,8 +149,13 @@ func (s *Session) negotiate(ctx context.Context, endpoint *url.URL) error {
 		return fmt.Errorf("whepclient: ICE gathering did not complete: %w", ctx.Err())
 	}
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint.String(),
-		strings.NewReader(s.pc.LocalDescription().SDP))
+	body := s.pc.LocalDescription().SDP
+	if s.opt.BundleOnly {
+		if body, err = bundleOnly(body); err != nil {
+			return fmt.Errorf("whepclient: rewrite the offer bundle-only: %w", err)
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint.String(), strings.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("whepclient: build POST: %w", err)
 	}

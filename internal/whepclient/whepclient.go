@@ -81,6 +81,17 @@ type Options struct {
 	// Logger receives the client's and pion's warnings; nil discards them.
 	Logger *slog.Logger
 
+	// AudioFirst offers the audio section before the video one, the
+	// order of whip-whep's README example. Only with Audio.
+	AudioFirst bool
+
+	// BundleOnly offers as a browser under bundlePolicy "max-bundle"
+	// that follows RFC 8843 §7.2 (Firefox) does: every m-section after
+	// the first gets port 0 and a=bundle-only, asking to share the first
+	// one's transport. pion writes neither itself, so the offer is
+	// rewritten before it is POSTed.
+	BundleOnly bool
+
 	// RewriteAnswer, when set, may change the server's SDP answer before
 	// it is applied. Tests use it to point the client at a relay that
 	// stands for a lossy or narrow network in front of the server's

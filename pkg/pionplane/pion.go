@@ -169,7 +169,11 @@ func (p *Plane) answer(ctx context.Context, o plane.Offer) (*conn, plane.Answer,
 	if err != nil {
 		return nil, plane.Answer{}, fmt.Errorf("read our ICE credentials: %w", err)
 	}
-	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: o.SDP}); err != nil {
+	offer, err := pionOffer(o.SDP)
+	if err != nil {
+		return nil, plane.Answer{}, err
+	}
+	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offer}); err != nil {
 		return nil, plane.Answer{}, sdpoffer.Errorf("offer rejected by the WebRTC stack: %v", err)
 	}
 	// Answer with exactly one codec: the H.264 profile picked from the
@@ -315,7 +319,13 @@ func addCandidates(pc *webrtc.PeerConnection, cands []string) error {
 // pion treats as an ICE restart (new local ufrag/pwd, gathering again; the
 // DTLS and SRTP state survive), and answers it.
 func (t *conn) RestartICE(ctx context.Context, offerSDP string, remote plane.ICE) (plane.ICE, error) {
-	err := t.pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offerSDP})
+	// Rewritten as the first offer was, or pion would now take the
+	// sendrecv or the data channel it was not given then.
+	offer, err := pionOffer(offerSDP)
+	if err != nil {
+		return plane.ICE{}, err
+	}
+	err = t.pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offer})
 	if err != nil {
 		return plane.ICE{}, fmt.Errorf("apply the restarted offer: %w", err)
 	}

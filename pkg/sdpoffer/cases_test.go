@@ -100,21 +100,44 @@ var offerCases = []offerCase{
 		"bundle=0,1 video=0 h264=106/42e01f rtx=107 audio=- ice=EsAw/P2uYro0UCOQ4zxjKXaWCBui1 fp=sha-256 setup=actpass", false},
 	{"audio without opus", strings.Replace(chromeOffer, "a=rtpmap:111 opus/48000/2", "a=rtpmap:111 ISAC/16000", 1),
 		"bundle=0,1 video=0 h264=106/42e01f rtx=107 audio=- ice=EsAw/P2uYro0UCOQ4zxjKXaWCBui1 fp=sha-256 setup=actpass", false},
-	// Port 0 is skipped, bundle-only or not (see answerable): the
-	// second video section is answered.
-	{"bundle-only video first", sessionHead + "a=group:BUNDLE a v\r\n" + sessionCreds +
+	// Under max-bundle every section after the first has port 0 and
+	// a=bundle-only (RFC 8843 §7.2): those of the BUNDLE group are
+	// answered (see answerable).
+	{"bundle-only audio", strings.Replace(chromeOffer, "m=audio 9", "m=audio 0", 1) + "a=bundle-only\r\n",
+		"bundle=0,1 video=0 h264=106/42e01f rtx=107 audio=1 opus=111 ice=EsAw/P2uYro0UCOQ4zxjKXaWCBui1 fp=sha-256 setup=actpass", false},
+	{"bundle-only video after audio", sessionHead + "a=group:BUNDLE 0 1\r\n" + strings.Replace(chromeAudio, "a=mid:1", "a=mid:0", 1) +
+		strings.Replace(strings.Replace(chromeVideo, "a=mid:0", "a=mid:1", 1), "m=video 9", "m=video 0", 1) + "a=bundle-only\r\n",
+		"bundle=0,1 video=1 h264=106/42e01f rtx=107 audio=0 opus=111 ice=EsAw/P2uYro0UCOQ4zxjKXaWCBui1 fp=sha-256 setup=actpass", false},
+	// A bundle-only section without transport attributes of its own
+	// takes the tagged section's (RFC 8843 §7.1.3).
+	{"bundle-only video without transport", sessionHead + "a=group:BUNDLE 0 1\r\n" + strings.Replace(chromeAudio, "a=mid:1", "a=mid:0", 1) +
+		strings.NewReplacer("a=mid:0", "a=mid:1", "m=video 9", "m=video 0", "a=ice-ufrag:EsAw\r\n", "", "a=ice-pwd:P2uYro0UCOQ4zxjKXaWCBui1\r\n", "",
+			fpLine, "", "a=setup:actpass\r\n", "", "a=rtcp-mux\r\n", "").Replace(chromeVideo) + "a=bundle-only\r\n",
+		"bundle=0,1 video=1 h264=106/42e01f rtx=107 audio=0 opus=111 ice=EsAw/P2uYro0UCOQ4zxjKXaWCBui1 fp=sha-256 setup=actpass", false},
+	// Port 0 outside the group, or without bundle-only, is a rejection:
+	// the next video section is answered.
+	{"bundle-only video outside the group", sessionHead + "a=group:BUNDLE v\r\n" + sessionCreds +
 		strings.Replace(h264Only("a", "42e01f"), "m=video 9", "m=video 0", 1) + "a=bundle-only\r\n" + h264Only("v", "42e01f"),
+		"bundle=v video=1 h264=100/42e01f rtx=- audio=- ice=sEss/sessionpasswordsessionpass fp=sha-256 setup=", false},
+	{"port-0 video in the group", sessionHead + "a=group:BUNDLE a v\r\n" + sessionCreds +
+		strings.Replace(h264Only("a", "42e01f"), "m=video 9", "m=video 0", 1) + h264Only("v", "42e01f"),
 		"bundle=a,v video=1 h264=100/42e01f rtx=- audio=- ice=sEss/sessionpasswordsessionpass fp=sha-256 setup=", false},
+	{"port-0 audio without bundle-only", strings.Replace(chromeOffer, "m=audio 9", "m=audio 0", 1),
+		"bundle=0,1 video=0 h264=106/42e01f rtx=107 audio=- ice=EsAw/P2uYro0UCOQ4zxjKXaWCBui1 fp=sha-256 setup=actpass", false},
 
-	{"garbage", "hello", `malformed SDP offer: sdp: syntax error at pos 1: "e"`, true},
+	{"garbage", "hello", `malformed SDP offer: an SDP offer begins with "v=0", this body with "hello"`, true},
+	{"JSON", `{"sdp": "v=0\r\no=- 1 2 IN IP4 127.0.0.1\r\n", "type": "offer"}`,
+		`malformed SDP offer: an SDP offer begins with "v=0", this body with "{\"sdp\": \"v=0\\r\\n"`, true},
 	{"port not a number", sessionHead + "m=video nine UDP/TLS/RTP/SAVPF 96\r\n", "malformed SDP offer: sdp: invalid port value `nine`", true},
 	{"cut off mid-line", chromeOffer[:len(chromeOffer)/2], "malformed SDP offer: EOF", true},
 	{"no s= line", "v=0\r\no=- 1 2 IN IP4 127.0.0.1\r\n" + chromeVideo, `malformed SDP offer: sdp: syntax error at pos 32: "="`, true},
-	// pion/sdp reads nothing as an empty session.
-	{"empty", "", "offer has no video m-section; add a recvonly video transceiver", true},
+	{"empty", "", "empty SDP offer; POST the viewer's SDP offer (application/sdp) as the body", true},
+	{"blank", " \r\n", "empty SDP offer; POST the viewer's SDP offer (application/sdp) as the body", true},
 	{"too large", sessionHead + strings.Repeat("a=x\r\n", MaxBytes/5),
 		"SDP offer is 1048636 bytes, more than the 1048576 this server reads; browsers send about 10 KB", true},
 	{"no video", sessionHead + "a=group:BUNDLE 1\r\n" + chromeAudio,
+		"offer has no video m-section; add a recvonly video transceiver", true},
+	{"only a bundle-only video, no group", sessionHead + sessionCreds + strings.Replace(h264Only("v", "42e01f"), "m=video 9", "m=video 0", 1) + "a=bundle-only\r\n",
 		"offer has no video m-section; add a recvonly video transceiver", true},
 	{"only a port-0 video", sessionHead + sessionCreds + strings.Replace(h264Only("v", "42e01f"), "m=video 9", "m=video 0", 1),
 		"offer has no video m-section; add a recvonly video transceiver", true},

@@ -104,6 +104,16 @@ func Parse(raw string) (*Offer, error) {
 	if len(raw) > MaxBytes {
 		return nil, Errorf("SDP offer is %d bytes, more than the %d this server reads; browsers send about 10 KB", len(raw), MaxBytes)
 	}
+	// pion/sdp reads an empty body as an empty session and names a
+	// non-SDP body's first odd byte; the viewer is better told what the
+	// body should have been.
+	body := strings.TrimLeft(raw, " \t\r\n")
+	if body == "" {
+		return nil, Errorf("empty SDP offer; POST the viewer's SDP offer (application/sdp) as the body")
+	}
+	if !strings.HasPrefix(body, "v=") {
+		return nil, Errorf("malformed SDP offer: an SDP offer begins with \"v=0\", this body with %q", firstRunes(body, 16))
+	}
 	var sd sdp.SessionDescription
 	if err := sd.UnmarshalString(raw); err != nil {
 		return nil, Errorf("malformed SDP offer: %v", err)
@@ -125,6 +135,7 @@ func Parse(raw string) (*Offer, error) {
 	for i, md := range sd.MediaDescriptions {
 		o.Sections[i] = parseSection(md, o)
 	}
+	o.inheritBundleTransport()
 	if err := o.pickVideo(); err != nil {
 		return nil, err
 	}
@@ -139,11 +150,67 @@ func Parse(raw string) (*Offer, error) {
 	return o, nil
 }
 
-// answerable reports whether s may be answered with media at all. This is
-// the one place that decides it: today a port-0 section is skipped even
-// with a=bundle-only (RFC 8843 §6), which is what the handler always did;
-// accepting bundle-only sections of the BUNDLE group is a change here.
-func answerable(s *Section) bool { return s.Port != 0 }
+// answerable reports whether s may be answered with media at all; this
+// is the one place that decides it. A port-0 section is one the viewer
+// offers but must not use (RFC 3264 §5.1), except one that carries
+// a=bundle-only and is in the BUNDLE group: under bundlePolicy
+// "max-bundle" a browser that follows RFC 8843 §7.2 (Firefox) writes
+// every section after the first so, asking to share the first one's
+// transport, and the answerer accepts them into the group (§6, §7.3.3).
+// Chromium writes port 9 there instead. A bundle-only section outside
+// the group asks for nothing it can get, so it stays rejected.
+func (o *Offer) answerable(s *Section) bool {
+	if s.Port != 0 {
+		return true
+	}
+	return s.BundleOnly && s.Mid != "" && slices.Contains(o.Bundle, s.Mid)
+}
+
+// inheritBundleTransport gives the sections of the BUNDLE group the
+// transport of the offerer-tagged section (the group's first mid) where
+// they lack their own: RFC 8843 §7.1.3 has the offerer leave the
+// TRANSPORT and IDENTICAL attributes (ICE credentials, fingerprint,
+// setup, rtcp-mux) out of bundle-only sections, since they share the
+// tagged one's transport. Browsers repeat them today; an offer that does
+// not must still be answerable.
+func (o *Offer) inheritBundleTransport() {
+	if !o.Bundled() {
+		return
+	}
+	tag := -1
+	for i := range o.Sections {
+		if o.Sections[i].Mid == o.Bundle[0] && o.Sections[i].Port != 0 {
+			tag = i
+			break
+		}
+	}
+	if tag < 0 {
+		return
+	}
+	t := &o.Sections[tag]
+	for i := range o.Sections {
+		s := &o.Sections[i]
+		if i == tag || s.Mid == "" || !slices.Contains(o.Bundle, s.Mid) {
+			continue
+		}
+		if s.ICE.Ufrag == "" {
+			s.ICE.Ufrag = t.ICE.Ufrag
+		}
+		if s.ICE.Pwd == "" {
+			s.ICE.Pwd = t.ICE.Pwd
+		}
+		if s.ICE.Options == nil {
+			s.ICE.Options = t.ICE.Options
+		}
+		if len(s.Fingerprints) == 0 {
+			s.Fingerprints = t.Fingerprints
+		}
+		if s.Setup == "" {
+			s.Setup = t.Setup
+		}
+		s.RTCPMux = s.RTCPMux || t.RTCPMux
+	}
+}
 
 // pickVideo sets o.Video to the first answerable video section the viewer
 // receives on and chooses its H.264 codec.
@@ -151,7 +218,7 @@ func (o *Offer) pickVideo() error {
 	var directions []string
 	for i := range o.Sections {
 		s := &o.Sections[i]
-		if s.Kind != "video" || !answerable(s) {
+		if s.Kind != "video" || !o.answerable(s) {
 			continue
 		}
 		if s.Direction.Receives() {
@@ -226,7 +293,7 @@ func pickH264(codecs []Codec, cands []int) (int, bool) {
 func (o *Offer) pickAudio() {
 	for i := range o.Sections {
 		s := &o.Sections[i]
-		if s.Kind != "audio" || !answerable(s) || !s.Direction.Receives() {
+		if s.Kind != "audio" || !o.answerable(s) || !s.Direction.Receives() {
 			continue
 		}
 		for j, c := range s.Codecs {
@@ -238,6 +305,18 @@ func (o *Offer) pickAudio() {
 		}
 		return
 	}
+}
+
+// firstRunes is s up to its n-th rune: enough of a body to recognise it
+// in an error, never a whole upload.
+func firstRunes(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
+	}
+	return s
 }
 
 // sessionValue is a session-level attribute's value, "" when absent.

@@ -123,10 +123,12 @@ type avViewer struct {
 	sess  *whepclient.Session
 }
 
-func dialAV(t *testing.T, ctx context.Context, url string, audio bool) *avViewer {
+// dialAV dials a viewer that records what it receives; mods change its
+// options (offer shape) before it dials.
+func dialAV(t *testing.T, ctx context.Context, url string, audio bool, mods ...func(*whepclient.Options)) *avViewer {
 	t.Helper()
 	v := &avViewer{}
-	sess, err := whepclient.Dial(ctx, url, whepclient.Options{
+	opts := whepclient.Options{
 		Decode: true,
 		OnAccessUnit: func(au whepclient.AccessUnit) {
 			v.mu.Lock()
@@ -142,7 +144,11 @@ func dialAV(t *testing.T, ctx context.Context, url string, audio bool) *avViewer
 		SenderReports: true,
 		SettingEngine: testkit.LoopbackOnly,
 		Logger:        testLogger(t),
-	})
+	}
+	for _, m := range mods {
+		m(&opts)
+	}
+	sess, err := whepclient.Dial(ctx, url, opts)
 	if err != nil {
 		t.Fatalf("Dial: %v", err)
 	}

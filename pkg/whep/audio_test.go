@@ -128,12 +128,7 @@ func TestAudioPlayback(t *testing.T) {
 	clip := makeClip(t, 90, 30)
 	c := newAVClip(t, clip)
 	h := hub.New(hub.Config{})
-	pub, err := h.Publish("live/av", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
-	pub.SetAudio(true)
+	pub := publishAV(t, h)
 	url := startHubServer(t, h, nil)
 
 	// Up to the middle of the second GOP, before anyone watches.
