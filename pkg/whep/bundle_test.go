@@ -168,8 +168,8 @@ func TestOfferFixtures(t *testing.T) {
 				})
 			}
 			for _, c := range []struct{ name, body, reason string }{
-				{"empty", "", "empty SDP offer"},
-				{"not SDP", "<html>offer</html>", "an SDP offer begins with"},
+				{"empty", "", "the request body is empty"},
+				{"not SDP", "<html>offer</html>", "the request body is not SDP"},
 			} {
 				t.Run(c.name, func(t *testing.T) {
 					resp, body := post(t, url, "application/sdp", c.body)
