@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -25,67 +24,107 @@ import (
 	"github.com/srtwhep/srtwhep/internal/testkit"
 )
 
-// The third-party WHEP player that plays in make test: medooze's
-// whip-whep (npm, MIT), whose whep.js is a browser-ready ES module with no
-// imports. The version is pinned, and so is the file's content: npm
-// checks the tarball against the registry's own hash, this checks that the
-// registry still serves what was reviewed.
-const (
-	whipWhepPackage = "whip-whep"
-	whipWhepVersion = "1.2.0"
-	whipWhepFile    = "whep.js"
-	whipWhepSHA256  = "7ebd73216be33f6aaaf97a7f532f209d51e189ad5b20ff3079fb8c94d54f1f03"
-)
+// The third-party WHEP players that play in make test, both MIT, both
+// from npm, pinned with everything they pull in by
+// testdata/thirdparty/package-lock.json (versions and sha512 integrity):
+//   - medooze's whip-whep 1.2.0, whose whep.js is a browser-ready ES
+//     module with no imports, served as is;
+//   - Eyevinn's @eyevinn/webrtc-player 0.13.0, which ships CommonJS only
+//     (it requires events and two more Eyevinn packages), bundled once per
+//     install into one ES module by esbuild 0.25.12 (also pinned there).
+//
+// Nothing of theirs is copied into the repository.
+const thirdPartyDir = "testdata/thirdparty"
 
-// thirdPartyPage is the whole page around the player: a <video>, the
-// RTCPeerConnection the player's API takes (recvonly audio and video,
-// max-bundle as its README shows, no ICE servers), and two hooks for the
-// test, window.tpStats() and window.tpStop(). fetch is wrapped only to
-// record what the player sent and what it got back (window.tpRequests).
+// thirdPartyPlayer is one player: the files it needs and the module
+// script that drives it through its own API. The script gets tp.whepURL,
+// reports the promise of its start to tp.started and sets tp.stop to the
+// player's own way of ending the session.
+type thirdPartyPlayer struct {
+	name    string // npm package@version, as printed
+	files   map[string]string
+	script  string
+	howStop string
+}
+
+var thirdPartyPlayers = []thirdPartyPlayer{{
+	name:  "whip-whep@1.2.0",
+	files: map[string]string{"/npm/whep.js": "node_modules/whip-whep/whep.js"},
+	// The RTCPeerConnection is the page's, as in the player's README:
+	// recvonly audio and video, max-bundle; no ICE servers.
+	script: `import { WHEPClient } from "/npm/whep.js";
+const v = document.getElementById("v");
+const ms = new MediaStream();
+v.srcObject = ms;
+const pc = new RTCPeerConnection({ bundlePolicy: "max-bundle", iceServers: [] });
+pc.addTransceiver("audio", { direction: "recvonly" });
+pc.addTransceiver("video", { direction: "recvonly" });
+pc.ontrack = (e) => ms.addTrack(e.track);
+const whep = new WHEPClient();
+tp.started(whep.view(pc, tp.whepURL));
+tp.stop = () => whep.stop();
+`,
+	howStop: "WHEPClient.stop()",
+}, {
+	name:  "@eyevinn/webrtc-player@0.13.0",
+	files: map[string]string{"/npm/webrtc-player.js": eyevinnBundle},
+	// The player makes its own RTCPeerConnection; its default ICE server
+	// is a public STUN server, hence iceServers: [].
+	script: `import { WebRTCPlayer } from "/npm/webrtc-player.js";
+const player = new WebRTCPlayer({ video: document.getElementById("v"), type: "whep", iceServers: [] });
+for (const ev of ["initial-connection-failed", "connect-error", "peer-connection-failed"]) player.on(ev, () => tp.fail(ev));
+tp.started(player.load(new URL(tp.whepURL)));
+tp.stop = () => player.unload();
+`,
+	howStop: "WebRTCPlayer.unload()",
+}}
+
+// eyevinnBundle is where the install step leaves the bundled player.
+const eyevinnBundle = "webrtc-player.bundle.js"
+
+// thirdPartyPage wraps a player's script. The classic script before it
+// only observes: it records the player's requests (fetch) and its
+// RTCPeerConnections, and window.tpStats() reads getStats() and the
+// <video> element.
 const thirdPartyPage = `<!doctype html>
-<html><head><meta charset="utf-8"><title>whip-whep ` + whipWhepVersion + `</title></head>
-<body>
-<video id="v" autoplay playsinline></video>
-<script type="module">
-import { WHEPClient } from "/npm/whip-whep/whep.js";
-
-const requests = window.tpRequests = [];
+<html><head><meta charset="utf-8"><title>{{NAME}}</title>
+<script>
+const tp = window.tp = { view: "starting", error: "", errors: [], requests: [], pcs: [],
+  whepURL: new URLSearchParams(location.search).get("whep"),
+  fail(e) { if (tp.view !== "failed") { tp.view = "failed"; tp.error = String(e); } },
+  started(p) { Promise.resolve(p).then(() => { if (tp.view === "starting") tp.view = "started"; }, (e) => tp.fail(e)); },
+};
+window.addEventListener("error", (e) => tp.errors.push("error: " + e.message));
+window.addEventListener("unhandledrejection", (e) => tp.errors.push("unhandled rejection: " + e.reason));
 const realFetch = window.fetch.bind(window);
 window.fetch = async (input, init) => {
-  const r = { method: (init && init.method) || "GET", url: String(input), status: 0 };
-  requests.push(r);
+  const r = { method: (init && init.method) || "GET", status: 0, location: "" };
+  tp.requests.push(r);
   try {
     const res = await realFetch(input, init);
     r.status = res.status;
+    r.location = res.headers.get("Location") || "";
     return res;
   } catch (e) {
     r.error = String(e);
     throw e;
   }
 };
-
-const state = window.tpState = { view: "starting", error: "" };
-const whepURL = new URLSearchParams(location.search).get("whep");
-const v = document.getElementById("v");
-const ms = new MediaStream();
-v.srcObject = ms;
-const pc = window.tpPC = new RTCPeerConnection({ bundlePolicy: "max-bundle", iceServers: [] });
-pc.addTransceiver("audio", { direction: "recvonly" });
-pc.addTransceiver("video", { direction: "recvonly" });
-pc.ontrack = (e) => ms.addTrack(e.track);
-
-const whep = new WHEPClient();
-whep.view(pc, whepURL).then(() => { state.view = "viewing"; }, (e) => { state.view = "failed"; state.error = String(e); });
-
-window.tpStop = async () => {
-  try { await whep.stop(); return "stopped"; } catch (e) { return "stop failed: " + e; }
+const RealPC = window.RTCPeerConnection;
+window.RTCPeerConnection = class extends RealPC {
+  constructor(...args) { super(...args); tp.pcs.push(this); }
 };
-
+window.tpStop = async () => {
+  try { await tp.stop(); return "stopped"; } catch (e) { return "stop failed: " + e; }
+};
 window.tpStats = async () => {
-  const s = { view: state.view, error: state.error, connection: pc.connectionState, ice: pc.iceConnectionState,
+  const v = document.getElementById("v"), pc = tp.pcs[tp.pcs.length - 1];
+  const s = { view: tp.view, error: tp.error, errors: tp.errors, pcs: tp.pcs.length,
+    connection: pc ? pc.connectionState : "", ice: pc ? pc.iceConnectionState : "",
     videoWidth: v.videoWidth, videoHeight: v.videoHeight, paused: v.paused, muted: v.muted,
-    requests: requests.map((r) => r.method + " " + (r.status || r.error)) };
-  if (pc.connectionState === "closed") return s;
+    requests: tp.requests.map((r) => r.method + " " + (r.status || r.error)),
+    session: (tp.requests.find((r) => r.method === "POST" && r.location) || {}).location || "" };
+  if (!pc || pc.connectionState === "closed") return s;
   const report = await pc.getStats();
   const codecs = {};
   report.forEach((r) => { if (r.type === "codec") codecs[r.id] = r.mimeType; });
@@ -101,7 +140,11 @@ window.tpStats = async () => {
   });
   return s;
 };
-</script>
+</script></head>
+<body>
+<video id="v" autoplay playsinline></video>
+<script type="module">
+{{SCRIPT}}</script>
 </body></html>
 `
 
@@ -109,6 +152,8 @@ window.tpStats = async () => {
 type thirdPartyStats struct {
 	View        string   `json:"view"`
 	Error       string   `json:"error"`
+	Errors      []string `json:"errors"`
+	PCs         int      `json:"pcs"`
 	Connection  string   `json:"connection"`
 	ICE         string   `json:"ice"`
 	VideoWidth  int      `json:"videoWidth"`
@@ -116,6 +161,7 @@ type thirdPartyStats struct {
 	Paused      bool     `json:"paused"`
 	Muted       bool     `json:"muted"`
 	Requests    []string `json:"requests"`
+	Session     string   `json:"session"` // the Location of the POST
 
 	FramesDecoded int    `json:"framesDecoded"`
 	FrameWidth    int    `json:"frameWidth"`
@@ -129,24 +175,23 @@ type thirdPartyStats struct {
 	AudioCodec           string `json:"audioCodec"`
 }
 
-// TestThirdPartyPlayer plays a live path in headless Chromium with a WHEP
-// player the project did not write, installed from npm at a pinned
-// version: the page only hands it a RTCPeerConnection and the endpoint
-// URL. The picture must decode at the published 1280x720, the sound
-// (AAC published, Opus to the browser) must play with under 5 % of it
-// concealed, and the player's own stop() must end the session on the
+// TestThirdPartyPlayer plays a live path in headless Chromium with WHEP
+// players the project did not write (see thirdPartyPlayers), one page
+// each: the picture must decode at the published 1280x720, the sound (AAC
+// published, Opus to the browser) must play with under 5 % of it
+// concealed, and the player's own stop API must end the session on the
 // server, with its DELETE answered.
 //
 // As in TestBrowserPlays the server runs in one network namespace and
-// Chromium in another (Chromium gathers no loopback candidates); the page
-// is served on 127.0.0.1 inside Chromium's namespace, so the player talks
-// to the WHEP endpoint cross-origin, as on a real site.
+// Chromium in another (Chromium gathers no loopback candidates); the
+// pages are served on 127.0.0.1 inside Chromium's namespace, so the
+// players talk to the WHEP endpoint cross-origin, as on a real site. One
+// server, publisher and browser serve both players, one after the other.
 //
 // Not parallel: it runs Chromium and a 720p encoder.
 func TestThirdPartyPlayer(t *testing.T) {
 	requireNetns(t, chromiumPath, "ffmpeg")
-	pkgDir := npmPackage(t, whipWhepPackage, whipWhepVersion)
-	checkSHA256(t, filepath.Join(pkgDir, whipWhepFile), whipWhepSHA256)
+	modules := npmThirdParty(t)
 	bin := testkit.BuildBinary(t, "./cmd/srtwhep")
 	start := time.Now()
 
@@ -173,19 +218,38 @@ webrtc:
 	srv.WaitLog(t, 15*time.Second, "stream parameters", "path=live/tp1")
 
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_, _ = w.Write([]byte(thirdPartyPage))
-	})
-	mux.Handle("GET /npm/whip-whep/", http.StripPrefix("/npm/whip-whep/", http.FileServer(http.Dir(pkgDir))))
-	page := httptest.NewUnstartedServer(mux)
-	page.Listener = listenTCPIn(t, cliNS)
-	page.Start()
-	t.Cleanup(page.Close)
+	for i, p := range thirdPartyPlayers {
+		page := strings.NewReplacer("{{NAME}}", p.name, "{{SCRIPT}}", p.script).Replace(thirdPartyPage)
+		mux.HandleFunc(fmt.Sprintf("GET /player%d", i), func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			_, _ = w.Write([]byte(page))
+		})
+		for route, file := range p.files {
+			mux.HandleFunc("GET "+route, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+				http.ServeFile(w, r, filepath.Join(modules, file))
+			})
+		}
+	}
+	pages := httptest.NewUnstartedServer(mux)
+	pages.Listener = listenTCPIn(t, cliNS)
+	pages.Start()
+	t.Cleanup(pages.Close)
 
 	whepURL := "http://10.212.0.1:8889/live/tp1/whep"
+	for i, p := range thirdPartyPlayers {
+		t.Run(p.name, func(t *testing.T) {
+			playThirdParty(t, ctx, srv, p, fmt.Sprintf("%s/player%d?whep=%s", pages.URL, i, url.QueryEscape(whepURL)))
+		})
+	}
+	t.Logf("%d players in %v from setup to the last stop", len(thirdPartyPlayers), time.Since(start).Round(time.Millisecond))
+}
+
+// playThirdParty opens one player's page in the browser's tab, checks
+// what it plays and ends the session through the player.
+func playThirdParty(t *testing.T, ctx context.Context, srv *testkit.Server, p thirdPartyPlayer, pageURL string) {
 	navigated := time.Now()
-	if err := chromedp.Do(ctx, chromedp.Navigate(page.URL+"/?whep="+url.QueryEscape(whepURL))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(pageURL)); err != nil {
 		t.Fatalf("open the page: %v", err)
 	}
 	poll := func() thirdPartyStats {
@@ -197,13 +261,13 @@ webrtc:
 			t.Fatalf("window.tpStats(): %v", err)
 		}
 		if s.View == "failed" {
-			t.Fatalf("the player failed: %s (requests %v)\n%s", s.Error, s.Requests, srv.Log.String())
+			t.Fatalf("the player failed: %s (requests %v, page errors %v)\n%s", s.Error, s.Requests, s.Errors, srv.Log.String())
 		}
 		return s
 	}
 
 	var st thirdPartyStats
-	testkit.WaitFor(t, 15*time.Second, "the player to play at 1280x720", func() bool {
+	testkit.WaitFor(t, 15*time.Second, "the player to play at 1280x720 with sound", func() bool {
 		st = poll()
 		return st.VideoWidth == 1280 && st.VideoHeight == 720 && st.FramesDecoded > 0 && st.TotalSamplesReceived > 0
 	})
@@ -224,22 +288,26 @@ webrtc:
 	}
 	samples, concealed := st.TotalSamplesReceived-s0.TotalSamplesReceived, st.ConcealedSamples-s0.ConcealedSamples
 	pct := 100 * float64(concealed) / float64(samples)
-	msg := fmt.Sprintf("browser: third-party player %s@%s: %d frames decoded at %dx%d (%s), first frame %v after navigation; audio %d packets, %d samples in the last window, %.2f %% concealed (%s); ICE %s",
-		whipWhepPackage, whipWhepVersion, st.FramesDecoded, st.FrameWidth, st.FrameHeight, st.VideoCodec,
-		firstFrame.Round(time.Millisecond), st.AudioPackets, samples, pct, st.AudioCodec, st.ICE)
 	if pct >= 5 {
 		t.Errorf("audio: %d of %d samples concealed, want < 5 %%", concealed, samples)
 	}
+	msg := fmt.Sprintf("browser: third-party player %s: %d frames decoded at %dx%d (%s), first frame %v after navigation; audio %d packets, %d samples in the last window, %.2f %% concealed (%s); ICE %s",
+		p.name, st.FramesDecoded, st.FrameWidth, st.FrameHeight, st.VideoCodec,
+		firstFrame.Round(time.Millisecond), st.AudioPackets, samples, pct, st.AudioCodec, st.ICE)
+	session := st.Session[strings.LastIndexByte(st.Session, '/')+1:]
+	if session == "" {
+		t.Fatalf("no Location on the player's POST (requests %v)", st.Requests)
+	}
 
-	// The player's own stop(): it closes the RTCPeerConnection and sends
-	// DELETE to the session URL the server handed out in Location.
+	// The player's own stop, which sends DELETE to the session URL the
+	// server handed out in Location.
 	stopped, err := chromedp.Run(ctx, chromedp.Evaluate[string](`window.tpStop()`, chromedp.EvalAwaitPromise))
 	if err != nil || stopped != "stopped" {
-		t.Fatalf("the player's stop(): %q, %v", stopped, err)
+		t.Fatalf("the player's %s: %q, %v", p.howStop, stopped, err)
 	}
 	// The WHEP layer's line (it has the duration) says the session is
 	// gone from the server, and why.
-	closed := srv.WaitLog(t, 5*time.Second, "viewer closed", "path=live/tp1", "duration=")
+	closed := srv.WaitLog(t, 5*time.Second, "viewer closed", "session="+session, "duration=")
 	st = poll()
 	var del string
 	for _, r := range st.Requests {
@@ -247,12 +315,13 @@ webrtc:
 			del = strings.TrimPrefix(r, "DELETE ")
 		}
 	}
-	// whip-whep closes the RTCPeerConnection before it sends DELETE, so
+	// whip-whep closes its RTCPeerConnection before it sends DELETE, so
 	// the DTLS close_notify can end the session first ("peer connection
 	// closed"); a server that then answers the DELETE with 404 (no such
 	// session) rather than 200 is noted here, not failed: the player
 	// ignores the answer and the session is gone either way.
-	switch reason := reasonOf(closed); {
+	reason := reasonOf(closed)
+	switch {
 	case reason != "deleted by the client" && reason != "peer connection closed":
 		t.Errorf("the session ended with %q, want the player's DELETE or its DTLS close: %s", reason, closed)
 	case del == "200":
@@ -261,7 +330,10 @@ webrtc:
 	default:
 		t.Errorf("the player's DELETE got %q, want 200 (all requests: %v; server: %s)", del, st.Requests, closed)
 	}
-	msg += fmt.Sprintf("; stop(): %s, server: %q; %v from setup to stop", strings.Join(st.Requests, ", "), reasonOf(closed), time.Since(start).Round(time.Millisecond))
+	if len(st.Errors) > 0 {
+		t.Logf("page errors: %v", st.Errors)
+	}
+	msg += fmt.Sprintf("; %s: %s, server: %q", p.howStop, strings.Join(st.Requests, ", "), reason)
 	t.Log(msg)
 	fmt.Println(msg)
 }
@@ -276,86 +348,92 @@ func reasonOf(line string) string {
 	return r
 }
 
-// npmPackage returns the directory of name@version, installed with npm
-// into the user's cache directory ($XDG_CACHE_HOME or ~/.cache, under
-// srtwhep-npm/NAME@VERSION) once, so later runs skip npm altogether. The
-// install goes to a fresh directory that is renamed into place only when
-// complete, so an interrupted install is never mistaken for one.
-func npmPackage(t *testing.T, name, version string) string {
+// npmThirdParty installs testdata/thirdparty's locked packages with
+// `npm ci` and bundles the CommonJS player, once: the result is kept in
+// the user's cache directory ($XDG_CACHE_HOME or ~/.cache, under
+// srtwhep-npm/thirdparty-HASH, HASH of package.json and the lock), so
+// later runs skip npm altogether. The install goes to a fresh directory
+// renamed into place only when complete, so an interrupted one is never
+// mistaken for one; entries for other lock files are removed then.
+func npmThirdParty(t *testing.T) string {
 	t.Helper()
+	var manifest [][]byte
+	h := sha256.New()
+	for _, f := range []string{"package.json", "package-lock.json"} {
+		b, err := os.ReadFile(filepath.Join(thirdPartyDir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		manifest = append(manifest, b)
+		fmt.Fprintf(h, "%s %d\n", f, len(b))
+		h.Write(b)
+	}
 	base, err := os.UserCacheDir()
 	if err != nil {
 		base = os.TempDir()
 	}
-	dir := filepath.Join(base, "srtwhep-npm", name+"@"+version)
-	pkgDir := filepath.Join(dir, "node_modules", name)
-	if installedVersion(pkgDir) == version {
-		return pkgDir
+	cache := filepath.Join(base, "srtwhep-npm")
+	dir := filepath.Join(cache, "thirdparty-"+hex.EncodeToString(h.Sum(nil))[:16])
+	if _, err := os.Stat(filepath.Join(dir, eyevinnBundle)); err == nil {
+		return dir
 	}
 	npm, err := exec.LookPath("npm")
 	if err != nil {
-		t.Fatalf("npm not found: this test installs %s@%s from the npm registry; install Node.js with npm (Debian: `apt-get install -y nodejs npm`; scripts/deps.sh test checks for it)", name, version)
+		t.Fatalf("npm not found: this test installs third-party WHEP players from the npm registry (%s); install Node.js with npm (Debian: `apt-get install -y nodejs npm`; scripts/deps.sh test checks for it)", thirdPartyDir)
 	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+	if err := os.MkdirAll(cache, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+name+"@"+version+"-")
+	tmp, err := os.MkdirTemp(cache, ".install-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(tmp)
+	for i, f := range []string{"package.json", "package-lock.json"} {
+		if err := os.WriteFile(filepath.Join(tmp, f), manifest[i], 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Bounded: a registry that does not answer fails the test in 2 min.
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--ignore-scripts",
-		"--no-update-notifier", "--loglevel=error", "--prefix", tmp, name+"@"+version)
-	cmd.Dir = tmp
-	cmd.WaitDelay = 5 * time.Second
-	began := time.Now()
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		if ctx.Err() != nil {
-			err = fmt.Errorf("%w (no answer within 2 min: is the npm registry reachable?)", ctx.Err())
+	run := func(name string, args ...string) {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Dir = tmp
+		cmd.WaitDelay = 5 * time.Second
+		if out, err := cmd.CombinedOutput(); err != nil {
+			if ctx.Err() != nil {
+				err = fmt.Errorf("%w (not done within 2 min: is the npm registry reachable?)", ctx.Err())
+			}
+			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 		}
-		t.Fatalf("npm install %s@%s: %v\n%s", name, version, err, out)
 	}
-	if got := installedVersion(filepath.Join(tmp, "node_modules", name)); got != version {
-		t.Fatalf("npm install %s@%s installed version %q", name, version, got)
-	}
-	// A stale or partial cache entry (version mismatch above) goes; a
-	// rename that still fails means a concurrent run won the race.
-	_ = os.RemoveAll(dir)
-	if err := os.Rename(tmp, dir); err != nil && installedVersion(pkgDir) != version {
-		t.Fatalf("cache the npm install: %v", err)
-	}
-	t.Logf("npm install %s@%s into %s: %v", name, version, dir, time.Since(began).Round(time.Millisecond))
-	return pkgDir
-}
-
-// installedVersion is the version in dir/package.json, "" if unreadable.
-func installedVersion(dir string) string {
-	b, err := os.ReadFile(filepath.Join(dir, "package.json"))
-	if err != nil {
-		return ""
-	}
-	var p struct {
-		Version string `json:"version"`
-	}
-	if json.Unmarshal(b, &p) != nil {
-		return ""
-	}
-	return p.Version
-}
-
-func checkSHA256(t *testing.T, file, want string) {
-	t.Helper()
-	b, err := os.ReadFile(file)
-	if err != nil {
+	began := time.Now()
+	// --ignore-scripts: no package runs code at install; esbuild finds its
+	// binary in the @esbuild/<platform> package npm picks without them.
+	run(npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--no-update-notifier", "--loglevel=error")
+	installed := time.Since(began)
+	entry := filepath.Join(tmp, "entry.js")
+	if err := os.WriteFile(entry, []byte("export { WebRTCPlayer } from \"@eyevinn/webrtc-player\";\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256(b)
-	if got := hex.EncodeToString(sum[:]); got != want {
-		t.Fatalf("%s has sha256 %s, want %s: the pinned npm package changed; review it and update the pin", file, got, want)
+	run(filepath.Join(tmp, "node_modules", ".bin", "esbuild"), entry, "--bundle", "--format=esm", "--platform=browser",
+		"--log-level=warning", "--outfile="+filepath.Join(tmp, eyevinnBundle))
+	if err := os.Rename(tmp, dir); err != nil {
+		// A concurrent run may have won the race.
+		if _, err2 := os.Stat(filepath.Join(dir, eyevinnBundle)); err2 != nil {
+			t.Fatalf("cache the npm install: %v", err)
+		}
 	}
+	old, _ := filepath.Glob(filepath.Join(cache, "thirdparty-*"))
+	for _, o := range old {
+		if o != dir {
+			_ = os.RemoveAll(o)
+		}
+	}
+	t.Logf("npm ci into %s: %v, esbuild bundle: %v", dir, installed.Round(time.Millisecond), (time.Since(began) - installed).Round(time.Millisecond))
+	return dir
 }
 
 // listenTCPIn opens a TCP listener on 127.0.0.1:0 inside ns, the same
