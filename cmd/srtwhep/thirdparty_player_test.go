@@ -41,6 +41,7 @@ const thirdPartyDir = "testdata/thirdparty"
 // reports the promise of its start to tp.started and sets tp.stop to the
 // player's own way of ending the session.
 type thirdPartyPlayer struct {
+	sub     string // the subtest's name
 	name    string // npm package@version, as printed
 	files   map[string]string
 	script  string
@@ -48,6 +49,7 @@ type thirdPartyPlayer struct {
 }
 
 var thirdPartyPlayers = []thirdPartyPlayer{{
+	sub:   "whip-whep",
 	name:  "whip-whep@1.2.0",
 	files: map[string]string{"/npm/whep.js": "node_modules/whip-whep/whep.js"},
 	// The RTCPeerConnection is the page's, as in the player's README:
@@ -66,6 +68,7 @@ tp.stop = () => whep.stop();
 `,
 	howStop: "WHEPClient.stop()",
 }, {
+	sub:   "eyevinn-webrtc-player",
 	name:  "@eyevinn/webrtc-player@0.13.0",
 	files: map[string]string{"/npm/webrtc-player.js": eyevinnBundle},
 	// The player makes its own RTCPeerConnection; its default ICE server
@@ -238,7 +241,7 @@ webrtc:
 
 	whepURL := "http://10.212.0.1:8889/live/tp1/whep"
 	for i, p := range thirdPartyPlayers {
-		t.Run(p.name, func(t *testing.T) {
+		t.Run(p.sub, func(t *testing.T) {
 			playThirdParty(t, ctx, srv, p, fmt.Sprintf("%s/player%d?whep=%s", pages.URL, i, url.QueryEscape(whepURL)))
 		})
 	}
