@@ -102,6 +102,10 @@ window.addEventListener("unhandledrejection", (e) => tp.errors.push("unhandled r
 const realFetch = window.fetch.bind(window);
 window.fetch = async (input, init) => {
   const r = { method: (init && init.method) || "GET", status: 0, location: "" };
+  if (r.method === "POST" && init && typeof init.body === "string" && init.body.startsWith("v=0")) {
+    tp.offer = { sections: (init.body.match(/^m=/gm) || []).length, bundleOnly: /^a=bundle-only/m.test(init.body),
+      bundle: (init.body.match(/^a=group:BUNDLE.*$/m) || [""])[0].trim() };
+  }
   tp.requests.push(r);
   try {
     const res = await realFetch(input, init);
@@ -126,7 +130,8 @@ window.tpStats = async () => {
     connection: pc ? pc.connectionState : "", ice: pc ? pc.iceConnectionState : "",
     videoWidth: v.videoWidth, videoHeight: v.videoHeight, paused: v.paused, muted: v.muted,
     requests: tp.requests.map((r) => r.method + " " + (r.status || r.error)),
-    session: (tp.requests.find((r) => r.method === "POST" && r.location) || {}).location || "" };
+    session: (tp.requests.find((r) => r.method === "POST" && r.location) || {}).location || "",
+    offer: tp.offer || null };
   if (!pc || pc.connectionState === "closed") return s;
   const report = await pc.getStats();
   const codecs = {};
@@ -165,6 +170,11 @@ type thirdPartyStats struct {
 	Muted       bool     `json:"muted"`
 	Requests    []string `json:"requests"`
 	Session     string   `json:"session"` // the Location of the POST
+	Offer       *struct {
+		Sections   int    `json:"sections"`   // m= lines
+		BundleOnly bool   `json:"bundleOnly"` // any a=bundle-only
+		Bundle     string `json:"bundle"`     // the a=group:BUNDLE line
+	} `json:"offer"`
 
 	FramesDecoded int    `json:"framesDecoded"`
 	FrameWidth    int    `json:"frameWidth"`
@@ -264,12 +274,17 @@ func playThirdParty(t *testing.T, ctx context.Context, srv *testkit.Server, p th
 			t.Fatalf("window.tpStats(): %v", err)
 		}
 		if s.View == "failed" {
-			t.Fatalf("the player failed: %s (requests %v, page errors %v)\n%s", s.Error, s.Requests, s.Errors, srv.Log.String())
+			t.Fatalf("the player failed: %s (requests %v, page errors %v)", s.Error, s.Requests, s.Errors)
 		}
 		return s
 	}
 
 	var st thirdPartyStats
+	defer func() {
+		if t.Failed() {
+			t.Logf("the page's last report: %+v", st)
+		}
+	}()
 	testkit.WaitFor(t, 15*time.Second, "the player to play at 1280x720 with sound", func() bool {
 		st = poll()
 		return st.VideoWidth == 1280 && st.VideoHeight == 720 && st.FramesDecoded > 0 && st.TotalSamplesReceived > 0
@@ -297,6 +312,9 @@ func playThirdParty(t *testing.T, ctx context.Context, srv *testkit.Server, p th
 	msg := fmt.Sprintf("browser: third-party player %s: %d frames decoded at %dx%d (%s), first frame %v after navigation; audio %d packets, %d samples in the last window, %.2f %% concealed (%s); ICE %s",
 		p.name, st.FramesDecoded, st.FrameWidth, st.FrameHeight, st.VideoCodec,
 		firstFrame.Round(time.Millisecond), st.AudioPackets, samples, pct, st.AudioCodec, st.ICE)
+	if o := st.Offer; o != nil {
+		t.Logf("the player's offer: %d media sections, %q, bundle-only: %v", o.Sections, o.Bundle, o.BundleOnly)
+	}
 	session := st.Session[strings.LastIndexByte(st.Session, '/')+1:]
 	if session == "" {
 		t.Fatalf("no Location on the player's POST (requests %v)", st.Requests)
@@ -429,10 +447,18 @@ func npmThirdParty(t *testing.T) string {
 			t.Fatalf("cache the npm install: %v", err)
 		}
 	}
+	// Entries of other lock files, and installs that a killed run left
+	// half done, go.
 	old, _ := filepath.Glob(filepath.Join(cache, "thirdparty-*"))
 	for _, o := range old {
 		if o != dir {
 			_ = os.RemoveAll(o)
+		}
+	}
+	left, _ := filepath.Glob(filepath.Join(cache, ".install-*"))
+	for _, l := range left {
+		if fi, err := os.Stat(l); err == nil && time.Since(fi.ModTime()) > time.Hour {
+			_ = os.RemoveAll(l)
 		}
 	}
 	t.Logf("npm ci into %s: %v, esbuild bundle: %v", dir, installed.Round(time.Millisecond), (time.Since(began) - installed).Round(time.Millisecond))
