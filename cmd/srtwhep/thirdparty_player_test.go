@@ -291,9 +291,16 @@ func playThirdParty(t *testing.T, ctx context.Context, srv *testkit.Server, p th
 	})
 	firstFrame := time.Since(navigated)
 	s0 := st
-	testkit.WaitFor(t, 10*time.Second, "60 more frames and 3 s of sound", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "60 more frames", func() bool {
 		st = poll()
-		return st.FramesDecoded-s0.FramesDecoded >= 60 && st.TotalSamplesReceived-s0.TotalSamplesReceived >= 3*48000
+		return st.FramesDecoded-s0.FramesDecoded >= 60
+	})
+	// The sound's window starts once the start (the jitter buffer filling
+	// up, on a busy machine some concealment) is over: 3 s of steady play.
+	a0 := st
+	testkit.WaitFor(t, 10*time.Second, "3 s of sound", func() bool {
+		st = poll()
+		return st.TotalSamplesReceived-a0.TotalSamplesReceived >= 3*48000
 	})
 	if st.FrameWidth != 1280 || st.FrameHeight != 720 {
 		t.Errorf("decoded frames are %dx%d, want 1280x720", st.FrameWidth, st.FrameHeight)
@@ -304,7 +311,7 @@ func playThirdParty(t *testing.T, ctx context.Context, srv *testkit.Server, p th
 	if st.Paused || st.Muted {
 		t.Errorf("the video element is paused=%v muted=%v, want playing with sound", st.Paused, st.Muted)
 	}
-	samples, concealed := st.TotalSamplesReceived-s0.TotalSamplesReceived, st.ConcealedSamples-s0.ConcealedSamples
+	samples, concealed := st.TotalSamplesReceived-a0.TotalSamplesReceived, st.ConcealedSamples-a0.ConcealedSamples
 	pct := 100 * float64(concealed) / float64(samples)
 	if pct >= 5 {
 		t.Errorf("audio: %d of %d samples concealed, want < 5 %%", concealed, samples)
