@@ -6,6 +6,7 @@
 #   run    build + ffmpeg                          (publish a test stream)
 #   test   run + chromium iptables nftables iproute2 shellcheck docker-compose
 #          (docker-compose 1.29 only parses the compose file; no engine is used)
+#          + node and npm, when not on PATH (nodejs npm)
 #
 # Idempotent and quick when everything is present: dpkg-query only, no
 # apt-get update. Missing packages are installed as root (or through a
@@ -61,6 +62,15 @@ for p in "${want[@]}"; do
 		missing+=("$p")
 	fi
 done
+
+# Node.js: pkg/player runs the page's script in node, and the end-to-end
+# TestThirdPartyPlayer installs third-party players with npm. Any node and
+# npm on PATH will do (NodeSource's nodejs bundles npm and conflicts with
+# Debian's npm package), so only missing commands are installed.
+if [[ "$1" == test ]]; then
+	command -v node >/dev/null 2>&1 || missing+=(nodejs)
+	command -v npm >/dev/null 2>&1 || missing+=(npm)
+fi
 
 if [[ ${#missing[@]} -eq 0 ]]; then
 	exit 0
