@@ -88,7 +88,9 @@ test: ## deps, tidy go.mod, go vet, gofmt, shellcheck, go test -race, fuzz, offl
 	@# at a time (go test's -parallel is GOMAXPROCS, 2 here).
 	log=$$(mktemp); \
 	if ! $(GO) test -race -count=1 -timeout 11m -v ./cmd/srtwhep >"$$log" 2>&1; then \
-		grep -v '^time=' "$$log" | tail -150; rm -f "$$log"; exit 1; \
+		grep -v '^time=' "$$log" | tail -150; \
+		echo "== failed tests (parallel tests report far above the tail):"; \
+		grep -E -A12 -e '--- FAIL' "$$log" | grep -v '^time=' || true; rm -f "$$log"; exit 1; \
 	fi; \
 	grep -E '^(browser:|--- (PASS|FAIL)|ok )' "$$log"; rm -f "$$log"
 	@# Every fuzz target for a few seconds from its checked-in corpus: no
