@@ -246,7 +246,7 @@ func TestPublisherTakeover(t *testing.T) {
 		checkNotTarget(t, "viewer of live/other", bystander)
 	})
 	t.Run("refused", func(t *testing.T) {
-		ts := startServer(t, func(c *config.Config) { c.PathDefaults.OverridePublisher = false })
+		ts := startServer(t, func(c *config.Config) { c.PathDefaults.OverridePublisher = config.TakeoverNever })
 		startFFmpeg(t, x264Args("640x360"), ts.srtURL("publish:live/cam1"))
 		ts.waitPublisher(t, "live/cam1")
 		v := dialViewer(t, ts, "live/cam1")

@@ -90,8 +90,10 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 			return ingest.AudioSettings{Off: pc.Audio == config.AudioOff, Bitrate: pc.AudioBitrate}
 		},
 		Handover: func(path string) ingest.Handover {
-			pc := s.config().PathConfig(path)
-			return ingest.Handover{Override: pc.OverridePublisher, Grace: time.Duration(pc.PublisherGrace)}
+			c := s.config()
+			pc := c.PathConfig(path)
+			return ingest.Handover{Takeover: takeovers[pc.OverridePublisher], Grace: time.Duration(pc.PublisherGrace),
+				Credentialed: pc.PublishUser != "" || c.AuthHook.URL != ""}
 		},
 		Events: s.hooks.Func(),
 		Logger: log,
@@ -292,4 +294,9 @@ func accessRules(cfg *config.Config) auth.Rules {
 		APIToken: cfg.API.Token,
 		Hook:     auth.HookConfig{URL: cfg.AuthHook.URL, Timeout: time.Duration(cfg.AuthHook.Timeout), CacheTTL: time.Duration(cfg.AuthHook.CacheTTL)},
 	}
+}
+
+// takeovers maps overridePublisher to the ingest rule.
+var takeovers = map[config.Takeover]ingest.Takeover{
+	config.TakeoverNever: ingest.TakeoverNever, config.TakeoverEntitled: ingest.TakeoverEntitled, config.TakeoverAny: ingest.TakeoverAny,
 }

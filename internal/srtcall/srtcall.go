@@ -9,6 +9,7 @@ package srtcall
 import (
 	"context"
 	"net"
+	"net/netip"
 	"time"
 
 	"github.com/haivision/srtgo"
@@ -30,6 +31,9 @@ type Options struct {
 	// (SRTO_RCVTIMEO), so a test that waits for data it never gets fails
 	// instead of hanging; 0 blocks.
 	ReadTimeout time.Duration
+	// LocalIP is the address the call leaves from (127.0.0.2, …); nil
+	// lets the kernel pick.
+	LocalIP net.IP
 }
 
 // RejectedError is a failed connect; its Reason is the reject reason
@@ -42,8 +46,13 @@ type RejectedError = srt.DialError
 func Dial(addr *net.UDPAddr, o Options) (*srtgo.SrtSocket, error) {
 	return srt.DialSocket(context.Background(), srt.DialConfig{
 		Addr: addr.String(), StreamID: o.StreamID, Passphrase: o.Passphrase,
-		Latency: o.Latency, RcvBuf: o.RcvBuf, ReadTimeout: o.ReadTimeout,
+		Latency: o.Latency, RcvBuf: o.RcvBuf, ReadTimeout: o.ReadTimeout, LocalIP: localIP(o.LocalIP),
 	})
+}
+
+func localIP(ip net.IP) netip.Addr {
+	a, _ := netip.AddrFromSlice(ip)
+	return a.Unmap()
 }
 
 // Close closes a socket Dial returned (srt.CloseSocket: through a copy,

@@ -201,10 +201,11 @@ type Path struct {
 	Audio string `yaml:"audio" reload:"live"`
 	// AudioBitrate is the Opus bitrate of transcoded audio, in bit/s.
 	AudioBitrate int `yaml:"audioBitrate" reload:"live"`
-	// OverridePublisher lets a new publisher take a busy path over (an
-	// encoder reconnecting after a blip must not wait until the server
-	// notices that its old connection died); false refuses it as busy.
-	OverridePublisher bool `yaml:"overridePublisher" reload:"live"`
+	// OverridePublisher says who may take a busy path over (an encoder
+	// reconnecting after a blip must not wait until the server notices
+	// that its old connection died, and a stranger who knows the path
+	// name must not take it): see Takeover.
+	OverridePublisher Takeover `yaml:"overridePublisher" reload:"live"`
 	// PublisherGrace is how long viewers stay attached after the publisher
 	// left; the next publisher continues their sessions.
 	PublisherGrace Duration `yaml:"publisherGrace" reload:"live"`
@@ -267,7 +268,7 @@ func Default() *Config {
 			CacheTTL: Duration(10 * time.Second),
 		},
 		Hooks: Hooks{Timeout: Duration(2 * time.Second), QueueSize: 1024}, // events.DefaultTimeout, DefaultQueueSize
-		PathDefaults: Path{Audio: AudioAuto, AudioBitrate: 96000, OverridePublisher: true,
+		PathDefaults: Path{Audio: AudioAuto, AudioBitrate: 96000, OverridePublisher: TakeoverEntitled,
 			PublisherGrace: Duration(15 * time.Second),
 			SourceTimeout:  Duration(5 * time.Second), SourceLinger: Duration(10 * time.Second)},
 		Paths: map[string]Path{},

@@ -232,10 +232,10 @@ paths:
 	if len(c.WebRTC.ICEServers) != 2 || c.WebRTC.ICEServers[1].Credential != "c" {
 		t.Errorf("iceServers = %+v", c.WebRTC.ICEServers)
 	}
-	def := Path{MaxReaders: 10, PublishUser: "cam", PublishPass: "s3cret", Audio: AudioAuto, AudioBitrate: 96000, OverridePublisher: true, PublisherGrace: Duration(15 * time.Second), SourceTimeout: edgeTimeout, SourceLinger: edgeLinger}
+	def := Path{MaxReaders: 10, PublishUser: "cam", PublishPass: "s3cret", Audio: AudioAuto, AudioBitrate: 96000, OverridePublisher: TakeoverEntitled, PublisherGrace: Duration(15 * time.Second), SourceTimeout: edgeTimeout, SourceLinger: edgeLinger}
 	for path, want := range map[string]Path{
-		"live/cam1":  {MaxReaders: 0, PublishUser: "cam", PublishPass: "s3cret", Audio: AudioAuto, AudioBitrate: 96000, OverridePublisher: true, PublisherGrace: Duration(15 * time.Second), SourceTimeout: edgeTimeout, SourceLinger: edgeLinger},
-		"live/cam2":  {MaxReaders: 10, Passphrase: "cam2-passphrase", PublishUser: "cam", PublishPass: "s3cret", Audio: AudioAuto, AudioBitrate: 96000, OverridePublisher: true, PublisherGrace: Duration(15 * time.Second), SourceTimeout: edgeTimeout, SourceLinger: edgeLinger},
+		"live/cam1":  {MaxReaders: 0, PublishUser: "cam", PublishPass: "s3cret", Audio: AudioAuto, AudioBitrate: 96000, OverridePublisher: TakeoverEntitled, PublisherGrace: Duration(15 * time.Second), SourceTimeout: edgeTimeout, SourceLinger: edgeLinger},
+		"live/cam2":  {MaxReaders: 10, Passphrase: "cam2-passphrase", PublishUser: "cam", PublishPass: "s3cret", Audio: AudioAuto, AudioBitrate: 96000, OverridePublisher: TakeoverEntitled, PublisherGrace: Duration(15 * time.Second), SourceTimeout: edgeTimeout, SourceLinger: edgeLinger},
 		"live/cam3":  def,
 		"not/listed": def,
 	} {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -223,44 +222,15 @@ func (v *validator) path(key string, p Path, def *Path) {
 			v.fail(key+".audioBitrate", "%d is outside Opus's range; use 6000 to 510000 bit/s, e.g. 96000", p.AudioBitrate)
 		}
 	}
+	if def == nil || p.OverridePublisher != def.OverridePublisher {
+		v.takeover(key+".overridePublisher", p.OverridePublisher)
+	}
 	if def == nil || p.PublisherGrace != def.PublisherGrace {
 		if p.PublisherGrace < 0 {
 			v.fail(key+".publisherGrace", "%s is negative; use 0 to end viewers with their publisher, or a duration such as 15s", p.PublisherGrace)
 		}
 	}
 	v.pathSource(key, p, def)
-}
-
-// access checks the control API token and the external auth hook.
-func (v *validator) access() {
-	v.token("api.token", v.c.API.Token, true)
-	h := v.c.AuthHook
-	if h.URL != "" {
-		u, err := url.Parse(h.URL)
-		switch {
-		case err != nil:
-			v.fail("authHook.url", "%q is not a URL; write e.g. http://127.0.0.1:9000/auth, or \"\" to disable the hook", h.URL)
-		case u.Scheme != "http" && u.Scheme != "https":
-			v.fail("authHook.url", "scheme %q is not http or https; write e.g. http://127.0.0.1:9000/auth", u.Scheme)
-		case u.Host == "":
-			v.fail("authHook.url", "%q has no host; write e.g. http://127.0.0.1:9000/auth", h.URL)
-		}
-	}
-	v.positive("authHook.timeout", h.Timeout, "2s")
-	if h.CacheTTL < 0 {
-		v.fail("authHook.cacheTTL", "%s is negative; use 0 to ask the hook every time, or e.g. 10s", h.CacheTTL)
-	}
-}
-
-// token checks a Bearer token: it travels in an Authorization header, so it
-// cannot hold spaces or control characters.
-func (v *validator) token(key, s string, emptyOK bool) {
-	switch {
-	case s == "" && !emptyOK:
-		v.fail(key, "is empty, which no viewer can send; write a token such as a long random string, or remove the entry")
-	case strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f }):
-		v.fail(key, "contains a space or control character, which cannot go in an Authorization: Bearer header; remove it")
-	}
 }
 
 // ipList checks an allow list of addresses and networks.

@@ -47,7 +47,9 @@ func newRig(t *testing.T, source func(path string) Source) *rig {
 	policy := auth.NewPolicy(auth.Rules{}, auth.ThrottleConfig{})
 	t.Cleanup(policy.Close)
 	in := ingest.New(ingest.Config{Hub: r.hub, Policy: policy, Logger: log,
-		Handover: func(string) ingest.Handover { return ingest.Handover{Override: true, Grace: 5 * time.Second} }})
+		Handover: func(string) ingest.Handover {
+			return ingest.Handover{Takeover: ingest.TakeoverEntitled, Grace: 5 * time.Second}
+		}})
 	var err error
 	r.p, err = New(Config{Hub: r.hub, Serve: in.Serve, Source: source, Latency: 120 * time.Millisecond,
 		ReadTimeout: 2 * time.Second, Logger: log, Events: func(e events.Event) {

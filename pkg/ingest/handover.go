@@ -2,6 +2,8 @@ package ingest
 
 import (
 	"errors"
+	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/srtwhep/srtwhep/pkg/hub"
@@ -9,17 +11,63 @@ import (
 
 // Handover says how a path changes hands between publishers.
 type Handover struct {
-	// Override: a new publisher takes a busy path over and the old
-	// connection is closed; false refuses the new one as busy.
-	Override bool
+	// Takeover says who may take a busy path over; the old connection is
+	// then closed. Anyone else is refused as busy.
+	Takeover Takeover
+	// Credentialed: publishing on the path needs credentials (or an auth
+	// hook's yes), so whoever got this far is entitled to the path.
+	Credentialed bool
 	// Grace is how long the path's viewers wait for the next publisher
 	// after one leaves; 0 closes them with it.
 	Grace time.Duration
 }
 
+// Takeover is who may take a busy path over from its live publisher.
+type Takeover int
+
+// The takeover rules (config's overridePublisher false, true and any).
+const (
+	// TakeoverNever refuses every new publisher while one streams.
+	TakeoverNever Takeover = iota
+	// TakeoverEntitled lets in a publisher that presented the path's
+	// credentials, and on a path without any only one from the live
+	// publisher's IP address: an encoder reconnecting after a blip comes
+	// from there, a stranger who guessed the path name does not.
+	TakeoverEntitled
+	// TakeoverAny lets anyone who may publish take the path over.
+	TakeoverAny
+)
+
 // DefaultHandover is used when Config.Handover is nil: the config's
 // pathDefaults (overridePublisher: true, publisherGrace: 15s).
-var DefaultHandover = Handover{Override: true, Grace: 15 * time.Second}
+var DefaultHandover = Handover{Takeover: TakeoverEntitled, Grace: 15 * time.Second}
+
+// mayTakeOver says whether a publisher from remote may take path over
+// from old under ho, and if not why and how to allow it.
+func mayTakeOver(ho Handover, path, remote string, old *publisher) error {
+	switch {
+	case ho.Takeover == TakeoverAny, ho.Takeover == TakeoverEntitled && ho.Credentialed:
+		return nil
+	case ho.Takeover == TakeoverNever:
+		return fmt.Errorf("%w: %q has a live publisher and overridePublisher is false; stop it first, or set overridePublisher: true", hub.ErrPathBusy, path)
+	}
+	live := hostOf(old.conn.Remote())
+	if live.IsValid() && live == hostOf(remote) {
+		return nil
+	}
+	return fmt.Errorf("%w: %q is published from %s and has no publish credentials, so only that address may take it over; "+
+		"set overridePublisher: any to let anyone, or publishUser/publishPass to let whoever has them", hub.ErrPathBusy, path, live)
+}
+
+// hostOf is the IP address of a HOST:PORT remote, the zero Addr when it
+// has none.
+func hostOf(remote string) netip.Addr {
+	ap, err := netip.ParseAddrPort(remote)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ap.Addr().Unmap()
+}
 
 // replacedReason is the old publisher's end reason in the log.
 const replacedReason = "replaced by a new publisher"
@@ -52,11 +100,15 @@ func (m *Manager) claim(path string, p *publisher) (*hub.Publisher, error) {
 	if old == p {
 		old = nil
 	}
-	if old != nil && !ho.Override {
-		m.mu.Unlock()
-		return nil, hub.ErrPathBusy
+	if old != nil {
+		if err := mayTakeOver(ho, path, p.conn.Remote(), old); err != nil {
+			m.mu.Unlock()
+			return nil, err
+		}
 	}
-	pub, err := m.cfg.Hub.PublishWith(path, p.conn.Remote(), hub.PublishOptions{Override: ho.Override, Grace: ho.Grace})
+	// The rule was applied above, against this manager's own record of
+	// the live publisher; the hub only needs to know whether to let go.
+	pub, err := m.cfg.Hub.PublishWith(path, p.conn.Remote(), hub.PublishOptions{Override: ho.Takeover != TakeoverNever, Grace: ho.Grace})
 	if err != nil {
 		m.mu.Unlock()
 		return nil, err

@@ -26,15 +26,31 @@ func attachOnConnect(t *testing.T, r *rig, path string) *atomic.Pointer[hub.Read
 	return &rd
 }
 
-// TestHandover: with override, a second publisher of a busy path takes it
-// over: the first is closed with the reason in its event, the viewers stay
-// attached and go on with the newcomer's stream at its IDR, in a new
-// generation, and the path's totals hold both publishers. Without
-// override the newcomer is refused as busy and the first streams on.
+// TestHandover: a second publisher of a busy path that is entitled to it
+// takes it over: the first is closed with the reason in its event, the
+// viewers stay attached and go on with the newcomer's stream at its IDR,
+// in a new generation, and the path's totals hold both publishers. One
+// that is not entitled is refused as busy, with the fix in the error,
+// and the first streams on.
 func TestHandover(t *testing.T) {
-	for _, override := range []bool{true, false} {
-		t.Run(map[bool]string{true: "override", false: "refuse"}[override], func(t *testing.T) {
-			r := newRig(t, Config{Handover: func(string) Handover { return Handover{Override: override, Grace: time.Minute} }})
+	for _, tc := range []struct {
+		name         string
+		rule         Takeover
+		credentialed bool
+		remote       string // the second publisher's; the first is 192.0.2.7:4000
+		refused      string // "" = takes over
+	}{
+		{"any", TakeoverAny, false, "192.0.2.8:4000", ""},
+		{"entitled by credentials", TakeoverEntitled, true, "192.0.2.8:4000", ""},
+		{"entitled by address", TakeoverEntitled, false, "192.0.2.7:4001", ""},
+		{"another address", TakeoverEntitled, false, "192.0.2.8:4000", "set overridePublisher: any"},
+		{"never", TakeoverNever, true, "192.0.2.7:4001", "overridePublisher is false"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			override := tc.refused == ""
+			r := newRig(t, Config{Handover: func(string) Handover {
+				return Handover{Takeover: tc.rule, Credentialed: tc.credentialed, Grace: time.Minute}
+			}})
 			rd := attachOnConnect(t, r, "live/h")
 			data := clip(t, "h264.ts")
 			first := newMemConn("live/h", 1, data)
@@ -44,11 +60,11 @@ func TestHandover(t *testing.T) {
 			<-first.paused
 
 			second := newMemConn("live/h", 2, data)
-			second.remote = "192.0.2.8:4000"
+			second.remote = tc.remote
 			secondErr := wait(t, r.serve(t, second))
 			if !override {
-				if !errors.Is(secondErr, hub.ErrPathBusy) {
-					t.Fatalf("second publisher: %v, want ErrPathBusy", secondErr)
+				if !errors.Is(secondErr, hub.ErrPathBusy) || !strings.Contains(secondErr.Error(), tc.refused) {
+					t.Fatalf("second publisher: %v, want ErrPathBusy saying %q", secondErr, tc.refused)
 				}
 				close(first.resume)
 			} else if secondErr != nil {

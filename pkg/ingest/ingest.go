@@ -145,11 +145,11 @@ func (m *Manager) Admit(req srt.Request) error {
 	if err := m.cfg.Policy.CheckPublisher(auth.Publisher{Path: id.Path, Remote: req.Remote, User: id.User, Pass: id.Pass}); err != nil {
 		return err
 	}
+	ho := m.handover(id.Path)
 	m.mu.Lock()
-	_, busy := m.live[id.Path]
-	m.mu.Unlock()
-	if busy && !m.handover(id.Path).Override {
-		return hub.ErrPathBusy
+	defer m.mu.Unlock()
+	if old := m.live[id.Path]; old != nil {
+		return mayTakeOver(ho, id.Path, req.Remote, old)
 	}
 	return nil
 }
@@ -164,14 +164,16 @@ func (m *Manager) serve(ctx context.Context, c conn) error {
 	p := &publisher{conn: c, since: time.Now()}
 	p.loss = newLossAdvisor(c.Stats, m.log.With("path", c.Path(), "remote", c.Remote()))
 	path := c.Path()
+	ho := m.handover(path)
 	m.mu.Lock()
-	_, busy := m.live[path]
-	if busy && !m.handover(path).Override {
-		m.mu.Unlock()
-		// The listen callback's check raced with another publisher.
-		return fmt.Errorf("%w (another publisher took the path during the handshake)", hub.ErrPathBusy)
-	}
-	if !busy {
+	old := m.live[path]
+	if old != nil {
+		if err := mayTakeOver(ho, path, c.Remote(), old); err != nil {
+			m.mu.Unlock()
+			// The listen callback's check raced with another publisher.
+			return fmt.Errorf("%w (another publisher took the path during the handshake)", err)
+		}
+	} else {
 		m.live[path] = p
 	}
 	m.mu.Unlock()

@@ -10,25 +10,35 @@ package srt
 // srtwhep_connect_start starts connecting u to ip:port (IPv4 or IPv6
 // text) without blocking: a blocking srt_connect cannot be interrupted
 // (closing the socket from another thread does not end it), and a dial
-// must end when its context does. It returns 0 or libsrt's error code.
-static int srtwhep_connect_start(SRTSOCKET u, const char* ip, int port) {
-	struct sockaddr_storage ss;
-	int len;
-	int no = 0;
-	memset(&ss, 0, sizeof(ss));
-	struct sockaddr_in* v4 = (struct sockaddr_in*)&ss;
-	struct sockaddr_in6* v6 = (struct sockaddr_in6*)&ss;
+// must end when its context does. A non-empty local binds the socket to
+// that address first. It returns 0 or libsrt's error code.
+static int srtwhep_sockaddr(const char* ip, int port, struct sockaddr_storage* ss, int* len) {
+	memset(ss, 0, sizeof(*ss));
+	struct sockaddr_in* v4 = (struct sockaddr_in*)ss;
+	struct sockaddr_in6* v6 = (struct sockaddr_in6*)ss;
 	if (inet_pton(AF_INET, ip, &v4->sin_addr) == 1) {
 		v4->sin_family = AF_INET;
 		v4->sin_port = htons(port);
-		len = sizeof(*v4);
+		*len = sizeof(*v4);
 	} else if (inet_pton(AF_INET6, ip, &v6->sin6_addr) == 1) {
 		v6->sin6_family = AF_INET6;
 		v6->sin6_port = htons(port);
-		len = sizeof(*v6);
+		*len = sizeof(*v6);
 	} else {
 		return SRT_EINVPARAM;
 	}
+	return 0;
+}
+
+static int srtwhep_connect_start(SRTSOCKET u, const char* ip, int port, const char* local) {
+	struct sockaddr_storage ss;
+	int len;
+	int no = 0;
+	if (local[0] != 0) {
+		if (srtwhep_sockaddr(local, 0, &ss, &len) != 0) return SRT_EINVPARAM;
+		if (srt_bind(u, (struct sockaddr*)&ss, len) == SRT_ERROR) return srt_getlasterror(NULL);
+	}
+	if (srtwhep_sockaddr(ip, port, &ss, &len) != 0) return SRT_EINVPARAM;
 	if (srt_setsockflag(u, SRTO_RCVSYN, &no, sizeof(no)) == SRT_ERROR) return srt_getlasterror(NULL);
 	if (srt_connect(u, (struct sockaddr*)&ss, len) == SRT_ERROR) {
 		int e = srt_getlasterror(NULL);
@@ -62,6 +72,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"runtime"
 	"strconv"
 	"sync"
@@ -92,6 +103,10 @@ type DialConfig struct {
 	// RcvBuf is libsrt's receive buffer in bytes (SRTO_RCVBUF; libsrt
 	// keeps at least 32 packets); 0 keeps libsrt's default.
 	RcvBuf int
+	// LocalIP is the address the call leaves from; the zero Addr lets the
+	// kernel pick. Tests bind 127.0.0.2, 127.0.0.3, … to be distinct
+	// clients.
+	LocalIP netip.Addr
 }
 
 // Reject reasons libsrt reports on the caller's side (srt.h SRT_REJ_*):
@@ -264,7 +279,7 @@ func dialSocket(ctx context.Context, cfg DialConfig) (sock *srtgo.SrtSocket, clo
 		return nil, nil, "", fmt.Errorf("srt dial %s: cannot create the socket (was srt.Init called? options %v)", cfg.Addr, redactOpts(opts))
 	}
 	closeSock = sync.OnceFunc(closeSocket(sock))
-	if err := connect(ctx, sock, ip, int(port)); err != nil {
+	if err := connect(ctx, sock, ip, int(port), cfg.LocalIP); err != nil {
 		closeSock()
 		if ctx.Err() != nil {
 			return nil, nil, "", fmt.Errorf("srt dial %s: %w", cfg.Addr, context.Cause(ctx))
@@ -284,14 +299,20 @@ const connectPoll = 5 * time.Millisecond
 
 // connect runs the handshake without blocking in C, polling the socket's
 // state, so ctx can end it; libsrt's SRTO_CONNTIMEO bounds it otherwise.
-func connect(ctx context.Context, sock *srtgo.SrtSocket, ip net.IP, port int) error {
+func connect(ctx context.Context, sock *srtgo.SrtSocket, ip net.IP, port int, local netip.Addr) error {
 	u := C.SRTSOCKET(sock.GetSocket())
 	cip := C.CString(ip.String())
+	clocal := C.CString("")
+	if local.IsValid() {
+		C.free(unsafe.Pointer(clocal))
+		clocal = C.CString(local.String())
+	}
 	// srt_getlasterror is thread-local: stay on one OS thread.
 	runtime.LockOSThread()
-	errno := C.srtwhep_connect_start(u, cip, C.int(port))
+	errno := C.srtwhep_connect_start(u, cip, C.int(port), clocal)
 	runtime.UnlockOSThread()
 	C.free(unsafe.Pointer(cip))
+	C.free(unsafe.Pointer(clocal))
 	if errno != 0 {
 		return &DialError{Err: srtgo.SRTErrno(errno)}
 	}

@@ -1,0 +1,83 @@
+package hostile
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"sync"
+	"testing"
+
+	"github.com/srtwhep/srtwhep/internal/srtcall"
+	"github.com/srtwhep/srtwhep/internal/testkit"
+)
+
+// publisherFrom is a real publisher whose SRT connection leaves from one
+// source address (ffmpeg cannot bind its caller, so ffmpeg encodes to a
+// pipe and a libsrt caller bound to ip sends what it writes).
+type publisherFrom struct {
+	done chan struct{} // closed when the pump has stopped
+	err  error         // why it stopped, set before done closes
+}
+
+// publishFrom connects a libsrt caller from ip to the server as
+// streamid and pumps a 30 fps H.264 test pattern into it until the
+// connection ends or the test does. A refused connect is returned as the
+// caller's error (a *srtcall.RejectedError carries the reject reason).
+func publishFrom(t *testing.T, srv *testkit.Server, ip net.IP, streamid string) (*publisherFrom, error) {
+	t.Helper()
+	addr, err := net.ResolveUDPAddr("udp", srv.Addrs.SRT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock, err := srtcall.Dial(addr, srtcall.Options{StreamID: streamid, LocalIP: ip})
+	if err != nil {
+		return nil, err
+	}
+	closeSock := sync.OnceFunc(func() { srtcall.Close(sock) })
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ffmpeg, err := exec.LookPath("ffmpeg")
+	if err != nil {
+		t.Fatal("ffmpeg not found: apt-get install -y ffmpeg")
+	}
+	cmd := exec.Command(ffmpeg, "-hide_banner", "-loglevel", "error", "-re", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30",
+		"-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-bf", "0", "-g", "30", "-f", "mpegts", "pipe:1")
+	cmd.Stdout = pw
+	logs := &testkit.LogBuffer{}
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_ = pw.Close() // ffmpeg holds its own copy
+	p := &publisherFrom{done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		// One SRT message is seven TS packets, as ffmpeg's pkt_size=1316.
+		buf := make([]byte, 7*188)
+		for {
+			if _, err := io.ReadFull(pr, buf); err != nil {
+				p.err = err
+				return
+			}
+			if _, err := sock.Write(buf); err != nil {
+				p.err = err
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		_ = pr.Close()
+		closeSock()
+		<-p.done
+		if t.Failed() && !errors.Is(p.err, os.ErrClosed) {
+			t.Logf("publisher from %v ended: %v; ffmpeg: %s", ip, p.err, logs.String())
+		}
+	})
+	return p, nil
+}
