@@ -138,19 +138,19 @@ func (ep *entryPoint) log() []string {
 // its viewer sessions.
 func (ep *entryPoint) sessions(t *testing.T, srv *testkit.Server) []api.Session {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, srv.URL("/v1/sessions"), nil)
+	req, err := http.NewRequest(http.MethodGet, srv.APIURL("/v1/sessions"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+failoverToken)
 	resp, err := (&http.Client{Transport: ep.tr, Timeout: 5 * time.Second}).Do(req)
 	if err != nil {
-		t.Fatalf("GET %s/v1/sessions: %v", srv.Addrs.HTTP, err)
+		t.Fatalf("GET %s/v1/sessions: %v", srv.Addrs.API, err)
 	}
 	defer resp.Body.Close()
 	var out struct{ Sessions []api.Session }
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s/v1/sessions: %d, %v", srv.Addrs.HTTP, resp.StatusCode, err)
+		t.Fatalf("GET %s/v1/sessions: %d, %v", srv.Addrs.API, resp.StatusCode, err)
 	}
 	return out.Sessions
 }

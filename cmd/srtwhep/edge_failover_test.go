@@ -140,6 +140,7 @@ webrtc:
 `, httpAddr, httpAddr, failoverSrvIP, failoverSrvIP, 8191+i, 8191+i) + testkit.MediaPlaneYAML() + `metrics:
   listen: ""
 api:
+  listen: ` + failoverSrvIP + `:0
   token: ` + failoverToken + `
 pathDefaults:
   source: srt://127.0.0.1:8890

@@ -52,6 +52,7 @@ func loopbackConfig(mutate func(*config.Config)) *config.Config {
 	cfg.WebRTC.UDPPort = 0
 	cfg.WebRTC.TCPPort = 0
 	cfg.Metrics.Listen = ""
+	cfg.API.Listen = "127.0.0.1:0"
 	// The machine running tests is shared and noisy; tests of the
 	// automatic limit turn it back on with a figure of their own.
 	cfg.Readers.MaxCPUPercent = 0
@@ -93,6 +94,11 @@ func (ts *testServer) srtURL(streamid string) string {
 
 func (ts *testServer) httpURL(path string) string {
 	return "http://" + ts.addrs.Load().HTTP + path
+}
+
+// apiURL is the control API's own listener with path appended.
+func (ts *testServer) apiURL(path string) string {
+	return "http://" + ts.addrs.Load().API + path
 }
 
 // x264Args encode the brief's reference stream: 720p30, no B-frames, a

@@ -114,7 +114,7 @@ func request(t *testing.T, method, url, token, contentType, body string) (int, h
 // apiJSON calls the control API and decodes a 200 answer into v.
 func (ts *testServer) apiJSON(t *testing.T, method, path, token string, v any) int {
 	t.Helper()
-	code, _, body := request(t, method, ts.httpURL(path), token, "", "")
+	code, _, body := request(t, method, ts.apiURL(path), token, "", "")
 	if code == http.StatusOK && v != nil {
 		if err := json.Unmarshal([]byte(body), v); err != nil {
 			t.Fatalf("%s %s: %v in %s", method, path, err, body)

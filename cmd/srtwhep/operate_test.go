@@ -112,19 +112,19 @@ func TestOperateMetricsAndAPI(t *testing.T) {
 
 	t.Run("token", func(t *testing.T) {
 		c := *ts.config()
-		c.API.Token = "api-secret"
+		c.API.Token = "api-secret-0123456"
 		ts.apply(&c)
-		code, h, _ := request(t, "GET", ts.httpURL("/v1/sessions"), "", "", "")
+		code, h, _ := request(t, "GET", ts.apiURL("/v1/sessions"), "", "", "")
 		if code != http.StatusUnauthorized || h.Get("WWW-Authenticate") != `Bearer realm="srtwhep"` {
 			t.Errorf("no token: %d %q, want 401 with a Bearer challenge", code, h.Get("WWW-Authenticate"))
 		}
-		if code := ts.apiJSON(t, "GET", "/v1/sessions", "api-secret", nil); code != http.StatusOK {
+		if code := ts.apiJSON(t, "GET", "/v1/sessions", "api-secret-0123456", nil); code != http.StatusOK {
 			t.Errorf("with the token: %d", code)
 		}
 	})
 
 	t.Run("kick publisher", func(t *testing.T) {
-		if code := ts.apiJSON(t, "DELETE", "/v1/publishers/"+path, "api-secret", nil); code != http.StatusOK {
+		if code := ts.apiJSON(t, "DELETE", "/v1/publishers/"+path, "api-secret-0123456", nil); code != http.StatusOK {
 			t.Fatalf("DELETE publisher: %d", code)
 		}
 		if err := ff.Wait(t, 10*time.Second); err == nil {

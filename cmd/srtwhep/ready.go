@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/srtwhep/srtwhep/pkg/version"
+	"github.com/srtwhep/srtwhep/pkg/web"
 )
 
 // boundAddrs are the addresses the listeners actually bound, which differ
@@ -17,15 +18,19 @@ type boundAddrs struct {
 	WebRTCUDP string `json:"webrtcUDP"`
 	WebRTCTCP string `json:"webrtcTCP"` // "" when ICE-TCP is off
 	Metrics   string `json:"metrics"`   // "" when metrics are off
+	API       string `json:"api"`       // "" when the API is off
 }
 
 // announceReady records the bound addresses and writes the ready file
 // before it opens /readyz, so whoever sees either can use every listener.
 // The file is written under another name and renamed, so a reader polling
 // for it never sees half of it.
-func (s *server) announceReady(httpAddr net.Addr, metricsLn net.Listener) error {
+func (s *server) announceReady(httpAddr net.Addr, apiSrv *web.Server, metricsLn net.Listener) error {
 	a := &boundAddrs{SRT: s.srt.Addr().String(), HTTP: httpAddr.String(),
 		WebRTCUDP: s.whep.UDPAddr().String(), WebRTCTCP: s.whep.TCPAddr()}
+	if apiSrv != nil {
+		a.API = apiSrv.Addr().String()
+	}
 	if metricsLn != nil {
 		a.Metrics = metricsLn.Addr().String()
 	}
@@ -41,6 +46,6 @@ func (s *server) announceReady(httpAddr net.Addr, metricsLn net.Listener) error 
 	}
 	s.addrs.Store(a)
 	close(s.ready)
-	s.log.Info("srtwhep ready", "srt", a.SRT, "http", a.HTTP, "webrtc_udp", a.WebRTCUDP, "version", version.String())
+	s.log.Info("srtwhep ready", "srt", a.SRT, "http", a.HTTP, "webrtc_udp", a.WebRTCUDP, "api", a.API, "version", version.String())
 	return nil
 }

@@ -38,9 +38,9 @@ func TestConfigReload(t *testing.T) {
 	// One document: LoopbackConfig already holds the srt section.
 	writeFile(t, file, strings.Replace(testkit.LoopbackConfig(`pathDefaults:
   maxReaders: 1
-  readTokens: [tok-2]
+  readTokens: [viewer-token-0002]
   publishUser: cam
-  publishPass: new-pass
+  publishPass: new-publish-pass-01
 `), "srt:\n", "srt:\n  latency: 300ms\n", 1))
 	line := ts.logs.WaitLog(t, 5*time.Second, "config reloaded", "trigger=\"file changed\"", "pathDefaults.maxReaders")
 	for _, k := range []string{"pathDefaults.readTokens", "pathDefaults.publishUser", "pathDefaults.publishPass"} {
@@ -60,7 +60,7 @@ func TestConfigReload(t *testing.T) {
 		ts.waitUnthrottled(t)
 		// The token is right, but maxReaders is now 1 and the watcher holds
 		// the seat: refused, and the watcher is not kicked for it.
-		code, h, _ := ts.postOffer(t, "live/r", "tok-2")
+		code, h, _ := ts.postOffer(t, "live/r", "viewer-token-0002")
 		if code != http.StatusServiceUnavailable || h.Get("Retry-After") == "" {
 			t.Errorf("viewer over the lowered maxReaders: %d, want 503 with Retry-After", code)
 		}
@@ -73,7 +73,7 @@ func TestConfigReload(t *testing.T) {
 		}
 		ts.logs.WaitLog(t, 5*time.Second, "srt publisher rejected", "path=live/r2", "unauthorized")
 		ts.waitUnthrottled(t)
-		startFFmpeg(t, x264Args("320x240"), ts.srtURL("publish:live/r2:cam:new-pass"))
+		startFFmpeg(t, x264Args("320x240"), ts.srtURL("publish:live/r2:cam:new-publish-pass-01"))
 		ts.waitPublisher(t, "live/r2")
 	})
 

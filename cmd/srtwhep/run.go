@@ -232,17 +232,11 @@ func (s *server) Run(ctx context.Context) error {
 		TrustedProxies:    s.cfg.HTTP.TrustedProxies,
 		TLS:               web.TLS(s.cfg.HTTP.TLS),
 		WHEP:              s.whep.Handler,
-		API: api.Handler(api.Config{Paths: s.ingest, Sessions: viewerSessions{s.whep, s.srtRd}, Authorizer: s.policy,
-			Logger: s.log.With("component", "api")}),
-		APIPrefix: api.Prefix,
+		API:               api.NotServed(),
+		APIPrefix:         api.Prefix,
 		Player: player.New(player.Config{Logger: s.log.With("component", "player"), ICEServers: s.playerICE,
 			PublicURL: s.cfg.HTTP.PublicURL}),
-		Ready: func() any {
-			if a := s.addrs.Load(); a != nil {
-				return a
-			}
-			return nil // not a typed nil inside the interface
-		},
+		Ready:  s.readyValue,
 		Logger: s.log,
 	})
 	if err != nil {
@@ -251,10 +245,21 @@ func (s *server) Run(ctx context.Context) error {
 		}
 		return err
 	}
+	apiSrv, err := s.listenAPI()
+	if err != nil {
+		if metricsLn != nil {
+			metricsLn.Close()
+		}
+		httpSrv.Close()
+		return err
+	}
 
 	g, ctx := errgroup.WithContext(ctx)
 	for _, run := range []func(context.Context) error{s.hub.Run, s.load.Run, s.watchConfig, s.srt.Run, s.whep.Run, s.edge.Run, httpSrv.Serve} {
 		g.Go(func() error { return run(ctx) })
+	}
+	if apiSrv != nil {
+		g.Go(func() error { return apiSrv.Serve(ctx) })
 	}
 	if metricsLn != nil {
 		// Each component describes itself in the metrics' types at scrape
@@ -272,9 +277,35 @@ func (s *server) Run(ctx context.Context) error {
 				return nil
 			}
 		}
-		return s.announceReady(httpSrv.Addr(), metricsLn)
+		return s.announceReady(httpSrv.Addr(), apiSrv, metricsLn)
 	})
 	return g.Wait()
+}
+
+// listenAPI binds the control API's own listener; nil when api.listen is
+// "". It trusts no proxy: nothing forwards to it but on purpose.
+func (s *server) listenAPI() (*web.Server, error) {
+	if s.cfg.API.Listen == "" {
+		return nil, nil
+	}
+	return web.Listen(web.Config{
+		Listen: s.cfg.API.Listen,
+		API: api.Handler(api.Config{Paths: s.ingest, Sessions: viewerSessions{s.whep, s.srtRd}, Authorizer: s.policy,
+			AllowedHosts: s.cfg.API.AllowedHosts, Logger: s.log.With("component", "api")}),
+		APIPrefix: api.Prefix,
+		Ready:     s.readyValue,
+		Key:       "api.listen",
+		Logger:    s.log.With("component", "api"),
+	})
+}
+
+// readyValue is what /readyz answers: the bound addresses, nil until
+// then.
+func (s *server) readyValue() any {
+	if a := s.addrs.Load(); a != nil {
+		return a
+	}
+	return nil // not a typed nil inside the interface
 }
 
 // Ready is closed once every listener is bound.

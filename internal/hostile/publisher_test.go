@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/srtwhep/srtwhep/internal/srtcall"
 	"github.com/srtwhep/srtwhep/internal/testkit"
@@ -81,3 +82,12 @@ func publishFrom(t *testing.T, srv *testkit.Server, ip net.IP, streamid string) 
 	})
 	return p, nil
 }
+
+// minWindow is the shortest span a bystander Check measures over: an
+// attack that is refused at once leaves too few pictures for a rate.
+const minWindow = 2 * time.Second
+
+// waitWindow lets at least minWindow pass since the bystander's last
+// measurement, the window its Check then measures (not a wait for a
+// state).
+func (b *bystander) waitWindow() { time.Sleep(time.Until(b.since.Add(minWindow))) }

@@ -44,5 +44,6 @@ func TestTakeoverFromAnotherAddress(t *testing.T) {
 		"previous="+source(0).String())
 	t.Logf("takeover of %s published from %v: %d of %d other sources refused busy (1409); the same address took it over",
 		victim, source(0), refused, 3)
+	b.waitWindow()
 	b.Check(t)
 }

@@ -19,13 +19,14 @@ import (
 )
 
 // Addrs are the addresses the server bound, as it writes them to its
-// -ready-file. WebRTCTCP and Metrics are empty when disabled.
+// -ready-file. WebRTCTCP, Metrics and API are empty when disabled.
 type Addrs struct {
 	SRT       string `json:"srt"`
 	HTTP      string `json:"http"`
 	WebRTCUDP string `json:"webrtcUDP"`
 	WebRTCTCP string `json:"webrtcTCP"`
 	Metrics   string `json:"metrics"`
+	API       string `json:"api"` // the control API; "" when off
 }
 
 // LoopbackConfig is the config of a server whose every listener is on an
@@ -42,6 +43,8 @@ webrtc:
   udpPort: 0
   tcpPort: 0
 ` + webrtc + `metrics:
+  listen: "127.0.0.1:0"
+api:
   listen: "127.0.0.1:0"
 ` + extra
 }

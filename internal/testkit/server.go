@@ -105,6 +105,9 @@ func (s *Server) Kill(t testing.TB) {
 // URL is the server's HTTP address with path appended.
 func (s *Server) URL(path string) string { return "http://" + s.Addrs.HTTP + path }
 
+// APIURL is the control API's address with path appended.
+func (s *Server) APIURL(path string) string { return "http://" + s.Addrs.API + path }
+
 // SRTURL is the URL a publisher (ffmpeg, OBS) uses for streamid.
 func (s *Server) SRTURL(streamid string) string {
 	return "srt://" + s.Addrs.SRT + "?streamid=" + streamid + "&pkt_size=1316"

@@ -1,5 +1,5 @@
-// Package api serves srtwhep's control API under /v1 on the HTTP listener:
-// JSON views of the live paths and viewer sessions, and kicking a session or
+// Package api serves srtwhep's control API under /v1 on a listener of its
+// own (api.listen; NotServed answers for it on the WHEP listener): JSON views of the live paths and viewer sessions, and kicking a session or
 // a publisher. The ingest and WHEP servers describe themselves in this
 // package's types (PathSource, SessionSource), so it imports neither;
 // access is decided by the auth policy.
@@ -96,7 +96,10 @@ type Config struct {
 	Paths      PathSource
 	Sessions   SessionSource
 	Authorizer Authorizer
-	Logger     *slog.Logger
+	// AllowedHosts are the host names a request's Host header may carry
+	// besides localhost and IP addresses (see hostAllowed).
+	AllowedHosts []string
+	Logger       *slog.Logger
 }
 
 // Prefix is where the API lives; the composition root routes it before
@@ -136,6 +139,13 @@ type handler struct {
 // request alone.
 func (a *handler) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !hostAllowed(r.Host, a.cfg.AllowedHosts) {
+			a.log.Warn("control API request refused", "remote", r.RemoteAddr, "method", r.Method, "url", r.URL.Path,
+				"reason", "foreign Host header", "host", clip(r.Host))
+			writeError(w, http.StatusMisdirectedRequest, "the control API does not answer for host "+quote(clip(r.Host))+
+				"; call it as localhost or by IP address, or add the name to api.allowedHosts")
+			return
+		}
 		token := auth.BearerToken(r.Header)
 		client := auth.ClientOf(r)
 		err := a.cfg.Authorizer.CheckAPI(client, token)
@@ -152,8 +162,13 @@ func (a *handler) guard(next http.Handler) http.Handler {
 		a.log.Warn("control API request refused", "remote", r.RemoteAddr, "forwarded", client.Forwarded,
 			"method", r.Method, "url", r.URL.Path, "reason", d.Reason.String())
 		// The one table from a policy decision to an HTTP answer.
-		if d.Reason == auth.ReasonForbidden {
+		switch d.Reason {
+		case auth.ReasonForbidden:
 			writeError(w, http.StatusForbidden, d.Msg)
+			return
+		case auth.ReasonThrottled:
+			w.Header().Set("Retry-After", auth.RetryAfterSeconds(d.RetryAfter))
+			writeError(w, http.StatusTooManyRequests, d.Msg)
 			return
 		}
 		w.Header().Set("WWW-Authenticate", auth.Challenge(d.TokenPresented))

@@ -34,6 +34,7 @@ func do(t *testing.T, h http.Handler, method, url, remote, token string) *httpte
 	t.Helper()
 	r := httptest.NewRequest(method, url, nil)
 	r.RemoteAddr = remote
+	r.Host = "127.0.0.1:9997" // the API's own listener, called by address
 	if token != "" {
 		r.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -65,7 +66,7 @@ func TestAPI(t *testing.T) {
 	// A proxy on this host (deploy/Caddyfile) forwards for anyone: without
 	// a token its requests are refused, even when they claim loopback.
 	fwd := httptest.NewRequest("DELETE", "/v1/publishers/live/cam1", nil)
-	fwd.RemoteAddr = local
+	fwd.RemoteAddr, fwd.Host = local, "localhost:9997"
 	fwd.Header.Set("X-Forwarded-For", "127.0.0.1")
 	w = httptest.NewRecorder()
 	h.ServeHTTP(w, fwd)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strconv"
 	"sync/atomic"
 	"time"
 )
@@ -233,17 +234,26 @@ func (p *Policy) CheckViewer(ctx context.Context, v Viewer) error {
 	if !IPAllowed(rules.ReadIPs, ip) {
 		return &Denied{Reason: ReasonForbidden, Msg: fmt.Sprintf("your address may not watch path %q", v.Path)}
 	}
+	h := p.hook.Load()
+	if len(rules.ReadTokens) == 0 && h == nil {
+		// Nothing to guess here, and nothing that proves the client
+		// knows a token: its failures elsewhere stay on record.
+		return nil
+	}
+	key := Key(ip)
+	if d := p.http.Locked(key); d > 0 {
+		return lockedOut(d)
+	}
 	var cause error
 	reason := ReasonUnauthorized
 	if len(rules.ReadTokens) > 0 && !TokenValid(rules.ReadTokens, v.Token) {
 		cause = errors.New("missing or unknown read token")
 	}
-	if h := p.hook.Load(); cause == nil && h != nil {
+	if cause == nil && h != nil {
 		if err := h.Check(ctx, Request{Action: ActionRead, Path: v.Path, IP: ip.String(), Token: v.Token}); err != nil {
 			cause, reason = err, ReasonHookDenied
 		}
 	}
-	key := Key(ip)
 	if cause == nil {
 		p.http.Succeed(key)
 		return nil
@@ -270,12 +280,27 @@ func (p *Policy) CheckAPI(c Client, token string) error {
 		return nil
 	}
 	key := Key(c.Addr)
+	if d := p.http.Locked(key); d > 0 {
+		return lockedOut(d)
+	}
 	if !Equal(token, want) {
 		return &Denied{Reason: ReasonUnauthorized, Delay: p.http.Fail(key), TokenPresented: token != "",
 			Msg: "missing or wrong API token; send Authorization: Bearer TOKEN with api.token"}
 	}
 	p.http.Succeed(key)
 	return nil
+}
+
+// lockedOut refuses a client whose token failures locked it out for d.
+func lockedOut(d time.Duration) *Denied {
+	return &Denied{Reason: ReasonThrottled, RetryAfter: d,
+		Msg: fmt.Sprintf("too many wrong tokens from this address; retry in %v with the right one", d.Round(time.Second))}
+}
+
+// RetryAfterSeconds is a Retry-After header value for d: whole seconds,
+// rounded up, so a client that waits that long is let in.
+func RetryAfterSeconds(d time.Duration) string {
+	return strconv.Itoa(int((d + time.Second - 1) / time.Second))
 }
 
 // sameHook compares a running hook's settings with wanted ones, whose zero

@@ -17,6 +17,12 @@ type ThrottleConfig struct {
 	// MaxEntries bounds the keys remembered, so a flood from many
 	// addresses costs bounded memory. Default 10000.
 	MaxEntries int
+	// LockAfter failures in a row lock a key out for LockFor after the
+	// last one: a guesser who accepts a 1 s penalty per try would
+	// otherwise still get 86,400 tries a day per address. Defaults 5 and
+	// 1 min.
+	LockAfter int
+	LockFor   time.Duration
 }
 
 // Throttle slows repeated failures per key (a client address). It holds no
@@ -51,6 +57,12 @@ func NewThrottle(cfg ThrottleConfig) *Throttle {
 	}
 	if cfg.MaxEntries <= 0 {
 		cfg.MaxEntries = 10000
+	}
+	if cfg.LockAfter <= 0 {
+		cfg.LockAfter = 5
+	}
+	if cfg.LockFor <= 0 {
+		cfg.LockFor = time.Minute
 	}
 	return &Throttle{cfg: cfg, now: time.Now, m: map[string]*failures{}}
 }
@@ -100,6 +112,19 @@ func (t *Throttle) Remaining(key string) time.Duration {
 		return 0
 	}
 	return max(f.until.Sub(t.now()), 0)
+}
+
+// Locked is how much longer key stays locked out after LockAfter failures
+// in a row; 0 when it is not. Its attempts meanwhile are refused without
+// being checked, so they neither count nor extend the lock.
+func (t *Throttle) Locked(key string) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f, ok := t.m[key]
+	if !ok || f.n < t.cfg.LockAfter {
+		return 0
+	}
+	return max(f.last.Add(t.cfg.LockFor).Sub(t.now()), 0)
 }
 
 // Succeed forgets key's failures: a client that got it right is not slowed

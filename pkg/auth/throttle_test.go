@@ -85,3 +85,37 @@ func TestThrottleKey(t *testing.T) {
 		t.Errorf("mapped IPv4 key = %s", k)
 	}
 }
+
+// TestThrottleLock: LockAfter failures in a row lock a key for LockFor
+// after the last one; fewer do not, a success clears them, and the lock
+// ends on time.
+func TestThrottleLock(t *testing.T) {
+	th, clock := newTestThrottle(ThrottleConfig{LockAfter: 3, LockFor: time.Minute})
+	th.Fail("a")
+	th.Fail("a")
+	if d := th.Locked("a"); d != 0 {
+		t.Fatalf("locked after 2 of 3 failures: %v", d)
+	}
+	th.Fail("a")
+	if d := th.Locked("a"); d != time.Minute {
+		t.Fatalf("Locked = %v after 3 failures, want 1m", d)
+	}
+	clock.add(59 * time.Second)
+	if d := th.Locked("a"); d != time.Second {
+		t.Errorf("Locked = %v 59 s later, want 1s", d)
+	}
+	clock.add(time.Second)
+	if d := th.Locked("a"); d != 0 {
+		t.Errorf("still locked after LockFor: %v", d)
+	}
+	if d := th.Locked("b"); d != 0 {
+		t.Errorf("another key is locked: %v", d)
+	}
+	th.Fail("c")
+	th.Fail("c")
+	th.Succeed("c")
+	th.Fail("c")
+	if d := th.Locked("c"); d != 0 {
+		t.Errorf("a success did not clear the failures: locked %v", d)
+	}
+}

@@ -159,11 +159,19 @@ type Readers struct {
 	MaxCPUPercent int `yaml:"maxCPUPercent" reload:"restart"`
 }
 
-// API protects the control API under /v1 on the HTTP listener.
+// API configures the control API under /v1, on a listener of its own: on
+// the WHEP listener any same-host TCP forwarder would hand it the world.
 type API struct {
+	// Listen is the API's TCP address; "" turns the API off.
+	Listen string `yaml:"listen" reload:"restart"`
 	// Token is the Bearer token the API requires; "" leaves the API open to
-	// loopback clients only.
+	// loopback clients only (and then Listen must be a loopback address).
 	Token string `yaml:"token" reload:"live"`
+	// AllowedHosts are the host names, besides localhost and IP
+	// addresses, that a request's Host header may carry: a page that
+	// rebinds its own DNS name to 127.0.0.1 sends that name and is
+	// refused.
+	AllowedHosts []string `yaml:"allowedHosts" reload:"restart"`
 }
 
 // AuthHook asks an external HTTP service whether a publisher or a viewer
@@ -262,6 +270,8 @@ func Default() *Config {
 		// pprof) private; the compose file listens on all addresses inside
 		// the container and publishes the port on the host's loopback.
 		Metrics: Metrics{Listen: "127.0.0.1:9998"},
+		// MediaMTX's API port, on loopback: see API.
+		API:     API{Listen: "127.0.0.1:9997"},
 		Readers: Readers{QueueSize: 128, MaxCPUPercent: 85},
 		AuthHook: AuthHook{
 			Timeout:  Duration(2 * time.Second),

@@ -127,7 +127,7 @@ var errorCases = []struct {
 		`srtwhep.yml:3: paths[live/a].maxReaders: -1 is negative; use 0 for no limit or a positive cap, e.g. 50`},
 	{"path user without pass", "paths:\n  live/a:\n    publishUser: cam\n",
 		`srtwhep.yml:3: paths[live/a].publishUser: is set but publishPass is empty; set both or neither`},
-	{"credential with separator", "pathDefaults:\n  publishUser: a,b\n  publishPass: secret\n",
+	{"credential with separator", "pathDefaults:\n  publishUser: a,b\n  publishPass: secret-pass-0123\n",
 		`srtwhep.yml:2: pathDefaults.publishUser: contains a space, control character or one of , : = #, which separate fields of the SRT streamid; remove it`},
 	{"read token with a space", "paths:\n  live/a:\n    readTokens: [\"a b\"]\n",
 		`srtwhep.yml:3: paths[live/a].readTokens[0]: contains a space or control character, which cannot go in an Authorization: Bearer header; remove it`},
@@ -211,7 +211,7 @@ webrtc:
 pathDefaults:
   maxReaders: 10
   publishUser: cam
-  publishPass: s3cret
+  publishPass: s3cret-pass-0123
 paths:
   live/cam1:
     maxReaders: 0       # explicit zero overrides the default of 10
@@ -232,10 +232,10 @@ paths:
 	if len(c.WebRTC.ICEServers) != 2 || c.WebRTC.ICEServers[1].Credential != "c" {
 		t.Errorf("iceServers = %+v", c.WebRTC.ICEServers)
 	}
-	def := Path{MaxReaders: 10, PublishUser: "cam", PublishPass: "s3cret", Audio: AudioAuto, AudioBitrate: 96000, OverridePublisher: TakeoverEntitled, PublisherGrace: Duration(15 * time.Second), SourceTimeout: edgeTimeout, SourceLinger: edgeLinger}
+	def := Path{MaxReaders: 10, PublishUser: "cam", PublishPass: "s3cret-pass-0123", Audio: AudioAuto, AudioBitrate: 96000, OverridePublisher: TakeoverEntitled, PublisherGrace: Duration(15 * time.Second), SourceTimeout: edgeTimeout, SourceLinger: edgeLinger}
 	for path, want := range map[string]Path{
-		"live/cam1":  {MaxReaders: 0, PublishUser: "cam", PublishPass: "s3cret", Audio: AudioAuto, AudioBitrate: 96000, OverridePublisher: TakeoverEntitled, PublisherGrace: Duration(15 * time.Second), SourceTimeout: edgeTimeout, SourceLinger: edgeLinger},
-		"live/cam2":  {MaxReaders: 10, Passphrase: "cam2-passphrase", PublishUser: "cam", PublishPass: "s3cret", Audio: AudioAuto, AudioBitrate: 96000, OverridePublisher: TakeoverEntitled, PublisherGrace: Duration(15 * time.Second), SourceTimeout: edgeTimeout, SourceLinger: edgeLinger},
+		"live/cam1":  {MaxReaders: 0, PublishUser: "cam", PublishPass: "s3cret-pass-0123", Audio: AudioAuto, AudioBitrate: 96000, OverridePublisher: TakeoverEntitled, PublisherGrace: Duration(15 * time.Second), SourceTimeout: edgeTimeout, SourceLinger: edgeLinger},
+		"live/cam2":  {MaxReaders: 10, Passphrase: "cam2-passphrase", PublishUser: "cam", PublishPass: "s3cret-pass-0123", Audio: AudioAuto, AudioBitrate: 96000, OverridePublisher: TakeoverEntitled, PublisherGrace: Duration(15 * time.Second), SourceTimeout: edgeTimeout, SourceLinger: edgeLinger},
 		"live/cam3":  def,
 		"not/listed": def,
 	} {

@@ -88,7 +88,7 @@ const pathsFile = `pathDefaults:
   maxReaders: 10
 paths:
   live/cam1:
-    readTokens: [t1]
+    readTokens: [viewer-token-0001]
   live/cam2: {}
 `
 
@@ -102,13 +102,13 @@ func TestDiff(t *testing.T) {
 		{"comments and defaults spelled out change nothing", "", "# hi\nsrt:\n  latency: 120ms\nwebrtc:\n  publicIPs: []\n", nil, nil},
 		{"restart key", "", "srt:\n  latency: 300ms\n", nil, []string{"srt.latency"}},
 		{"live key in a restart section", "", "srt:\n  passphrase: 0123456789\n", []string{"srt.passphrase"}, nil},
-		{"both kinds, schema order", "", "logLevel: debug\nreaders:\n  maxTotal: 5\n  queueSize: 64\napi:\n  token: abc\nwebrtc:\n  publicIPs: [203.0.113.7]\n",
+		{"both kinds, schema order", "", "logLevel: debug\nreaders:\n  maxTotal: 5\n  queueSize: 64\napi:\n  token: api-token-0123456789\nwebrtc:\n  publicIPs: [203.0.113.7]\n",
 			[]string{"readers.maxTotal", "api.token"}, []string{"logLevel", "webrtc.publicIPs", "readers.queueSize"}},
 		{"a list item's field changes the list", "webrtc:\n  iceServers: [{urls: [turn:t.example.org], username: u, credential: c}]\n",
 			"webrtc:\n  iceServers: [{urls: [turn:t.example.org], username: u, credential: d}]\n", nil, []string{"webrtc.iceServers"}},
 		{"path added", "", "paths:\n  live/cam1: {maxReaders: 3}\n", []string{"paths[live/cam1]"}, nil},
 		{"path removed", pathsFile, strings.Replace(pathsFile, "  live/cam2: {}\n", "", 1), []string{"paths[live/cam2]"}, nil},
-		{"key of a listed path", pathsFile, strings.Replace(pathsFile, "[t1]", "[t1, t2]", 1), []string{"paths[live/cam1].readTokens"}, nil},
+		{"key of a listed path", pathsFile, strings.Replace(pathsFile, "[viewer-token-0001]", "[viewer-token-0001, viewer-token-0002]", 1), []string{"paths[live/cam1].readTokens"}, nil},
 		{"pathDefaults reach the paths that inherit them", pathsFile, strings.Replace(pathsFile, "maxReaders: 10", "maxReaders: 20", 1),
 			[]string{"pathDefaults.maxReaders", "paths[live/cam1].maxReaders", "paths[live/cam2].maxReaders"}, nil},
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Validate checks values and their combinations. Each error starts with
@@ -210,6 +211,9 @@ func (v *validator) path(key string, p Path, def *Path) {
 		}
 		v.credential(key+".publishUser", p.PublishUser)
 		v.credential(key+".publishPass", p.PublishPass)
+		if n := utf8.RuneCountInString(p.PublishPass); n > 0 && n < MinTokenLength {
+			v.fail(key+".publishPass", "is %d characters long, short enough to guess; %s", n, tokenFix)
+		}
 	}
 	if def == nil || p.Audio != def.Audio {
 		if p.Audio != AudioAuto && p.Audio != AudioOff {
@@ -319,8 +323,10 @@ func (v *validator) conflicts() {
 	if p := v.c.WebRTC.TCPPort; p > 0 && p <= 65535 {
 		tcp = append(tcp, sock{"webrtc.tcpPort", "", p})
 	}
-	if s, ok := parse("metrics.listen", v.c.Metrics.Listen); ok {
-		tcp = append(tcp, s)
+	for _, k := range [][2]string{{"metrics.listen", v.c.Metrics.Listen}, {"api.listen", v.c.API.Listen}} {
+		if s, ok := parse(k[0], k[1]); ok {
+			tcp = append(tcp, s)
+		}
 	}
 	for _, group := range []struct {
 		proto string

@@ -5,6 +5,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -21,6 +22,9 @@ import (
 // routes answer 404; zero limits take the defaults below.
 type Config struct {
 	Listen string // e.g. ":8889" or "127.0.0.1:0"
+	// Key is the config key of Listen, for the error when it cannot be
+	// bound; "" = http.listen.
+	Key string
 	// WHEP serves the WHEP URLs and passes every other request to the
 	// handler it is given.
 	WHEP func(next http.Handler) http.Handler
@@ -100,7 +104,8 @@ func Listen(cfg Config) (*Server, error) {
 	}
 	raw, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		return nil, fmt.Errorf("http.listen %q: %w; free the port or change http.listen", cfg.Listen, err)
+		key := cmp.Or(cfg.Key, "http.listen")
+		return nil, fmt.Errorf("%s %q: %w; free the port or change %s", key, cfg.Listen, err, key)
 	}
 	limit := newLimitListener(raw, cfg.MaxConnsPerClient, cfg.MaxConns, trusted.trusted, log)
 	var ln net.Listener = limit
@@ -219,6 +224,10 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 
 // Addr is the bound address.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Close releases a listener that will not be served (a later listener of
+// the server failed to bind).
+func (s *Server) Close() error { return s.ln.Close() }
 
 // Serve answers requests until ctx ends, then lets open requests finish
 // for up to shutdownGrace and closes the rest. It returns nil after a

@@ -146,7 +146,7 @@ func closedOnArrival(t *testing.T, s *Server, src, what string) {
 
 func get(t *testing.T, c net.Conn, path, extra string) *http.Response {
 	t.Helper()
-	return roundTrip(t, c, bufio.NewReader(c), "GET "+path+" HTTP/1.1\r\nHost: x\r\n"+extra+"\r\n")
+	return roundTrip(t, c, bufio.NewReader(c), "GET "+path+" HTTP/1.1\r\nHost: localhost\r\n"+extra+"\r\n")
 }
 
 func TestHealthz(t *testing.T) {
