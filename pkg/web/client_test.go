@@ -115,7 +115,7 @@ func TestForwardedRequestNeverLoopbackForAPI(t *testing.T) {
 				t.Errorf("trusted=%v, %q: %d, want 403", trusted, strings.TrimSpace(hdr), resp.StatusCode)
 			}
 			c := dialFrom(t, s, "")
-			resp := roundTrip(t, c, bufio.NewReader(c), "DELETE /v1/publishers/live/cam1 HTTP/1.1\r\nHost: x\r\n"+hdr+"\r\n")
+			resp := roundTrip(t, c, bufio.NewReader(c), "DELETE /v1/publishers/live/cam1 HTTP/1.1\r\nHost: localhost\r\n"+hdr+"\r\n")
 			if resp.StatusCode != http.StatusForbidden {
 				t.Errorf("trusted=%v, %q: kick publisher: %d, want 403", trusted, strings.TrimSpace(hdr), resp.StatusCode)
 			}
