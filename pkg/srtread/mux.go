@@ -159,6 +159,13 @@ func (m *muxer) release(tr *av.AudioTrack) error {
 func (m *muxer) put(p placed) error {
 	if p.f.Video != nil {
 		au := p.f.Video
+		if !writable(au) {
+			// mediacommon's writer indexes the first byte of every NAL
+			// unit and panics on an empty one, which would take the
+			// whole server down. tsdemux never emits one; this guard
+			// is for any other source of access units.
+			return nil
+		}
 		if err := m.w.WriteH264(m.video, p.pts, p.pts, au.NALUs); err != nil {
 			return m.outputErr(fmt.Errorf("H.264: %w", err))
 		}
@@ -195,6 +202,12 @@ func (m *muxer) writeAudio(p placed) error {
 		return nil
 	}
 	u := p.f.Source
+	if len(u.Data) == 0 {
+		// No codec has an empty frame, and the ADTS header of an empty
+		// AAC one is invalid: a reader (mediacommon's, at least) gives
+		// up on the whole stream at it.
+		return nil
+	}
 	var err error
 	switch c := m.audio.Codec.(type) {
 	case *mpegts.CodecMPEG4Audio:
@@ -314,6 +327,16 @@ func tsCodec(tr *av.AudioTrack) (mpegts.Codec, error) {
 		return &mpegts.CodecOpus{ChannelCount: tr.Channels}, nil
 	}
 	return nil, errors.New("unknown codec")
+}
+
+// writable reports whether au has NAL units and none of them is empty.
+func writable(au *av.AccessUnit) bool {
+	for _, n := range au.NALUs {
+		if len(n) == 0 {
+			return false
+		}
+	}
+	return len(au.NALUs) > 0
 }
 
 func nextAudioPID(cur uint16) uint16 {
