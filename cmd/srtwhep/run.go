@@ -79,7 +79,11 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		MaxReaders:      func(path string) int { return s.config().PathConfig(path).MaxReaders },
 		MaxReadersTotal: func() int { return s.config().Readers.MaxTotal },
 		Admit:           s.load.Check,
-		Logger:          log.With("component", "hub"),
+		GOPCache: func(path string) hub.GOPCacheLimits {
+			pc := s.config().PathConfig(path)
+			return hub.GOPCacheLimits{Duration: time.Duration(pc.GOPCacheDuration), Bytes: pc.GOPCacheBytes}
+		},
+		Logger: log.With("component", "hub"),
 	})
 	s.ingest = ingest.New(ingest.Config{
 		Hub:    s.hub,
@@ -95,8 +99,9 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 			return ingest.Handover{Takeover: takeovers[pc.OverridePublisher], Grace: time.Duration(pc.PublisherGrace),
 				Credentialed: pc.PublishUser != "" || c.AuthHook.URL != ""}
 		},
-		Events: s.hooks.Func(),
-		Logger: log,
+		MaxUnitBytes: func(path string) int { return s.config().PathConfig(path).MaxUnitBytes },
+		Events:       s.hooks.Func(),
+		Logger:       log,
 	})
 
 	var err error

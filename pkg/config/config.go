@@ -227,6 +227,15 @@ type Path struct {
 	// SourceLinger keeps a pull open this long after its last viewer left,
 	// so a page reload does not reconnect to the source.
 	SourceLinger Duration `yaml:"sourceLinger" reload:"live"`
+	// MaxUnitBytes caps one access unit (PES) being assembled from the
+	// publisher's TS; past it the unit is dropped up to the next unit
+	// start, so a stream that never ends one cannot grow memory.
+	MaxUnitBytes int `yaml:"maxUnitBytes" reload:"live"`
+	// GOPCacheDuration and GOPCacheBytes bound the last-GOP cache that
+	// lets a new viewer start at once; a GOP beyond either is not cached
+	// past that point, and viewers joining it wait for the next IDR.
+	GOPCacheDuration Duration `yaml:"gopCacheDuration" reload:"live"`
+	GOPCacheBytes    int      `yaml:"gopCacheBytes" reload:"live"`
 }
 
 // Default returns the built-in configuration; configs/srtwhep.yml documents
@@ -280,7 +289,10 @@ func Default() *Config {
 		Hooks: Hooks{Timeout: Duration(2 * time.Second), QueueSize: 1024}, // events.DefaultTimeout, DefaultQueueSize
 		PathDefaults: Path{Audio: AudioAuto, AudioBitrate: 96000, OverridePublisher: TakeoverEntitled,
 			PublisherGrace: Duration(15 * time.Second),
-			SourceTimeout:  Duration(5 * time.Second), SourceLinger: Duration(10 * time.Second)},
+			SourceTimeout:  Duration(5 * time.Second), SourceLinger: Duration(10 * time.Second),
+			// tsdemux.DefaultMaxUnitBytes, hub.DefaultGOPCacheDuration and
+			// hub.DefaultGOPCacheBytes, which config cannot import.
+			MaxUnitBytes: 4 << 20, GOPCacheDuration: Duration(10 * time.Second), GOPCacheBytes: 32 << 20},
 		Paths: map[string]Path{},
 	}
 }

@@ -59,7 +59,8 @@ func TestLiveKeys(t *testing.T) {
 		"pathDefaults.readTokens", "pathDefaults.publishIPs", "pathDefaults.readIPs",
 		"pathDefaults.audio", "pathDefaults.audioBitrate",
 		"pathDefaults.overridePublisher", "pathDefaults.publisherGrace",
-		"pathDefaults.source", "pathDefaults.sourceTimeout", "pathDefaults.sourceLinger"}
+		"pathDefaults.source", "pathDefaults.sourceTimeout", "pathDefaults.sourceLinger",
+		"pathDefaults.maxUnitBytes", "pathDefaults.gopCacheDuration", "pathDefaults.gopCacheBytes"}
 	var live []string
 	for _, key := range allKeys(configType, "") {
 		if f, ok := fieldByKey(key); ok && f.Tag.Get("reload") == "live" {

@@ -197,7 +197,6 @@ func TestAttachWithoutUsableCacheWaitsForIDR(t *testing.T) {
 		pre  int // frames written before Attach, the first one an IDR
 	}{
 		{"GOP longer than cache", Config{QueueSize: 16, GOPCacheFrames: 3}, 5},
-		{"cache larger than queue", Config{QueueSize: 4, GOPCacheFrames: 10}, 6},
 		{"no IDR yet", Config{QueueSize: 16}, 0},
 	}
 	for _, tc := range cases {

@@ -29,7 +29,8 @@ func (h *Hub) PublishWith(name, remote string, opts PublishOptions) (*Publisher,
 	defer h.mu.Unlock()
 	p, ok := h.paths[name]
 	if !ok {
-		p = newPath(name, remote, h.cfg.GOPCacheFrames)
+		p = newPath(name, remote, h.cfg.GOPCacheFrames, h.log)
+		p.limits = h.gopLimits(name)
 		h.paths[name] = p
 		pub := &Publisher{h: h, p: p, grace: opts.Grace, replaced: make(chan struct{})}
 		p.pub, p.pubs = pub, 1
@@ -48,6 +49,9 @@ func (h *Hub) PublishWith(name, remote string, opts PublishOptions) (*Publisher,
 		close(old.replaced)
 	}
 	gen := p.nextGen()
+	p.mu.Lock()
+	p.limits = h.gopLimits(name)
+	p.mu.Unlock()
 	p.remote, p.since = remote, time.Now()
 	pub := &Publisher{h: h, p: p, gen: gen, grace: opts.Grace, replaced: make(chan struct{}), base: p.counters()}
 	p.pub = pub
@@ -68,6 +72,7 @@ func (p *path) nextGen() uint32 {
 	defer p.mu.Unlock()
 	p.gen++
 	p.resetCache()
+	p.cacheWarned = false
 	p.sawIDR = false
 	clear(p.recentAudio[:])
 	p.recentNext = 0

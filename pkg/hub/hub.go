@@ -41,11 +41,17 @@ type Config struct {
 	// control plugs in here, so viewers already watching keep the headroom
 	// they need.
 	Admit func() error
-	// GOPCacheFrames caps the last-GOP cache in access units (default
-	// QueueSize*3/4, which leaves a new reader room for live frames behind
-	// the cached ones). On a path with audio the cache also holds 5/3 as
-	// many audio frames, and readers get 5/3 QueueSize more queue slots:
-	// 20 ms audio frames next to 30 fps video, so the same time span fits.
+	// GOPCache returns the last-GOP cache limits of a path (nil:
+	// DefaultGOPCacheLimits). It is read when a publisher claims the
+	// path, so a reload applies to the next publisher. It must not call
+	// back into the hub.
+	GOPCache func(path string) GOPCacheLimits
+	// GOPCacheFrames is the cache's backstop in video frames (default
+	// DefaultGOPCacheFrames), for a stream whose PTS does not advance; on
+	// a path with audio the cache also holds 5/3 as many audio frames
+	// (20 ms frames next to 30 fps video). A reader whose queue cannot
+	// take the cached GOP behind QueueSize free slots gets a queue that
+	// can when it attaches.
 	GOPCacheFrames int
 	// Logger receives the drop summaries; nil discards them.
 	Logger *slog.Logger
@@ -74,7 +80,7 @@ func New(cfg Config) *Hub {
 		cfg.QueueSize = defaultQueueSize
 	}
 	if cfg.GOPCacheFrames <= 0 {
-		cfg.GOPCacheFrames = max(cfg.QueueSize*3/4, 1)
+		cfg.GOPCacheFrames = DefaultGOPCacheFrames
 	}
 	log := cfg.Logger
 	if log == nil {

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -46,17 +47,23 @@ type path struct {
 	// replaced, never changed in place, so Write loops over a snapshot
 	// without holding mu.
 	readers []*Reader
-	// cache holds the current GOP from its IDR while it stays within
-	// cacheMax video frames, with the audio from the IDR's PTS on (within
-	// audioCacheMax frames) interleaved as it arrived. It is updated under
-	// mu together with the snapshot of readers, which is what lets Attach
-	// hand a reader cache+live with no gap and no duplicate.
+	// cache holds the current GOP from its IDR while it stays within the
+	// limits (see gopcache.go), with the audio from the IDR's PTS on
+	// interleaved as it arrived. It is updated under mu together with the
+	// snapshot of readers, which is what lets Attach hand a reader
+	// cache+live with no gap and no duplicate.
 	cache         []Frame
 	cacheValid    bool
 	cacheVideo    int // video frames in cache
 	cacheSource   int // source audio units in cache (see source.go)
+	cacheBytes    int // what the cached frames hold, by frameBytes
 	cacheMax      int
 	audioCacheMax int
+	limits        GOPCacheLimits
+	// cacheWarned: this generation's GOP outgrew the limits once and
+	// said so; one line per publisher, not one per GOP.
+	cacheWarned bool
+	log         *slog.Logger
 	// sawIDR: the current generation has written an IDR, so a new reader
 	// starts without waiting for the encoder (see State).
 	sawIDR bool
@@ -96,70 +103,17 @@ const recentAudioFrames = 32
 // span of both.
 func audioSlots(n int) int { return n * 5 / 3 }
 
-func newPath(name, remote string, cacheMax int) *path {
+func newPath(name, remote string, cacheMax int, log *slog.Logger) *path {
 	return &path{
 		name:   name,
 		remote: remote,
 		since:  time.Now(),
-		// Sized for both forms of audio too, so filling the cache never
-		// allocates on the publisher's path.
-		cache:         make([]Frame, 0, cacheMax+2*audioSlots(cacheMax)),
+		// The cache grows by append to what a path's GOPs need and keeps
+		// that capacity from GOP to GOP; sized for the frame bound up
+		// front, every path would hold tens of KiB it may never use.
 		cacheMax:      cacheMax,
 		audioCacheMax: audioSlots(cacheMax),
-	}
-}
-
-// resetCache empties the cache; clear drops the references so old frames
-// can be collected. Called with mu held.
-func (p *path) resetCache() {
-	clear(p.cache)
-	p.cache = p.cache[:0]
-	p.cacheVideo = 0
-	p.cacheSource = 0
-	p.cacheValid = false
-}
-
-// updateCache keeps the last GOP. Called with mu held.
-func (p *path) updateCache(au *av.AccessUnit) {
-	switch {
-	case au.IDR:
-		p.sawIDR = true
-		p.resetCache()
-		p.cache = append(p.cache, Frame{Video: au, CatchUp: true})
-		p.cacheVideo = 1
-		p.cacheValid = true
-		// Audio that arrived ahead of its IDR, oldest first.
-		for i := range recentAudioFrames {
-			af := p.recentAudio[(p.recentNext+i)%recentAudioFrames]
-			if af != nil && af.PTS >= au.PTS && len(p.cache)-1 < p.audioCacheMax {
-				p.cache = append(p.cache, Frame{Audio: af, CatchUp: true})
-			}
-		}
-		p.cacheRecentSource(au.PTS)
-	case !p.cacheValid:
-	case p.cacheVideo >= p.cacheMax:
-		// A GOP this long cannot be replayed into a queue; a new reader
-		// waits for the next IDR instead.
-		p.resetCache()
-	default:
-		p.cache = append(p.cache, Frame{Video: au, CatchUp: true})
-		p.cacheVideo++
-	}
-}
-
-// updateAudioCache adds af to the cached GOP when it plays at or after the
-// IDR. Called with mu held.
-func (p *path) updateAudioCache(af *av.AudioFrame) {
-	p.recentAudio[p.recentNext] = af
-	p.recentNext = (p.recentNext + 1) % recentAudioFrames
-	switch {
-	case !p.cacheValid:
-	case af.PTS < p.cache[0].Video.PTS:
-		// Muxed late: it plays before the picture a new viewer starts at.
-	case len(p.cache)-p.cacheVideo-p.cacheSource >= p.audioCacheMax:
-		p.resetCache()
-	default:
-		p.cache = append(p.cache, Frame{Audio: af, CatchUp: true})
+		log:           log,
 	}
 }
 
@@ -185,7 +139,8 @@ func (p *path) attach(r *Reader, withAudio, withSource bool) {
 	if withSource {
 		need += p.cacheSource
 	}
-	if p.cacheValid && need <= cap(r.queue)-len(r.queue) && need <= r.videoLimit {
+	if p.cacheValid {
+		r.makeRoom(need)
 		for _, f := range p.cache {
 			if f.Audio != nil && !withAudio || f.Source != nil && !withSource {
 				continue

@@ -126,6 +126,26 @@ func newReader(h *Hub, p *path, session string, queueSize, audioExtra int) *Read
 	}
 }
 
+// makeRoom grows the queue when need cached frames do not fit in it, so
+// they fit with the reader's whole queue still free behind them for live
+// ones: a GOP cache bounded in time (an 8.3 s GOP is 250 frames) is far
+// longer than a queue sized for how far a viewer may lag. The video limit
+// grows by the same amount, or live video would be dropped behind the
+// replay; the growth is bounded by the cache's own limits. Called by
+// attach under p.mu, before the reader is in the snapshot (so nothing
+// pushes) and before its sender's first receive (Attach's contract).
+func (r *Reader) makeRoom(need int) {
+	if need <= cap(r.queue)-len(r.queue) && need <= r.videoLimit {
+		return
+	}
+	q := make(chan Frame, cap(r.queue)+need)
+	for len(r.queue) > 0 {
+		q <- <-r.queue
+	}
+	r.queue = q
+	r.videoLimit += need
+}
+
 // push is the publisher's non-blocking hand-off. It drops to the next IDR
 // rather than single frames, because a decoder fed a P frame whose
 // reference was lost shows a smeared picture until the next IDR anyway.
@@ -246,7 +266,9 @@ func (r *Reader) end() {
 // Attach starts delivery of video only: the cached GOP from its IDR first
 // (catchUp=true), then live frames with no gap and no duplicate. Without a
 // usable cache the reader starts at the next IDR. Calling it again, or
-// after the publisher left, does nothing.
+// after the publisher left, does nothing. It must come before the first
+// receive (RecvFrame, Recv, Poll): it may replace the queue to fit the
+// cached GOP.
 func (r *Reader) Attach() {
 	r.p.attach(r, false, false)
 }

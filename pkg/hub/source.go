@@ -92,8 +92,11 @@ func (p *path) updateSourceCache(u *av.AudioUnit) {
 	case p.cacheSource >= p.audioCacheMax:
 		p.resetCache()
 	default:
-		p.cache = append(p.cache, Frame{Source: u, CatchUp: true})
-		p.cacheSource++
+		if n := len(u.Data) + frameOverhead; p.fits(u.PTS, n) {
+			p.cache = append(p.cache, Frame{Source: u, CatchUp: true})
+			p.cacheSource++
+			p.cacheBytes += n
+		}
 	}
 }
 
@@ -106,6 +109,7 @@ func (p *path) cacheRecentSource(pts int64) {
 		if u != nil && u.PTS >= pts && p.cacheSource < p.audioCacheMax {
 			p.cache = append(p.cache, Frame{Source: u, CatchUp: true})
 			p.cacheSource++
+			p.cacheBytes += len(u.Data) + frameOverhead
 		}
 	}
 }

@@ -44,6 +44,10 @@ type Config struct {
 	// DefaultHandover). It is read when a publisher connects and when it
 	// claims the path, so a reload applies to the next publisher.
 	Handover func(path string) Handover
+	// MaxUnitBytes returns a path's cap on one access unit being
+	// assembled (nil or 0: tsdemux.DefaultMaxUnitBytes). It is read when
+	// a publisher connects.
+	MaxUnitBytes func(path string) int
 	// Events receives publisher.connected when a publisher's path goes
 	// live and publisher.disconnected when it ends (nil: none).
 	Events events.Func
@@ -215,7 +219,11 @@ func (m *Manager) serve(ctx context.Context, c conn) error {
 			pub.Close()
 		}
 	}()
-	d := tsdemux.New(c, tsdemux.Config{Logger: log, OnStart: start, OnInfo: func(info av.StreamInfo) {
+	maxUnit := 0
+	if m.cfg.MaxUnitBytes != nil {
+		maxUnit = m.cfg.MaxUnitBytes(path)
+	}
+	d := tsdemux.New(c, tsdemux.Config{Logger: log, MaxUnitBytes: maxUnit, OnStart: start, OnInfo: func(info av.StreamInfo) {
 		pub.SetInfo(info)
 		p.info.Store(&info)
 		log.Info("stream parameters", "codec", info.Codec, "profile", info.Profile,

@@ -13,6 +13,7 @@
 package tsdemux
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -94,6 +95,10 @@ type Config struct {
 	// must not act on garbage (claim a path, announce it) does it here;
 	// an error ends Run with it. May be nil.
 	OnStart func() error
+	// MaxUnitBytes caps the payload of one PES (access unit) being
+	// assembled; past it the unit is dropped up to the next unit start
+	// and one warning says why. 0 means DefaultMaxUnitBytes.
+	MaxUnitBytes int
 }
 
 // Skip describes one finished skip to the next IDR.
@@ -116,6 +121,7 @@ type Stats struct {
 	Bytes            uint64 // MPEG-TS bytes read from the reader
 	AudioUnits       uint64 // audio frames handed to OnAudio
 	AudioErrors      uint64 // audio PES or frames skipped (parse errors, implausible PTS)
+	UnitsCapped      uint64 // PES dropped for growing past MaxUnitBytes
 }
 
 // Demuxer reads MPEG-TS from an io.Reader and emits H.264 access units.
@@ -132,6 +138,13 @@ type Demuxer struct {
 	onStart      func() error
 
 	initLimit int64 // initPMTLimit, lowered by tests
+	maxUnit   int
+
+	// Owned by Run's goroutine: the chosen video PID (-1 before the
+	// program tables) and the last unit-cap warning.
+	videoPID  int
+	capLogged time.Time
+	capped    uint64 // units dropped since that warning
 
 	decodeErrors   atomic.Uint64
 	accessUnits    atomic.Uint64
@@ -142,6 +155,7 @@ type Demuxer struct {
 	bytes          atomic.Uint64
 	audioUnits     atomic.Uint64
 	audioErrors    atomic.Uint64
+	unitsCapped    atomic.Uint64
 
 	// Everything below is owned by Run's goroutine.
 	summary errorSummary
@@ -157,7 +171,7 @@ func New(r io.Reader, cfg Config) *Demuxer {
 	}
 	return &Demuxer{r: r, log: log, onInfo: cfg.OnInfo, onAudio: cfg.OnAudio, onAudioTrack: cfg.OnAudioTrack,
 		onAudioFound: cfg.OnAudioFound, onSkip: cfg.OnSkip, onSkipped: cfg.OnSkipped, onStart: cfg.OnStart,
-		initLimit: initPMTLimit}
+		initLimit: initPMTLimit, maxUnit: cmp.Or(cfg.MaxUnitBytes, DefaultMaxUnitBytes), videoPID: -1}
 }
 
 // Stats returns a snapshot of the counters.
@@ -174,6 +188,7 @@ func (d *Demuxer) Stats() Stats {
 		Bytes:            d.bytes.Load(),
 		AudioUnits:       d.audioUnits.Load(),
 		AudioErrors:      d.audioErrors.Load(),
+		UnitsCapped:      d.unitsCapped.Load(),
 	}
 }
 
@@ -194,7 +209,7 @@ func (d *Demuxer) Run(ctx context.Context, emit func(*av.AccessUnit) error) erro
 		return err
 	}
 	mr := &meteredReader{ctx: ctx, r: d.r, bytes: &d.bytes, limit: d.initLimit}
-	tr := &mpegts.Reader{R: mr}
+	tr := &mpegts.Reader{R: newUnitCap(mr, d.maxUnit, d.unitCapped)}
 	if err := tr.Initialize(); err != nil {
 		return d.initError(ctx, err, mr)
 	}
@@ -204,6 +219,7 @@ func (d *Demuxer) Run(ctx context.Context, emit func(*av.AccessUnit) error) erro
 	if err != nil {
 		return err
 	}
+	d.videoPID = int(track.PID)
 	d.video.init()
 	tr.OnDecodeError(d.decodeError)
 	tr.OnDataH264(track, func(pts, dts int64, au [][]byte) error {
