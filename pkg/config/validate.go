@@ -223,6 +223,7 @@ func (v *validator) path(key string, p Path, def *Path) {
 			v.fail(key+".audioBitrate", "%d is outside Opus's range; use 6000 to 510000 bit/s, e.g. 96000", p.AudioBitrate)
 		}
 	}
+	v.pathVideo(key, p, def)
 	if def == nil || p.PublisherGrace != def.PublisherGrace {
 		if p.PublisherGrace < 0 {
 			v.fail(key+".publisherGrace", "%s is negative; use 0 to end viewers with their publisher, or a duration such as 15s", p.PublisherGrace)

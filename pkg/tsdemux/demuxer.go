@@ -94,6 +94,13 @@ type Config struct {
 	// must not act on garbage (claim a path, announce it) does it here;
 	// an error ends Run with it. May be nil.
 	OnStart func() error
+	// OnBFrames is called once on Run's goroutine at the first sign of
+	// B-frames. True means the consumer transcodes the video (pkg/ingest
+	// with video: auto or transcode): access units then keep coming in
+	// decode order, each with its own PTS (not monotonic), and never reach
+	// a viewer as they are. False, or nil, refuses the stream with
+	// ErrBFrames.
+	OnBFrames func() bool
 }
 
 // Skip describes one finished skip to the next IDR.
@@ -130,6 +137,7 @@ type Demuxer struct {
 	onSkip       func(error) bool
 	onSkipped    func(Skip)
 	onStart      func() error
+	onBFrames    func() bool
 
 	initLimit int64 // initPMTLimit, lowered by tests
 
@@ -157,7 +165,7 @@ func New(r io.Reader, cfg Config) *Demuxer {
 	}
 	return &Demuxer{r: r, log: log, onInfo: cfg.OnInfo, onAudio: cfg.OnAudio, onAudioTrack: cfg.OnAudioTrack,
 		onAudioFound: cfg.OnAudioFound, onSkip: cfg.OnSkip, onSkipped: cfg.OnSkipped, onStart: cfg.OnStart,
-		initLimit: initPMTLimit}
+		onBFrames: cfg.OnBFrames, initLimit: initPMTLimit}
 }
 
 // Stats returns a snapshot of the counters.
