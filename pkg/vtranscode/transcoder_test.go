@@ -27,7 +27,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // clip encodes testsrc2 with ffmpeg into MPEG-TS and returns its video
 // access units in decode order.
-func clip(t *testing.T, seconds int, size string, videoArgs ...string) []*av.AccessUnit {
+func clip(t testing.TB, seconds int, size string, videoArgs ...string) []*av.AccessUnit {
 	t.Helper()
 	bin, err := exec.LookPath("ffmpeg")
 	if err != nil {
@@ -96,7 +96,7 @@ func (s *sink) len() int {
 
 // waitFor polls until the sink holds n units or the deadline passes (the
 // machine is shared; the deadline is generous and bounds the loop).
-func (s *sink) waitFor(t *testing.T, n int) {
+func (s *sink) waitFor(t testing.TB, n int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
