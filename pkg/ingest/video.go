@@ -41,6 +41,9 @@ const (
 	// measured by make bench (transcode section) on the reference
 	// machine: decode + libx264 ultrafast, one thread each.
 	cost720p30 = 0.20
+	// rateSlack is how far the source's rate may move from the encoder's
+	// before the encoder follows it.
+	rateSlack = 0.5
 )
 
 // Reasons a path is transcoded, each with the encoder setting that avoids it.
@@ -75,6 +78,7 @@ type videoPipeline struct {
 	haveIDR bool
 	written int64 // PTS of the last unit passed through
 	wrote   bool
+	rate    int // bit/s the transcoder was last given
 
 	mu     sync.Mutex
 	tc     *vtranscode.Transcoder // nil: passthrough
@@ -142,6 +146,7 @@ func (v *videoPipeline) write(au *av.AccessUnit) {
 // mid-GOP.
 func (v *videoPipeline) remember(au *av.AccessUnit) {
 	if au.IDR {
+		v.followRate()
 		clear(v.gop)
 		v.gop, v.gopSize, v.gopFull = v.gop[:0], 0, false
 		v.lastIDR, v.haveIDR = au.PTS, true
@@ -179,6 +184,7 @@ func (v *videoPipeline) start(r transcodeReason) bool {
 	v.tc, v.reason = tc, r
 	v.mu.Unlock()
 	br, keyint, preset := tc.Params()
+	v.rate = br
 	pixels := float64(v.info.Width*v.info.Height) * max(v.info.FPS, 1)
 	v.log.Info("video transcoded to H.264 for browsers", "reason", r.why,
 		"cost", fmt.Sprintf("about %.0f%% of one core (%dx%d at %.0f fps, libx264 %s)",
@@ -209,6 +215,26 @@ func (v *videoPipeline) sourceBitrate() int {
 	}
 	span := hi - lo + frame
 	return int(int64(v.gopSize) * 8 * av.ClockRate / span)
+}
+
+// followRate gives the transcoder the rate of the GOP that just ended
+// when it moved far from what the encoder runs at: a publisher that
+// raises its bitrate (a scene, a setting) gets the quality it pays for,
+// and each change costs an IDR, so small ones are ignored.
+func (v *videoPipeline) followRate() {
+	tc := v.transcoder()
+	if tc == nil || v.gopFull {
+		return
+	}
+	r := v.sourceBitrate()
+	if r <= 0 || v.rate <= 0 {
+		return
+	}
+	if ratio := float64(r) / float64(v.rate); ratio > 1+rateSlack || ratio < 1/(1+rateSlack) {
+		tc.SetBitrate(r)
+		v.log.Debug("video transcoder follows the source's bitrate", "from", v.rate, "to", r)
+		v.rate = r
+	}
 }
 
 func (v *videoPipeline) transcoder() *vtranscode.Transcoder {

@@ -135,6 +135,7 @@ type Transcoder struct {
 	waitIDR bool // Write's goroutine only: dropping up to the next IDR
 
 	forceKey atomic.Bool
+	bitrate  atomic.Int64 // requested by SetBitrate; 0: none
 
 	framesIn, framesOut, idrsOut atomic.Uint64
 	dropped, errors              atomic.Uint64
@@ -142,6 +143,7 @@ type Transcoder struct {
 	latCount                     atomic.Uint64
 
 	// Owned by the run goroutine.
+	rate    int // bit/s the encoder runs at
 	dec     *decoder
 	enc     *encoder
 	annexB  []byte
@@ -189,14 +191,14 @@ func New(cfg Config, emit func(*av.AccessUnit)) (*Transcoder, error) {
 	}
 	t := &Transcoder{cfg: cfg, log: cfg.Logger, emit: emit, dec: dec,
 		in: make(chan *av.AccessUnit, cfg.QueueSize), done: make(chan struct{}),
-		lastOut: cfg.After, haveOut: cfg.HasAfter}
+		lastOut: cfg.After, haveOut: cfg.HasAfter, rate: cfg.Bitrate}
 	t.wg.Add(1)
 	go t.run()
 	return t, nil
 }
 
-// Params describes what the encoder produces, for the log line that says
-// what transcoding costs.
+// Params describes what the encoder was started with, for the log line
+// that says what transcoding costs.
 func (t *Transcoder) Params() (bitrate int, keyint time.Duration, preset string) {
 	return t.cfg.Bitrate, t.cfg.KeyframeInterval, t.cfg.Preset
 }
@@ -221,6 +223,13 @@ func (t *Transcoder) Write(au *av.AccessUnit) {
 		t.waitIDR = true
 		t.dropped.Add(1)
 	}
+}
+
+// SetBitrate changes the output bitrate from the next picture on (clamped
+// like Config.Bitrate), so the output follows the source's rate. The
+// encoder restarts with it: the next picture is an IDR.
+func (t *Transcoder) SetBitrate(bps int) {
+	t.bitrate.Store(int64(min(max(bps, minBitrate), maxBitrate)))
 }
 
 // RequestKeyframe makes the next encoded picture an IDR.
@@ -322,7 +331,15 @@ func (t *Transcoder) encodeFrame(f *cFrame) error {
 		return nil // before the cut-over, or a repeated timestamp
 	}
 	w, h, _ := frameSize(f)
-	if t.enc != nil && (t.enc.p.width != w || t.enc.p.height != h) {
+	// libx264 through FFmpeg 5.1 does not apply a new ABR bitrate to a
+	// running encoder (the reconfiguration keeps the old rate), so a new
+	// rate takes a new encoder, whose first picture is an IDR. The ingest
+	// asks only for large changes, so this is rare.
+	newRate := false
+	if b := int(t.bitrate.Load()); b != 0 && b != t.rate {
+		t.rate, newRate = b, true
+	}
+	if t.enc != nil && (newRate || t.enc.p.width != w || t.enc.p.height != h) {
 		t.enc.free()
 		t.enc = nil
 	}
@@ -332,7 +349,7 @@ func (t *Transcoder) encodeFrame(f *cFrame) error {
 		var err error
 		// The size must be even for 4:2:0.
 		if t.enc, err = openEncoder(encoderParams{width: w &^ 1, height: h &^ 1, fps: fps,
-			bitrate: t.cfg.Bitrate, keyint: keyint, preset: t.cfg.Preset}); err != nil {
+			bitrate: t.rate, keyint: keyint, preset: t.cfg.Preset}); err != nil {
 			return err
 		}
 	}

@@ -281,3 +281,38 @@ func TestQueueBound(t *testing.T) {
 		t.Errorf("ffprobe decoded %d of %d pictures", len(frames), len(s.aus))
 	}
 }
+
+// SetBitrate follows the source's rate: from the change on (an IDR, the
+// encoder restarts) the output is much larger.
+func TestSetBitrate(t *testing.T) {
+	in := clip(t, 4, "640x360", "-c:v", "libx264", "-preset", "ultrafast", "-bf", "0", "-g", "250", "-b:v", "3000k")
+	var s sink
+	tc, err := New(Config{Bitrate: 300_000, QueueSize: len(in)}, s.emit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	// Not on the 2 s keyframe interval, so no IDR falls on the change.
+	half := len(in)/2 - 15
+	for _, au := range in[:half] {
+		tc.Write(au)
+	}
+	s.waitFor(t, half)
+	tc.SetBitrate(3_000_000)
+	for _, au := range in[half:] {
+		tc.Write(au)
+	}
+	s.waitFor(t, len(in))
+	size := func(aus []*av.AccessUnit) (n int) {
+		for _, au := range aus {
+			n += au.Size
+		}
+		return n
+	}
+	// Skip the first GOP's IDR and the rate control's settling.
+	lo, hi := size(s.aus[10:half]), size(s.aus[half+10:])
+	t.Logf("bytes at 300 kbit/s: %d, at 3 Mbit/s: %d", lo, hi)
+	if hi < 3*lo || !s.aus[half].IDR {
+		t.Errorf("bytes %d then %d (want ≥ 3×), IDR at the change %v", lo, hi, s.aus[half].IDR)
+	}
+}
