@@ -6,7 +6,7 @@
 FROM golang:1.26-bookworm AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libsrt-openssl-dev pkg-config \
-      libavcodec-dev libswresample-dev libavutil-dev libopus-dev libopusfile-dev \
+      libavcodec-dev libswresample-dev libswscale-dev libavutil-dev libopus-dev libopusfile-dev \
  && rm -rf /var/lib/apt/lists/*
 # Use the image's Go; never download another toolchain during a build.
 ENV GOTOOLCHAIN=local CGO_ENABLED=1 GOFLAGS=-buildvcs=false
@@ -24,7 +24,7 @@ RUN go build -trimpath -ldflags="-s -w -X github.com/srtwhep/srtwhep/pkg/version
 FROM debian:bookworm-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libsrt1.5-openssl ca-certificates \
-      libavcodec59 libswresample4 libavutil57 libopus0 libopusfile0 \
+      libavcodec59 libswresample4 libswscale6 libavutil57 libopus0 libopusfile0 \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin srtwhep
 COPY --from=build /out/srtwhep /usr/local/bin/srtwhep

@@ -35,7 +35,9 @@
 # PLANES ("pion own" when the server knows webrtc.mediaPlane, else empty:
 # the server's default), ROUNDS (default 1), EXTRA_MODES (default gro;
 # empty skips), EXTRA_STEPS (their steps, default 100,200,400), PROFILE_AT
-# (default 400; 0 skips the profile).
+# (default 400; 0 skips the profile), TRANSCODE_HOLD (seconds the 720p
+# clip is transcoded on the first server for the video transcoder's CPU,
+# default 20; 0 skips it).
 #
 # Before the ladders, on the idle server: glass-to-glass latency from a
 # generated 640x360@30 clip whose frames carry their creation time in their
@@ -57,6 +59,7 @@ PACE=${PACE:-20ms}
 LADDERS=${LADDERS:-video audio}
 GOBENCH=${GOBENCH-.}
 G2G=${G2G:-20s}
+TRANSCODE_HOLD=${TRANSCODE_HOLD:-20}
 # The key's documented default in the golden config tells whether this
 # server has a choice of media plane at all.
 if grep -qE '^[[:space:]]+mediaPlane:' configs/srtwhep.yml; then
@@ -191,6 +194,12 @@ metrics:
   pprof: true
 readers:
   maxCPUPercent: 0
+# The transcode section: the same clips through the video transcoder.
+paths:
+  live/g2gtc:
+    video: transcode
+  live/benchtc:
+    video: transcode
 YAML
 
 # start_server PLANE LOG: srtwhep on CPU 0 ("" keeps its default plane) and
@@ -240,6 +249,38 @@ publishing() {
 }
 
 # audio_cpu_seconds: the server's transcoding CPU so far for the path.
+# video_cpu_seconds: the video transcoder's CPU seconds for live/benchtc.
+video_cpu_seconds() {
+	local m
+	m=$(http_get /metrics "$METRICS_PORT") || return 1
+	awk '/^srtwhep_path_video_transcode_cpu_seconds_total\{.*path="live\/benchtc"/ {print $2; found=1} END {exit !found}' <<<"$m"
+}
+
+# transcode_cpu: publishes the bench clip (720p30) to live/benchtc, where
+# video: transcode is set, for TRANSCODE_HOLD and prints the transcoder's
+# share of one core, by its own metric and by the server's CPU time.
+transcode_cpu() {
+	local p a b s0 s1 t0
+	taskset -c 1 ffmpeg -hide_banner -loglevel error -re -stream_loop -1 -i "$CLIP" -c copy -f mpegts \
+		"srt://127.0.0.1:$SRT_PORT?streamid=publish:live/benchtc&pkt_size=1316" >/dev/null 2>&1 &
+	p=$!
+	pids+=("$p")
+	if ! wait_for "the transcoder" 20 video_cpu_seconds; then
+		kill "$p" 2>/dev/null || true
+		return 1
+	fi
+	a=$(video_cpu_seconds)
+	s0=$(awk '{print $14 + $15}' "/proc/$srv/stat")
+	t0=$SECONDS
+	sleep "$TRANSCODE_HOLD"
+	b=$(video_cpu_seconds)
+	s1=$(awk '{print $14 + $15}' "/proc/$srv/stat")
+	kill "$p" 2>/dev/null || true
+	wait "$p" 2>/dev/null || true
+	awk -v a="$a" -v b="$b" -v s0="$s0" -v s1="$s1" -v hz="$(getconf CLK_TCK)" -v d="$((SECONDS - t0))" \
+		'BEGIN {printf "- 1280x720@30 (the bench clip) transcoded in the server: %.1f %% of one core by srtwhep_path_video_transcode_cpu_seconds_total over %d s (goal ≤ 30 %%); the whole server meanwhile %.1f %% (one publisher passed through, one transcoded, no viewers)\n", 100*(b-a)/d, d, 100*(s1-s0)/hz/d}'
+}
+
 audio_cpu_seconds() {
 	local m
 	m=$(http_get /metrics "$METRICS_PORT") || return 1
@@ -317,7 +358,21 @@ for ((round = 1; round <= ROUNDS; round++)); do
 					taskset -c 1 bin/whep-loadgen g2g -srt "srt://127.0.0.1:$SRT_PORT?streamid=publish:live/g2g&pkt_size=1316" \
 						-url "http://127.0.0.1:$HTTP_PORT/live/g2g/whep" -duration "$G2G" -metrics "http://127.0.0.1:$METRICS_PORT/metrics"
 					echo
+					# The same clip through the video transcoder (video:
+					# transcode on live/g2gtc): the difference of the two
+					# medians is what transcoding adds (goal ≤ ~50 ms).
+					echo "### The same, transcoded (video: transcode)"
+					echo
+					taskset -c 1 bin/whep-loadgen g2g -srt "srt://127.0.0.1:$SRT_PORT?streamid=publish:live/g2gtc&pkt_size=1316" \
+						-url "http://127.0.0.1:$HTTP_PORT/live/g2gtc/whep" -duration "$G2G" -metrics "http://127.0.0.1:$METRICS_PORT/metrics"
+					echo
 				} | tee -a "$out/report.md"
+			fi
+			if [[ $TRANSCODE_HOLD != 0 && $first == 1 ]]; then
+				echo "== video transcoding ($TRANSCODE_HOLD of the 720p clip on live/benchtc)"
+				if line=$(transcode_cpu); then
+					transcode+=("$line")
+				fi
 			fi
 			first=0
 
@@ -368,9 +423,10 @@ done
 	if ((${#transcode[@]} > 0)); then
 		printf '%s\n' "${transcode[@]}"
 	else
-		echo "- In the server: n/a (no srtwhep_path_audio_transcode_cpu_seconds_total for live/bench)"
+		echo "- In the server: n/a (no transcoding CPU metric for live/bench or live/benchtc)"
 	fi
 	awk '/^BenchmarkTranscodeAAC/ {for (i = 1; i < NF; i++) if ($(i+1) == "%core") printf "- BenchmarkTranscodeAAC (10 s of AAC 128 kbit/s stereo → Opus): %s %% of one core (goal ≤ 2 %%)\n", $i}
+		/^BenchmarkTranscode720p/ {for (i = 1; i < NF; i++) {if ($(i+1) == "%core") c = $i; if ($(i+1) == "ms-in-transcoder") l = $i}; printf "- %s (10 s of 1280x720@30, 2.5 Mbit/s → libx264 ultrafast): %s %% of one core (goal ≤ 30 %%), %s ms a picture in the transcoder\n", $1, c, l}
 		/^BenchmarkTranscoderRSS/ {for (i = 1; i < NF; i++) if ($(i+1) == "rss-bytes/path") printf "- BenchmarkTranscoderRSS: %.2f MiB of RSS per transcoding path\n", $i/1048576}' "$out/go-bench.txt" 2>/dev/null || true
 } | tee -a "$out/report.md"
 

@@ -21,16 +21,17 @@ usage() {
 
 [[ $# -eq 1 ]] || usage
 
-# pkg/audio binds only libavcodec, libswresample and libavutil, on
+# pkg/audio binds only libavcodec, libswresample and libavutil (and
+# pkg/vtranscode libavcodec, libswscale and libavutil), on
 # purpose: Debian builds libavformat/libavfilter/libavdevice against
 # libsrt-gnutls, which would load a second libsrt beside srtgo's openssl
 # one. The binary then needs, at run time: libsrt1.5-openssl libavcodec59
-# libswresample4 libavutil57 libopus0 libopusfile0 (the Dockerfile's
+# libswresample4 libswscale6 libavutil57 libopus0 libopusfile0 (the Dockerfile's
 # runtime stage installs exactly these).
 # gopkg.in/hraban/opus.v2 links libopusfile unless built with the
 # nolibopusfile tag; installing it keeps plain `go build` and `go test`
 # working with no tags to remember.
-audio_build_pkgs=(libavcodec-dev libswresample-dev libavutil-dev libopus-dev libopusfile-dev)
+audio_build_pkgs=(libavcodec-dev libswresample-dev libswscale-dev libavutil-dev libopus-dev libopusfile-dev)
 build_pkgs=(libsrt-openssl-dev pkg-config "${audio_build_pkgs[@]}")
 run_pkgs=("${build_pkgs[@]}" ffmpeg)
 test_pkgs=("${run_pkgs[@]}" chromium iptables nftables iproute2 shellcheck docker-compose)

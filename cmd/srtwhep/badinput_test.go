@@ -22,7 +22,9 @@ import (
 func TestBadInputs(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t, func(c *config.Config) {
-		c.Paths = map[string]config.Path{"live/cam1": {MaxReaders: 2}}
+		// passthrough: B-frames are refused there (auto would transcode
+		// them, transcode_test.go).
+		c.Paths = map[string]config.Path{"live/cam1": {MaxReaders: 2}, "live/bframes": {Video: config.VideoPassthrough}}
 	})
 	startFFmpeg(t, x264Args("640x360"), ts.srtURL("publish:live/cam1"))
 	ts.waitPublisher(t, "live/cam1")

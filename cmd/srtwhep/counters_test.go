@@ -52,6 +52,9 @@ func TestCountersMove(t *testing.T) {
 		c.Paths = map[string]config.Path{
 			"live/idle": {},
 			"live/priv": {ReadTokens: []string{"viewer-token"}},
+			// Refused there, so the bframes drop counter moves (auto
+			// would transcode).
+			"live/bframes": {Video: config.VideoPassthrough},
 		}
 	})
 	ts := held.ts

@@ -93,6 +93,10 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 			pc := s.config().PathConfig(path)
 			return ingest.AudioSettings{Off: pc.Audio == config.AudioOff, Bitrate: pc.AudioBitrate}
 		},
+		Video: func(path string) ingest.VideoSettings {
+			pc := s.config().PathConfig(path)
+			return ingest.VideoSettings{Mode: pc.Video, MaxKeyframeInterval: time.Duration(pc.MaxKeyframeInterval)}
+		},
 		Handover: func(path string) ingest.Handover {
 			c := s.config()
 			pc := c.PathConfig(path)

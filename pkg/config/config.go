@@ -209,6 +209,15 @@ type Path struct {
 	Audio string `yaml:"audio" reload:"live"`
 	// AudioBitrate is the Opus bitrate of transcoded audio, in bit/s.
 	AudioBitrate int `yaml:"audioBitrate" reload:"live"`
+	// Video is "auto" (passthrough when viewers can play the stream as
+	// published; otherwise transcoded once per path to H.264 a browser
+	// plays), "passthrough" (never transcode: B-frames are refused with
+	// the fix) or "transcode" (always, from the first IDR).
+	Video string `yaml:"video" reload:"live"`
+	// MaxKeyframeInterval is the longest keyframe interval auto passes
+	// through: a longer GOP makes a joining viewer wait for its start, so
+	// the path is transcoded to a 2 s GOP instead.
+	MaxKeyframeInterval Duration `yaml:"maxKeyframeInterval" reload:"live"`
 	// OverridePublisher says who may take a busy path over (an encoder
 	// reconnecting after a blip must not wait until the server notices
 	// that its old connection died, and a stranger who knows the path
@@ -288,6 +297,7 @@ func Default() *Config {
 		},
 		Hooks: Hooks{Timeout: Duration(2 * time.Second), QueueSize: 1024}, // events.DefaultTimeout, DefaultQueueSize
 		PathDefaults: Path{Audio: AudioAuto, AudioBitrate: 96000, OverridePublisher: TakeoverEntitled,
+			Video: VideoAuto, MaxKeyframeInterval: Duration(4 * time.Second),
 			PublisherGrace: Duration(15 * time.Second),
 			SourceTimeout:  Duration(5 * time.Second), SourceLinger: Duration(10 * time.Second),
 			// tsdemux.DefaultMaxUnitBytes, hub.DefaultGOPCacheDuration and
@@ -301,6 +311,13 @@ func Default() *Config {
 const (
 	AudioAuto = "auto"
 	AudioOff  = "off"
+)
+
+// The values of a path's video key.
+const (
+	VideoAuto        = "auto"
+	VideoPassthrough = "passthrough"
+	VideoTranscode   = "transcode"
 )
 
 // PathConfig returns the settings of one path: its entry under paths (whose

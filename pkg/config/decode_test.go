@@ -116,7 +116,7 @@ var errorCases = []struct {
 	{"path name empty segment", "paths:\n  live//x: {}\n",
 		`srtwhep.yml:2: paths: "live//x" is not a valid path name: it has an empty segment ('//'); use segments of letters, digits, '.', '_', '~', '-' separated by '/', e.g. live/cam1`},
 	{"path unknown key", "paths:\n  live/cam1:\n    maxReader: 5\n",
-		`srtwhep.yml:3: paths[live/cam1].maxReader: unknown key; did you mean maxReaders? valid keys: maxReaders, passphrase, publishUser, publishPass, readTokens, publishIPs, readIPs, audio, audioBitrate, overridePublisher, publisherGrace, source, sourceTimeout, sourceLinger, maxUnitBytes, gopCacheDuration, gopCacheBytes`},
+		`srtwhep.yml:3: paths[live/cam1].maxReader: unknown key; did you mean maxReaders? valid keys: maxReaders, passphrase, publishUser, publishPass, readTokens, publishIPs, readIPs, audio, audioBitrate, video, maxKeyframeInterval, overridePublisher, publisherGrace, source, sourceTimeout, sourceLinger, maxUnitBytes, gopCacheDuration, gopCacheBytes`},
 	{"audio mode", "pathDefaults:\n  audio: aac\n",
 		`srtwhep.yml:2: pathDefaults.audio: "aac" is not an audio mode; use auto (pass Opus, transcode AAC and MP2/MP3 to Opus) or off (video only)`},
 	{"unit cap too small", "pathDefaults:\n  maxUnitBytes: 1000\n",
@@ -125,6 +125,10 @@ var errorCases = []struct {
 		`srtwhep.yml:3: paths[live/cam1].gopCacheDuration: 2m0s is outside 0 to 1m0s; use e.g. 10s (an 8.3 s OBS GOP fits; 0 turns the cache off)`},
 	{"GOP cache bytes negative", "pathDefaults:\n  gopCacheBytes: -1\n",
 		`srtwhep.yml:2: pathDefaults.gopCacheBytes: -1 is outside 0 to 536870912; use e.g. 33554432 (32 MiB: 10 s at 25 Mbit/s; 0 turns the cache off)`},
+	{"video mode", "paths:\n  live/cam1:\n    video: h265\n",
+		`srtwhep.yml:3: paths[live/cam1].video: "h265" is not a video mode; use auto (transcode only what browsers cannot play), passthrough (never transcode) or transcode (always)`},
+	{"keyframe bound", "pathDefaults:\n  maxKeyframeInterval: 1s\n",
+		`srtwhep.yml:2: pathDefaults.maxKeyframeInterval: 1s is below the transcoder's own 2s keyframe interval; use 2s or more, e.g. 4s`},
 	{"audio bitrate", "paths:\n  live/cam1:\n    audioBitrate: 1000000\n",
 		`srtwhep.yml:3: paths[live/cam1].audioBitrate: 1000000 is outside Opus's range; use 6000 to 510000 bit/s, e.g. 96000`},
 	{"path listed twice", "paths:\n  live/a: {}\n  live/a: {maxReaders: 1}\n",
@@ -238,10 +242,10 @@ paths:
 	if len(c.WebRTC.ICEServers) != 2 || c.WebRTC.ICEServers[1].Credential != "c" {
 		t.Errorf("iceServers = %+v", c.WebRTC.ICEServers)
 	}
-	def := Path{MaxReaders: 10, PublishUser: "cam", PublishPass: "s3cret-pass-0123", Audio: AudioAuto, AudioBitrate: 96000, OverridePublisher: TakeoverEntitled, PublisherGrace: Duration(15 * time.Second), SourceTimeout: edgeTimeout, SourceLinger: edgeLinger, MaxUnitBytes: 4 << 20, GOPCacheDuration: Duration(10 * time.Second), GOPCacheBytes: 32 << 20}
+	def := Path{MaxReaders: 10, PublishUser: "cam", PublishPass: "s3cret-pass-0123", Audio: AudioAuto, AudioBitrate: 96000, Video: VideoAuto, MaxKeyframeInterval: Duration(4 * time.Second), OverridePublisher: TakeoverEntitled, PublisherGrace: Duration(15 * time.Second), SourceTimeout: edgeTimeout, SourceLinger: edgeLinger, MaxUnitBytes: 4 << 20, GOPCacheDuration: Duration(10 * time.Second), GOPCacheBytes: 32 << 20}
 	for path, want := range map[string]Path{
-		"live/cam1":  {MaxReaders: 0, PublishUser: "cam", PublishPass: "s3cret-pass-0123", Audio: AudioAuto, AudioBitrate: 96000, OverridePublisher: TakeoverEntitled, PublisherGrace: Duration(15 * time.Second), SourceTimeout: edgeTimeout, SourceLinger: edgeLinger, MaxUnitBytes: 4 << 20, GOPCacheDuration: Duration(10 * time.Second), GOPCacheBytes: 32 << 20},
-		"live/cam2":  {MaxReaders: 10, Passphrase: "cam2-passphrase", PublishUser: "cam", PublishPass: "s3cret-pass-0123", Audio: AudioAuto, AudioBitrate: 96000, OverridePublisher: TakeoverEntitled, PublisherGrace: Duration(15 * time.Second), SourceTimeout: edgeTimeout, SourceLinger: edgeLinger, MaxUnitBytes: 4 << 20, GOPCacheDuration: Duration(10 * time.Second), GOPCacheBytes: 32 << 20},
+		"live/cam1":  {MaxReaders: 0, PublishUser: "cam", PublishPass: "s3cret-pass-0123", Audio: AudioAuto, AudioBitrate: 96000, Video: VideoAuto, MaxKeyframeInterval: Duration(4 * time.Second), OverridePublisher: TakeoverEntitled, PublisherGrace: Duration(15 * time.Second), SourceTimeout: edgeTimeout, SourceLinger: edgeLinger, MaxUnitBytes: 4 << 20, GOPCacheDuration: Duration(10 * time.Second), GOPCacheBytes: 32 << 20},
+		"live/cam2":  {MaxReaders: 10, Passphrase: "cam2-passphrase", PublishUser: "cam", PublishPass: "s3cret-pass-0123", Audio: AudioAuto, AudioBitrate: 96000, Video: VideoAuto, MaxKeyframeInterval: Duration(4 * time.Second), OverridePublisher: TakeoverEntitled, PublisherGrace: Duration(15 * time.Second), SourceTimeout: edgeTimeout, SourceLinger: edgeLinger, MaxUnitBytes: 4 << 20, GOPCacheDuration: Duration(10 * time.Second), GOPCacheBytes: 32 << 20},
 		"live/cam3":  def,
 		"not/listed": def,
 	} {

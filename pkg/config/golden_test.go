@@ -148,9 +148,10 @@ func TestDumpRoundTrip(t *testing.T) {
 	c.WebRTC.Interfaces = []string{"eth0"}
 	c.WebRTC.ICEServers = []ICEServer{{URLs: []string{"turn:t.example.org:3478"}, Username: "u", Credential: "c"}}
 	c.PathDefaults = Path{MaxReaders: 3, Passphrase: "0123456789", Audio: AudioOff, AudioBitrate: 64000,
-		SourceTimeout: Duration(time.Second), SourceLinger: 0,
+		Video: VideoPassthrough, MaxKeyframeInterval: Duration(10 * time.Second), SourceTimeout: Duration(time.Second), SourceLinger: 0,
 		MaxUnitBytes: 1 << 20, GOPCacheDuration: Duration(4 * time.Second), GOPCacheBytes: 0}
 	c.Paths["live/cam1"] = Path{MaxReaders: 0, PublishUser: "a", PublishPass: "b-0123456789abcdef", Audio: AudioAuto, AudioBitrate: 128000,
+		Video: VideoTranscode, MaxKeyframeInterval: Duration(10 * time.Second),
 		Source: "srt://u:p@origin.example.com:8890?latency=200ms&passphrase=0123456789x", SourceTimeout: Duration(2 * time.Second),
 		MaxUnitBytes: 8 << 20, GOPCacheDuration: Duration(10 * time.Second), GOPCacheBytes: 64 << 20}
 	c.HTTP.PublicURL = "https://edge1.example.com/prefix"

@@ -230,6 +230,7 @@ func (v *validator) path(key string, p Path, def *Path) {
 		v.takeover(key+".overridePublisher", p.OverridePublisher)
 	}
 	v.pathBounds(key, p, def)
+	v.pathVideo(key, p, def)
 	if def == nil || p.PublisherGrace != def.PublisherGrace {
 		if p.PublisherGrace < 0 {
 			v.fail(key+".publisherGrace", "%s is negative; use 0 to end viewers with their publisher, or a duration such as 15s", p.PublisherGrace)

@@ -19,7 +19,6 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/events"
 	"github.com/srtwhep/srtwhep/pkg/hub"
-	"github.com/srtwhep/srtwhep/pkg/rtph264"
 	"github.com/srtwhep/srtwhep/pkg/srt"
 	"github.com/srtwhep/srtwhep/pkg/tsdemux"
 )
@@ -40,6 +39,9 @@ type Config struct {
 	// transcoder's default bitrate). It is read when the publisher's audio
 	// track is found, so a reload applies to the next publisher.
 	Audio func(path string) AudioSettings
+	// Video returns the video settings of a path (nil: VideoAuto with
+	// DefaultMaxKeyframeInterval), read when a publisher connects.
+	Video func(path string) VideoSettings
 	// Handover returns how a path changes hands between publishers (nil:
 	// DefaultHandover). It is read when a publisher connects and when it
 	// claims the path, so a reload applies to the next publisher.
@@ -116,6 +118,7 @@ type publisher struct {
 	demux  atomic.Pointer[tsdemux.Demuxer]
 	info   atomic.Pointer[av.StreamInfo]
 	audio  audioPipeline
+	video  videoPipeline
 	loss   *lossAdvisor // set before the publisher is shared
 	// replaced: a newer publisher took the path over (guarded by
 	// Manager.mu), so this one must not claim it back.
@@ -196,6 +199,10 @@ func (m *Manager) serve(ctx context.Context, c conn) error {
 	if m.cfg.Audio != nil {
 		settings = m.cfg.Audio(path)
 	}
+	var video VideoSettings
+	if m.cfg.Video != nil {
+		video = m.cfg.Video(path)
+	}
 	// The path is taken over only once the demuxer recognises the stream
 	// (program tables read, H.264 track found): a publisher the hook
 	// refuses, or one sending garbage inside a valid SRT connection, never
@@ -210,11 +217,13 @@ func (m *Manager) serve(ctx context.Context, c conn) error {
 		}
 		p.hubPub.Store(pub)
 		p.audio.init(pub, settings, log)
+		p.video.init(pub, video, log)
 		m.publisherEvent(events.PublisherConnected, c, "")
 		return nil
 	}
 	defer func() {
 		if pub != nil {
+			p.video.close()
 			p.audio.close()
 			pub.Close()
 		}
@@ -226,14 +235,14 @@ func (m *Manager) serve(ctx context.Context, c conn) error {
 	d := tsdemux.New(c, tsdemux.Config{Logger: log, MaxUnitBytes: maxUnit, OnStart: start, OnInfo: func(info av.StreamInfo) {
 		pub.SetInfo(info)
 		p.info.Store(&info)
+		p.video.setInfo(info)
 		log.Info("stream parameters", "codec", info.Codec, "profile", info.Profile,
 			"width", info.Width, "height", info.Height, "fps", info.FPS)
 	}, OnAudioFound: p.audio.found, OnAudioTrack: p.audio.track, OnAudio: p.audio.write,
-		OnSkip: p.loss.skip, OnSkipped: p.loss.skipped})
+		OnSkip: p.loss.skip, OnSkipped: p.loss.skipped, OnBFrames: p.video.bframes})
 	p.demux.Store(d)
 	err := d.Run(ctx, func(au *av.AccessUnit) error {
-		au.Payloads = rtph264.Fragment(au.NALUs, rtph264.DefaultMaxPayload)
-		pub.Write(au)
+		p.video.write(au)
 		return nil
 	})
 	p.loss.flush(c.Stats(), time.Now())

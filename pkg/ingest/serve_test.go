@@ -169,7 +169,8 @@ func split(t *testing.T, frames []hub.Frame) (video []*av.AccessUnit, opus []*av
 // with an error that names the fix. Garbage and a stream without H.264
 // never claim the path, announce it or leave statistics behind, so they
 // cannot disturb a path's real publisher; B-frames are only seen once the
-// stream has started, and end it with the fix as the event's reason.
+// stream has started, and end it with the fix as the event's reason
+// (with video: passthrough; auto transcodes them, TestVideoTranscoded).
 func TestServeRefuses(t *testing.T) {
 	garbage := make([]byte, 64<<10)
 	for i := range garbage {
@@ -187,7 +188,8 @@ func TestServeRefuses(t *testing.T) {
 		{"B-frames", clip(t, "h264_bframes.ts"), tsdemux.ErrBFrames, "encode with -bf 0 (ffmpeg) or set B-frames to 0 in OBS", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRig(t, Config{})
+			// passthrough: the refusal auto replaces with the transcoder.
+			r := newRig(t, Config{Video: func(string) VideoSettings { return VideoSettings{Mode: VideoPassthrough} }})
 			c := newMemConn("live/bad", 3, tc.data)
 			err := wait(t, r.serve(t, c))
 			if !errors.Is(err, tc.err) || !strings.Contains(err.Error(), tc.fix) {

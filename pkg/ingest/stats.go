@@ -33,6 +33,10 @@ type Totals struct {
 	// the CPU time the transcoder spent.
 	AudioFramesIn, AudioFramesOut, AudioErrors uint64
 	TranscodeCPU                               time.Duration
+	// Video transcoding (pkg/vtranscode): pictures encoded, pictures
+	// dropped because the encoder fell behind, and its CPU time.
+	VideoTranscodedFrames, VideoTranscodeDropped uint64
+	VideoTranscodeCPU                            time.Duration
 }
 
 func (t *Totals) add(o Totals) {
@@ -52,6 +56,9 @@ func (t *Totals) add(o Totals) {
 	t.AudioFramesOut += o.AudioFramesOut
 	t.AudioErrors += o.AudioErrors
 	t.TranscodeCPU += o.TranscodeCPU
+	t.VideoTranscodedFrames += o.VideoTranscodedFrames
+	t.VideoTranscodeDropped += o.VideoTranscodeDropped
+	t.VideoTranscodeCPU += o.VideoTranscodeCPU
 }
 
 func (p *publisher) totals() Totals {
@@ -76,6 +83,8 @@ func (p *publisher) totals() Totals {
 	ts := p.audio.stats()
 	t.AudioErrors += ts.Errors
 	t.TranscodeCPU = ts.CPU
+	vs, _ := p.video.stats()
+	t.VideoTranscodedFrames, t.VideoTranscodeDropped, t.VideoTranscodeCPU = vs.FramesOut, vs.Dropped, vs.CPU
 	return t
 }
 
@@ -90,7 +99,19 @@ type PathStats struct {
 	// AudioIn and AudioOut name the audio codec read from the publisher and
 	// the one sent to viewers ("Opus"); both "" without audio.
 	AudioIn, AudioOut string
-	Totals            Totals
+	// Transcode describes the live publisher's video transcoder; zero
+	// while the path passes its video through.
+	Transcode TranscodeStatus
+	Totals    Totals
+}
+
+// TranscodeStatus is a path's video transcoder as it runs.
+type TranscodeStatus struct {
+	Reason    string // why the path is transcoded
+	FramesOut uint64
+	// Latency is the mean time from a source picture's arrival to its
+	// transcoded picture's hand-over to the hub.
+	Latency time.Duration
 }
 
 // PublisherStats describes the connected publisher of a path.
@@ -144,6 +165,12 @@ func (m *Manager) Stats() []PathStats {
 			ps.Info = *info
 		}
 		ps.AudioIn, ps.AudioOut = p.audio.codecs()
+		if vs, why := p.video.stats(); why != "" {
+			ps.Transcode = TranscodeStatus{Reason: why, FramesOut: vs.FramesOut}
+			if vs.LatencyCount > 0 {
+				ps.Transcode.Latency = vs.LatencySum / time.Duration(vs.LatencyCount)
+			}
+		}
 		ps.Totals.add(p.totals())
 	}
 	out := make([]PathStats, 0, len(byName))

@@ -59,6 +59,8 @@ func (m *Manager) PathSamples() []metrics.PathSample {
 			AudioFramesOut:           t.AudioFramesOut,
 			AudioErrors:              t.AudioErrors,
 			AudioTranscodeCPUSeconds: t.TranscodeCPU.Seconds(),
+			VideoTranscodedFrames:    t.VideoTranscodedFrames,
+			VideoTranscodeCPUSeconds: t.VideoTranscodeCPU.Seconds(),
 		})
 	}
 	return out

@@ -46,6 +46,8 @@ const (
 	pathAudioFramesOut
 	pathAudioErrors
 	pathAudioCPU
+	pathVideoTranscoded
+	pathVideoCPU
 	srtRTT
 	srtRecvRate
 	srtPktsRecv
@@ -105,6 +107,10 @@ var defs = [numDefs]def{
 		"Audio frames skipped as undecodable or out of time; video is never affected.", counter, lPath},
 	pathAudioCPU: {"srtwhep_path_audio_transcode_cpu_seconds_total",
 		"CPU time spent decoding, resampling and encoding the path's audio to Opus.", counter, lPath},
+	pathVideoTranscoded: {"srtwhep_path_video_transcoded_frames_total",
+		"Pictures the path's video transcoder encoded to H.264 (video: auto for streams browsers cannot play, or video: transcode); the log says why it runs.", counter, lPath},
+	pathVideoCPU: {"srtwhep_path_video_transcode_cpu_seconds_total",
+		"CPU time of the path's video transcoder thread: decoding, pixel-format conversion and libx264 encoding.", counter, lPath},
 	srtRTT: {"srtwhep_srt_rtt_seconds",
 		"Round-trip time to the SRT publisher as smoothed by libsrt.", gauge, lPath},
 	srtRecvRate: {"srtwhep_srt_receive_rate_bytes_per_second",
@@ -239,6 +245,8 @@ func (c *collector) collectPaths(ch chan<- prometheus.Metric, samples []PathSamp
 		c.emit(ch, pathAudioFramesOut, float64(s.AudioFramesOut), p)
 		c.emit(ch, pathAudioErrors, float64(s.AudioErrors), p)
 		c.emit(ch, pathAudioCPU, s.AudioTranscodeCPUSeconds, p)
+		c.emit(ch, pathVideoTranscoded, float64(s.VideoTranscodedFrames), p)
+		c.emit(ch, pathVideoCPU, s.VideoTranscodeCPUSeconds, p)
 	}
 }
 

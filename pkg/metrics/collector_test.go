@@ -22,6 +22,7 @@ func fixedSources() Sources {
 					Width: 1280, Height: 720, FPS: 29.97,
 					AudioFramesDropped: 4, AudioCodecIn: "AAC", AudioCodecOut: "Opus",
 					AudioFramesIn: 430, AudioFramesOut: 500, AudioErrors: 2, AudioTranscodeCPUSeconds: 0.25,
+					VideoTranscodedFrames: 300, VideoTranscodeCPUSeconds: 1.5,
 				},
 				{Path: "live/cam2", IngestBytes: 500, IngestFrames: 10},
 			}
@@ -113,6 +114,10 @@ srtwhep_path_video_width_pixels{path="live/cam2"} 0
 srtwhep_path_video_height_pixels{path="live/cam2"} 0
 ` + helpOf("srtwhep_path_video_fps") + `srtwhep_path_video_fps{path="live/cam1"} 29.97
 srtwhep_path_video_fps{path="live/cam2"} 0
+` + helpOf("srtwhep_path_video_transcoded_frames_total") + `srtwhep_path_video_transcoded_frames_total{path="live/cam1"} 300
+srtwhep_path_video_transcoded_frames_total{path="live/cam2"} 0
+` + helpOf("srtwhep_path_video_transcode_cpu_seconds_total") + `srtwhep_path_video_transcode_cpu_seconds_total{path="live/cam1"} 1.5
+srtwhep_path_video_transcode_cpu_seconds_total{path="live/cam2"} 0
 ` + helpOf("srtwhep_srt_rtt_seconds") + `srtwhep_srt_rtt_seconds{path="live/cam1"} 0.012
 ` + helpOf("srtwhep_srt_receive_rate_bytes_per_second") + `srtwhep_srt_receive_rate_bytes_per_second{path="live/cam1"} 312500
 ` + helpOf("srtwhep_srt_packets_received_total") + `srtwhep_srt_packets_received_total{path="live/cam1"} 1000

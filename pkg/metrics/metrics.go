@@ -49,6 +49,11 @@ type PathSample struct {
 	AudioFramesIn, AudioFramesOut uint64
 	AudioErrors                   uint64
 	AudioTranscodeCPUSeconds      float64
+
+	// Video transcoding (video: auto or transcode): pictures encoded for
+	// the path and the transcoder's CPU time; 0 while it passes through.
+	VideoTranscodedFrames    uint64
+	VideoTranscodeCPUSeconds float64
 }
 
 // SRTSample is the libsrt view of one connected SRT publisher.

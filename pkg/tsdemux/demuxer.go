@@ -99,6 +99,13 @@ type Config struct {
 	// assembled; past it the unit is dropped up to the next unit start
 	// and one warning says why. 0 means DefaultMaxUnitBytes.
 	MaxUnitBytes int
+	// OnBFrames is called once on Run's goroutine at the first sign of
+	// B-frames. True means the consumer transcodes the video (pkg/ingest
+	// with video: auto or transcode): access units then keep coming in
+	// decode order, each with its own PTS (not monotonic), and never reach
+	// a viewer as they are. False, or nil, refuses the stream with
+	// ErrBFrames.
+	OnBFrames func() bool
 }
 
 // Skip describes one finished skip to the next IDR.
@@ -136,6 +143,7 @@ type Demuxer struct {
 	onSkip       func(error) bool
 	onSkipped    func(Skip)
 	onStart      func() error
+	onBFrames    func() bool
 
 	initLimit int64 // initPMTLimit, lowered by tests
 	maxUnit   int
@@ -171,7 +179,7 @@ func New(r io.Reader, cfg Config) *Demuxer {
 	}
 	return &Demuxer{r: r, log: log, onInfo: cfg.OnInfo, onAudio: cfg.OnAudio, onAudioTrack: cfg.OnAudioTrack,
 		onAudioFound: cfg.OnAudioFound, onSkip: cfg.OnSkip, onSkipped: cfg.OnSkipped, onStart: cfg.OnStart,
-		initLimit: initPMTLimit, maxUnit: cmp.Or(cfg.MaxUnitBytes, DefaultMaxUnitBytes), videoPID: -1}
+		onBFrames: cfg.OnBFrames, initLimit: initPMTLimit, maxUnit: cmp.Or(cfg.MaxUnitBytes, DefaultMaxUnitBytes), videoPID: -1}
 }
 
 // Stats returns a snapshot of the counters.

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/bluenviron/mediacommon/v2/pkg/formats/mpegts"
+
+	"github.com/srtwhep/srtwhep/pkg/av"
 )
 
 func TestNoH264(t *testing.T) {
@@ -94,5 +96,42 @@ func TestAudioOff(t *testing.T) {
 	info := strings.Join(res.logs.level(slog.LevelInfo), "\n")
 	if !strings.Contains(info, "audio is off") || !strings.Contains(info, "MPEG-4 Audio (AAC) (PID 257)") {
 		t.Errorf("want the AAC track listed as ignored, got %q", info)
+	}
+}
+
+// With a consumer that transcodes (OnBFrames says yes), a stream with
+// B-frames plays on: every picture comes out in decode order with its own
+// PTS, and nothing is refused or warned about.
+func TestBFramesAccepted(t *testing.T) {
+	asked := 0
+	// Not demux(): its invariants include a PTS that never goes back,
+	// which is exactly what B-frames in decode order break.
+	res := result{logs: &logSink{}}
+	d := New(bytes.NewReader(readClip(t, "h264_bframes.ts")), Config{Logger: slog.New(sinkHandler{s: res.logs}),
+		OnBFrames: func() bool { asked++; return true }})
+	res.err = d.Run(t.Context(), func(au *av.AccessUnit) error {
+		res.aus = append(res.aus, au)
+		return nil
+	})
+	res.stats = d.Stats()
+	if res.err != nil || asked != 1 || res.stats.BFramesDropped != 0 {
+		t.Fatalf("err %v, asked %d times, stats %+v", res.err, asked, res.stats)
+	}
+	seen := map[int64]bool{}
+	backwards := 0
+	for i, au := range res.aus {
+		if seen[au.PTS] {
+			t.Errorf("PTS %d twice", au.PTS)
+		}
+		seen[au.PTS] = true
+		if i > 0 && au.PTS < res.aus[i-1].PTS {
+			backwards++
+		}
+	}
+	if backwards == 0 || len(res.aus) < 10 {
+		t.Errorf("%d pictures, %d presented before their predecessor: the clip should reorder", len(res.aus), backwards)
+	}
+	if w := res.logs.level(slog.LevelWarn); len(w) != 0 {
+		t.Errorf("warnings %q", w)
 	}
 }

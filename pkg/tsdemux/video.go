@@ -49,6 +49,9 @@ type videoState struct {
 	frameTicks int64
 
 	warnedBFrames bool
+	// reorderAsked: OnBFrames was asked; reorderOK: it said the consumer
+	// takes B-frames (in decode order, each with its own PTS).
+	reorderAsked, reorderOK bool
 }
 
 func (v *videoState) init() {
@@ -113,7 +116,7 @@ func (d *Demuxer) onAccessUnit(rawPTS, rawDTS int64, au [][]byte, emit func(*av.
 	}
 
 	pts, reordered := d.timestamp(rawPTS, rawDTS)
-	if (hdrOK && hdr.isB()) || reordered {
+	if ((hdrOK && hdr.isB()) || reordered) && !d.acceptBFrames() {
 		return d.refuseBFrames(rawPTS, rawDTS, hdrOK && hdr.isB())
 	}
 
@@ -206,6 +209,12 @@ func (d *Demuxer) timestamp(rawPTS, rawDTS int64) (pts int64, reordered bool) {
 	}
 	step := in - v.lastIn
 	if step < 0 && rawPTS != rawDTS && -step < maxPTSStep {
+		if d.acceptBFrames() {
+			// A B-frame for the transcoder, which reorders by PTS: its
+			// own, on the re-based timeline; the timeline itself follows
+			// the latest reference picture.
+			return in + v.offset, true
+		}
 		return v.lastOut, true
 	}
 	if step < 0 || step > maxPTSStep {
@@ -217,6 +226,17 @@ func (d *Demuxer) timestamp(rawPTS, rawDTS int64) (pts int64, reordered bool) {
 	v.lastRaw, v.lastIn = rawPTS, in
 	v.lastOut = in + v.offset
 	return v.lastOut, false
+}
+
+// acceptBFrames asks OnBFrames, once, whether the consumer transcodes
+// the stream and so takes pictures in decode order.
+func (d *Demuxer) acceptBFrames() bool {
+	v := &d.video
+	if !v.reorderAsked {
+		v.reorderAsked = true
+		v.reorderOK = d.onBFrames != nil && d.onBFrames()
+	}
+	return v.reorderOK
 }
 
 func (d *Demuxer) refuseBFrames(rawPTS, rawDTS int64, bSlice bool) error {

@@ -1,0 +1,268 @@
+package ingest
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/hub"
+	"github.com/srtwhep/srtwhep/pkg/rtph264"
+	"github.com/srtwhep/srtwhep/pkg/vtranscode"
+)
+
+// The values of VideoSettings.Mode (config's video key).
+const (
+	VideoAuto        = "auto"
+	VideoPassthrough = "passthrough"
+	VideoTranscode   = "transcode"
+)
+
+// VideoSettings say what a path does with its publisher's video.
+type VideoSettings struct {
+	Mode string // VideoAuto ("" too), VideoPassthrough or VideoTranscode
+	// MaxKeyframeInterval is the longest GOP auto passes through; 0 means
+	// DefaultMaxKeyframeInterval.
+	MaxKeyframeInterval time.Duration
+}
+
+const (
+	// DefaultMaxKeyframeInterval: past it a joining viewer waits longer
+	// for a picture than most people wait before reloading.
+	DefaultMaxKeyframeInterval = 4 * time.Second
+	// The source GOP kept so the transcoder can start from its IDR (the
+	// decoder needs every reference since then) when a path switches
+	// mid-GOP; past either bound the switch waits for the next IDR.
+	maxGOPUnits = 600
+	maxGOPBytes = 32 << 20
+	// cost720p30 is what the transcoder costs at 1280x720, 30 fps, as
+	// measured by make bench (transcode section) on the reference
+	// machine: decode + libx264 ultrafast, one thread each.
+	cost720p30 = 0.20
+	// rateSlack is how far the source's rate may move from the encoder's
+	// before the encoder follows it.
+	rateSlack = 0.5
+)
+
+// Reasons a path is transcoded, each with the encoder setting that avoids it.
+type transcodeReason struct {
+	why, fix string
+}
+
+var (
+	reasonForced  = transcodeReason{"video: transcode is set for this path", "set video: auto (or passthrough) for this path"}
+	reasonBFrames = transcodeReason{"the stream has B-frames, which WebRTC browsers cannot play",
+		"ffmpeg -bf 0; OBS (Advanced, x264 options) bframes=0; GStreamer x264enc bframes=0"}
+	reasonProfile = transcodeReason{"the H.264 profile is not playable in browsers (10-bit or 4:2:2/4:4:4)",
+		"ffmpeg -pix_fmt yuv420p; OBS Settings > Advanced > Color Format NV12; GStreamer videoconvert ! video/x-raw,format=I420 before x264enc"}
+	reasonLongGOP = transcodeReason{"the keyframe interval is longer than maxKeyframeInterval, so joining viewers would wait for a picture",
+		"ffmpeg -g 60 (2 s at 30 fps); OBS Keyframe Interval 2 s (Advanced x264 options keyint=60); GStreamer x264enc key-int-max=60"}
+)
+
+// videoPipeline sends the publisher's video to the hub as published or,
+// when browsers cannot play it, through one transcoder for the path. It
+// runs on the publisher's goroutine (the demuxer's callbacks); the
+// transcoder writes to the hub from its own goroutine, which Close ends.
+type videoPipeline struct {
+	pub      *hub.Publisher
+	settings VideoSettings
+	log      *slog.Logger
+
+	info    av.StreamInfo
+	gop     []*av.AccessUnit // source units since the last IDR
+	gopSize int
+	gopFull bool // a bound was hit: nothing kept until the next IDR
+	lastIDR int64
+	haveIDR bool
+	written int64 // PTS of the last unit passed through
+	wrote   bool
+	rate    int // bit/s the transcoder was last given
+
+	mu     sync.Mutex
+	tc     *vtranscode.Transcoder // nil: passthrough
+	reason transcodeReason
+}
+
+func (v *videoPipeline) init(pub *hub.Publisher, s VideoSettings, log *slog.Logger) {
+	if s.Mode == "" {
+		s.Mode = VideoAuto
+	}
+	if s.MaxKeyframeInterval <= 0 {
+		s.MaxKeyframeInterval = DefaultMaxKeyframeInterval
+	}
+	v.pub, v.settings, v.log = pub, s, log
+}
+
+// bframes is the demuxer's OnBFrames: the stream reorders pictures.
+func (v *videoPipeline) bframes() bool {
+	if v.pub == nil || v.settings.Mode == VideoPassthrough {
+		return false // refused with the fix, as before
+	}
+	return v.transcoder() != nil || v.start(reasonBFrames)
+}
+
+// setInfo is called with each new SPS's description.
+func (v *videoPipeline) setInfo(info av.StreamInfo) {
+	v.info = info
+	if v.settings.Mode == VideoAuto && unplayableProfile(info.Profile) && v.transcoder() == nil {
+		_ = v.start(reasonProfile) // on failure it passes through, as before
+	}
+}
+
+// unplayableProfile: browsers' H.264 decoders (hardware ones above all)
+// take 8-bit 4:2:0 only.
+func unplayableProfile(p string) bool {
+	return strings.Contains(p, "10") || strings.Contains(p, "4:2:2") || strings.Contains(p, "4:4:4") ||
+		strings.HasPrefix(p, "profile_idc")
+}
+
+// write takes one access unit from the demuxer, in decode order.
+func (v *videoPipeline) write(au *av.AccessUnit) {
+	v.remember(au)
+	tc := v.transcoder()
+	if tc == nil {
+		switch {
+		case v.settings.Mode == VideoTranscode:
+			if v.start(reasonForced) { // fed the GOP so far, au included
+				return
+			}
+		case v.settings.Mode == VideoAuto && v.haveIDR &&
+			time.Duration(au.PTS-v.lastIDR)*time.Second/av.ClockRate > v.settings.MaxKeyframeInterval:
+			if v.start(reasonLongGOP) {
+				return
+			}
+		}
+		au.Payloads = rtph264.Fragment(au.NALUs, rtph264.DefaultMaxPayload)
+		v.pub.Write(au)
+		v.written, v.wrote = au.PTS, true
+		return
+	}
+	tc.Write(au)
+}
+
+// remember keeps the source GOP, bounded, for a transcoder that starts
+// mid-GOP.
+func (v *videoPipeline) remember(au *av.AccessUnit) {
+	if au.IDR {
+		v.followRate()
+		clear(v.gop)
+		v.gop, v.gopSize, v.gopFull = v.gop[:0], 0, false
+		v.lastIDR, v.haveIDR = au.PTS, true
+	}
+	if v.gopFull || v.settings.Mode == VideoPassthrough {
+		return
+	}
+	if len(v.gop) >= maxGOPUnits || v.gopSize+au.Size > maxGOPBytes {
+		clear(v.gop)
+		v.gop, v.gopSize, v.gopFull = v.gop[:0], 0, true
+		return
+	}
+	v.gop = append(v.gop, au)
+	v.gopSize += au.Size
+}
+
+// start puts the transcoder in the path's video, fed with the GOP kept
+// so far; its output continues after the last picture passed through.
+// False when it could not start: the stream then passes through.
+func (v *videoPipeline) start(r transcodeReason) bool {
+	bitrate := v.sourceBitrate()
+	tc, err := vtranscode.New(vtranscode.Config{
+		Logger: v.log, Codec: vtranscode.CodecH264, Bitrate: bitrate, FPS: v.info.FPS,
+		QueueSize: vtranscode.DefaultQueueSize + len(v.gop),
+		After:     v.written, HasAfter: v.wrote,
+	}, v.emit)
+	if err != nil {
+		v.log.Error("video transcoder failed to start; the stream passes through as published", "reason", r.why, "err", err)
+		return false
+	}
+	for _, au := range v.gop {
+		tc.Write(au)
+	}
+	v.mu.Lock()
+	v.tc, v.reason = tc, r
+	v.mu.Unlock()
+	br, keyint, preset := tc.Params()
+	v.rate = br
+	pixels := float64(v.info.Width*v.info.Height) * max(v.info.FPS, 1)
+	v.log.Info("video transcoded to H.264 for browsers", "reason", r.why,
+		"cost", fmt.Sprintf("about %.0f%% of one core (%dx%d at %.0f fps, libx264 %s)",
+			100*cost720p30*pixels/(1280*720*30), v.info.Width, v.info.Height, v.info.FPS, preset),
+		"bitrate", br, "keyframe_interval", keyint.String(), "fix", r.fix)
+	return true
+}
+
+// emit runs on the transcoder's goroutine.
+func (v *videoPipeline) emit(au *av.AccessUnit) {
+	au.Payloads = rtph264.Fragment(au.NALUs, rtph264.DefaultMaxPayload)
+	v.pub.Write(au)
+}
+
+// sourceBitrate estimates the publisher's video bitrate from the GOP kept,
+// so the transcoded stream costs viewers what the original would have.
+func (v *videoPipeline) sourceBitrate() int {
+	if len(v.gop) < 2 {
+		return 0 // the transcoder's default
+	}
+	lo, hi := v.gop[0].PTS, v.gop[0].PTS
+	for _, au := range v.gop {
+		lo, hi = min(lo, au.PTS), max(hi, au.PTS)
+	}
+	frame := int64(av.ClockRate / 30)
+	if v.info.FPS > 0 {
+		frame = int64(av.ClockRate / v.info.FPS)
+	}
+	span := hi - lo + frame
+	return int(int64(v.gopSize) * 8 * av.ClockRate / span)
+}
+
+// followRate gives the transcoder the rate of the GOP that just ended
+// when it moved far from what the encoder runs at: a publisher that
+// raises its bitrate (a scene, a setting) gets the quality it pays for,
+// and each change costs an IDR, so small ones are ignored.
+func (v *videoPipeline) followRate() {
+	tc := v.transcoder()
+	if tc == nil || v.gopFull {
+		return
+	}
+	r := v.sourceBitrate()
+	if r <= 0 || v.rate <= 0 {
+		return
+	}
+	if ratio := float64(r) / float64(v.rate); ratio > 1+rateSlack || ratio < 1/(1+rateSlack) {
+		tc.SetBitrate(r)
+		v.log.Debug("video transcoder follows the source's bitrate", "from", v.rate, "to", r)
+		v.rate = r
+	}
+}
+
+func (v *videoPipeline) transcoder() *vtranscode.Transcoder {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.tc
+}
+
+// stats returns the transcoder's counters and why it runs; zero when the
+// path passes through.
+func (v *videoPipeline) stats() (vtranscode.Stats, string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.tc == nil {
+		return vtranscode.Stats{}, ""
+	}
+	return v.tc.Stats(), v.reason.why
+}
+
+// close stops the transcoder before the publisher leaves the hub, so no
+// picture is written after it.
+func (v *videoPipeline) close() {
+	v.mu.Lock()
+	tc := v.tc
+	v.mu.Unlock()
+	if tc != nil {
+		tc.Close()
+	}
+	clear(v.gop)
+	v.gop = nil
+}

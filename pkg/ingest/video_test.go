@@ -1,0 +1,114 @@
+package ingest
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bluenviron/mediacommon/v2/pkg/codecs/h264"
+
+	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/events"
+	"github.com/srtwhep/srtwhep/pkg/hub"
+)
+
+// TestVideoTranscoded: with video: auto, a stream browsers cannot play as
+// published reaches the viewer through the path's transcoder: B-frames
+// from the first IDR on, a long GOP from the picture that exceeds the
+// bound, with the pictures passed through before it kept and the
+// transcoded ones continuing after them. Either way the viewer gets
+// Constrained Baseline with PTS that only go forward, an IDR (with its
+// SPS) first and at the switch, and the log says once why, at what cost
+// and how to avoid it.
+func TestVideoTranscoded(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		clip     string
+		settings VideoSettings
+		passed   int // pictures passed through before the switch
+		reason   string
+	}{
+		{"B-frames", "h264_bframes.ts", VideoSettings{}, 2, "B-frames"},
+		// h264.ts has IDRs at pictures 0 and 30 (25 fps): the 26th picture
+		// (index 26) is 1.04 s into the GOP.
+		{"long GOP", "h264.ts", VideoSettings{MaxKeyframeInterval: time.Second}, 26, "keyframe interval"},
+		{"forced", "h264.ts", VideoSettings{Mode: VideoTranscode}, 0, "video: transcode"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, Config{Video: func(string) VideoSettings { return tc.settings }})
+			data := clip(t, tc.clip)
+			c := newMemConn("live/tc", 5, data)
+			starts := videoPES(data)
+			c.pauseAt = starts[len(starts)-1]
+			var viewer *hub.Reader
+			r.onEvent = func(e events.Event) {
+				if e.Kind == events.PublisherConnected {
+					viewer = r.reader(t, "live/tc", (*hub.Reader).AttachAV)
+				}
+			}
+			done := r.serve(t, c)
+			<-c.paused
+			// All but the last picture are in; the transcoder's output
+			// trails by its work and the decoder's reordering (up to 4), and
+			// with B-frames the two presented before the last passed-through
+			// picture are not shown again.
+			want := len(starts) - 1 - 6
+			var video []*av.AccessUnit
+			testkit.WaitFor(t, 30*time.Second, "the transcoded pictures", func() bool {
+				v, _, _ := split(t, drainNow(viewer))
+				video = append(video, v...)
+				return len(video) >= want
+			})
+			close(c.resume)
+			if err := wait(t, done); err != nil {
+				t.Fatalf("Serve = %v", err)
+			}
+			checkTranscoded(t, video, tc.passed)
+			if lines := r.logs.Lines("video transcoded to H.264 for browsers", tc.reason); len(lines) != 1 {
+				t.Errorf("want one transcoding line naming %q, got %q", tc.reason, lines)
+			} else if !strings.Contains(lines[0], "fix=") || !strings.Contains(lines[0], "cost=") {
+				t.Errorf("the transcoding line lacks the cost or the fix: %s", lines[0])
+			}
+			if w := r.logs.Lines("B-frames detected"); len(w) != 0 {
+				t.Errorf("refusal warning while transcoding: %q", w)
+			}
+		})
+	}
+}
+
+func drainNow(rd *hub.Reader) []hub.Frame {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out []hub.Frame
+	for {
+		f, err := rd.RecvFrame(ctx)
+		if err != nil {
+			return out
+		}
+		out = append(out, f)
+	}
+}
+
+func checkTranscoded(t *testing.T, video []*av.AccessUnit, passed int) {
+	t.Helper()
+	for i, au := range video {
+		if i > 0 && au.PTS <= video[i-1].PTS {
+			t.Errorf("picture %d: PTS %d after %d", i, au.PTS, video[i-1].PTS)
+		}
+		if len(au.Payloads) == 0 {
+			t.Errorf("picture %d has no RTP payloads", i)
+		}
+		if (i == 0 || i == passed) && !au.IDR {
+			t.Errorf("picture %d (the start or the switch) is not an IDR", i)
+		}
+	}
+	if len(video) <= passed {
+		t.Fatalf("%d pictures, want more than the %d passed through", len(video), passed)
+	}
+	var sps h264.SPS
+	if err := sps.Unmarshal(video[passed].NALUs[0]); err != nil || sps.ProfileIdc != 66 || !sps.ConstraintSet1Flag {
+		t.Errorf("transcoded IDR's first NAL unit: SPS %+v, %v; want Constrained Baseline", sps, err)
+	}
+}

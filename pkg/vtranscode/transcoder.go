@@ -1,0 +1,440 @@
+// Package vtranscode turns one path's video into H.264 a browser plays:
+// Constrained Baseline, 8-bit 4:2:0, no B-frames, an IDR every
+// KeyframeInterval, tuned for latency (libx264 zerolatency: no lookahead,
+// no frame threads). The input is H.264 (with B-frames, 10-bit or 4:4:4)
+// or H.265, decoded with libavcodec; pictures that are not 8-bit 4:2:0
+// are converted with libswscale.
+//
+// One Transcoder serves a whole path: its output is written to the hub
+// like a publisher's access units, so every viewer that needs it shares
+// one decode and one encode.
+//
+// Timestamps: the decoder returns pictures in presentation order carrying
+// the PTS of the access unit they came from, and the encoder keeps it, so
+// output PTS are the publisher's PTS on the 90 kHz clock and lip sync with
+// the (separately transcoded) audio holds.
+//
+// The work runs on one goroutine, locked to its OS thread so the CPU it
+// costs can be read from the thread's own clock. The input queue is
+// bounded: when the encoder falls behind, input is dropped up to the next
+// IDR (a decoder cannot resume on anything else), counted and logged.
+package vtranscode
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bluenviron/mediacommon/v2/pkg/codecs/h264"
+	"golang.org/x/sys/unix"
+
+	"github.com/srtwhep/srtwhep/pkg/av"
+)
+
+// Codec is the coding of the input.
+type Codec int
+
+// Input codecs.
+const (
+	CodecH264 Codec = iota
+	CodecH265
+)
+
+func (c Codec) String() string {
+	if c == CodecH265 {
+		return "H.265"
+	}
+	return "H.264"
+}
+
+// Defaults for the zero values of Config.
+const (
+	DefaultBitrate          = 2_500_000
+	DefaultFPS              = 30
+	DefaultKeyframeInterval = 2 * time.Second
+	// DefaultPreset is the cheapest x264 preset: 720p30 stays well inside
+	// the budget of 30 % of one core, decode included.
+	DefaultPreset = "ultrafast"
+	// DefaultQueueSize is about 2 s of 30 fps input: a scheduling hiccup on a
+	// loaded machine, not a sustained overload, fits.
+	DefaultQueueSize = 64
+
+	// summaryEvery is the minimum spacing of drop and error WARN lines.
+	summaryEvery = 5 * time.Second
+	// arrivals remembers when the pictures in flight arrived, so output
+	// carries its input's arrival time (the server's latency metric then
+	// includes the transcoder); it bounds pictures in flight in the
+	// decoder (reordering) and encoder (none with zerolatency).
+	arrivals = 32
+	// Bitrates outside this range are measurement accidents (a few
+	// pictures of a still image, a burst).
+	minBitrate, maxBitrate = 200_000, 20_000_000
+)
+
+// Config configures a Transcoder.
+type Config struct {
+	// Logger carries path/remote attributes already; nil discards logs.
+	Logger *slog.Logger
+	Codec  Codec
+	// Bitrate of the output in bit/s, usually the source's; 0 means
+	// DefaultBitrate. Clamped to 200 kbit/s … 20 Mbit/s.
+	Bitrate int
+	// FPS of the source, for the keyframe interval in frames; 0 means
+	// DefaultFPS.
+	FPS float64
+	// KeyframeInterval between IDRs; 0 means DefaultKeyframeInterval.
+	KeyframeInterval time.Duration
+	// Preset is libx264's preset; "" means DefaultPreset.
+	Preset string
+	// QueueSize bounds the access units waiting for the decoder; 0 means
+	// DefaultQueueSize.
+	QueueSize int
+	// After, when set, holds the output back to pictures presented after
+	// it: a path switching from passthrough to the transcoder feeds the
+	// cached GOP so the decoder has its references, and the viewers must
+	// not see a picture twice or a PTS go back.
+	After    int64
+	HasAfter bool
+}
+
+// Stats is a snapshot of a Transcoder's counters.
+type Stats struct {
+	FramesIn  uint64 // access units accepted by Write
+	FramesOut uint64 // access units emitted
+	IDRsOut   uint64 // of them IDRs
+	Dropped   uint64 // access units dropped: queue full, or waiting for the next IDR after that
+	Errors    uint64 // decode or encode failures (the picture is skipped)
+	// CPU is the thread CPU time of the transcoder's goroutine: decode,
+	// conversion and encode.
+	CPU time.Duration
+	// LatencySum over LatencyCount pictures: from the source picture's
+	// arrival to its transcoded picture's emission.
+	LatencySum   time.Duration
+	LatencyCount uint64
+	LatencyMax   time.Duration
+}
+
+// Transcoder decodes one video track and encodes it to H.264. Write and
+// Close must be called from one goroutine; Stats and RequestKeyframe from
+// any. emit is called on the transcoder's own goroutine.
+type Transcoder struct {
+	cfg  Config
+	log  *slog.Logger
+	emit func(*av.AccessUnit)
+
+	in   chan *av.AccessUnit
+	done chan struct{}
+	wg   sync.WaitGroup
+	once sync.Once
+
+	waitIDR bool // Write's goroutine only: dropping up to the next IDR
+
+	forceKey atomic.Bool
+	bitrate  atomic.Int64 // requested by SetBitrate; 0: none
+
+	framesIn, framesOut, idrsOut atomic.Uint64
+	dropped, errors              atomic.Uint64
+	cpu, latSum, latMax          atomic.Int64
+	latCount                     atomic.Uint64
+
+	// Owned by the run goroutine.
+	rate    int // bit/s the encoder runs at
+	dec     *decoder
+	enc     *encoder
+	annexB  []byte
+	arrived [arrivals]arrival
+	next    int
+	lastOut int64
+	haveOut bool
+	started bool // the decoder has had its first IDR
+	pending uint64
+	lastErr error
+	lastLog time.Time
+}
+
+type arrival struct {
+	pts int64
+	at  time.Time
+}
+
+// New opens the decoder and starts the transcoder's goroutine; the encoder
+// opens at the first decoded picture, whose size it takes.
+func New(cfg Config, emit func(*av.AccessUnit)) (*Transcoder, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Bitrate == 0 {
+		cfg.Bitrate = DefaultBitrate
+	}
+	cfg.Bitrate = min(max(cfg.Bitrate, minBitrate), maxBitrate)
+	if cfg.FPS <= 0 {
+		cfg.FPS = DefaultFPS
+	}
+	if cfg.KeyframeInterval <= 0 {
+		cfg.KeyframeInterval = DefaultKeyframeInterval
+	}
+	if cfg.Preset == "" {
+		cfg.Preset = DefaultPreset
+	}
+	if cfg.QueueSize <= 0 {
+		cfg.QueueSize = DefaultQueueSize
+	}
+	silenceFFmpeg()
+	dec, err := openDecoder(cfg.Codec)
+	if err != nil {
+		return nil, err
+	}
+	t := &Transcoder{cfg: cfg, log: cfg.Logger, emit: emit, dec: dec,
+		in: make(chan *av.AccessUnit, cfg.QueueSize), done: make(chan struct{}),
+		lastOut: cfg.After, haveOut: cfg.HasAfter, rate: cfg.Bitrate}
+	t.wg.Add(1)
+	go t.run()
+	return t, nil
+}
+
+// Params describes what the encoder was started with, for the log line
+// that says what transcoding costs.
+func (t *Transcoder) Params() (bitrate int, keyint time.Duration, preset string) {
+	return t.cfg.Bitrate, t.cfg.KeyframeInterval, t.cfg.Preset
+}
+
+// Write queues one access unit in decode order. It never blocks: with the
+// queue full the unit is dropped, and so is everything up to the next IDR.
+func (t *Transcoder) Write(au *av.AccessUnit) {
+	if t.waitIDR && !au.IDR {
+		t.dropped.Add(1)
+		return
+	}
+	select {
+	case <-t.done:
+		return
+	default:
+	}
+	select {
+	case t.in <- au:
+		t.waitIDR = false
+		t.framesIn.Add(1)
+	default:
+		t.waitIDR = true
+		t.dropped.Add(1)
+	}
+}
+
+// SetBitrate changes the output bitrate from the next picture on (clamped
+// like Config.Bitrate), so the output follows the source's rate. The
+// encoder restarts with it: the next picture is an IDR.
+func (t *Transcoder) SetBitrate(bps int) {
+	t.bitrate.Store(int64(min(max(bps, minBitrate), maxBitrate)))
+}
+
+// RequestKeyframe makes the next encoded picture an IDR.
+func (t *Transcoder) RequestKeyframe() { t.forceKey.Store(true) }
+
+// Stats returns a snapshot of the counters.
+func (t *Transcoder) Stats() Stats {
+	return Stats{
+		FramesIn: t.framesIn.Load(), FramesOut: t.framesOut.Load(), IDRsOut: t.idrsOut.Load(),
+		Dropped: t.dropped.Load(), Errors: t.errors.Load(), CPU: time.Duration(t.cpu.Load()),
+		LatencySum: time.Duration(t.latSum.Load()), LatencyCount: t.latCount.Load(),
+		LatencyMax: time.Duration(t.latMax.Load()),
+	}
+}
+
+// Close stops the goroutine and frees the FFmpeg state; pictures still
+// queued are dropped (the path no longer needs them). Safe to call more
+// than once.
+func (t *Transcoder) Close() {
+	t.once.Do(func() { close(t.done) })
+	t.wg.Wait()
+}
+
+func (t *Transcoder) run() {
+	defer t.wg.Done()
+	// Locked so the thread CPU clock measures this goroutine's work alone;
+	// libx264 and the decoder run single-threaded on it.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer t.free()
+	cpu0 := threadCPU()
+	var dropSeen uint64
+	for {
+		select {
+		case <-t.done:
+			return
+		case au := <-t.in:
+			t.process(au)
+			t.cpu.Store(int64(threadCPU() - cpu0))
+			if d := t.dropped.Load(); d != dropSeen {
+				t.note(fmt.Errorf("the encoder fell behind: %d access units dropped up to the next IDR", d-dropSeen))
+				dropSeen = d
+			}
+		}
+	}
+}
+
+func (t *Transcoder) free() {
+	t.flushSummary(time.Now())
+	if t.enc != nil {
+		t.enc.free()
+		t.enc = nil
+	}
+	if t.dec != nil {
+		t.dec.free()
+		t.dec = nil
+	}
+}
+
+func (t *Transcoder) process(au *av.AccessUnit) {
+	if !t.started {
+		if !au.IDR {
+			return // a decoder cannot start on anything else
+		}
+		t.started = true
+	}
+	t.arrived[t.next%arrivals] = arrival{pts: au.PTS, at: au.Arrival}
+	t.next++
+	t.annexB = t.annexB[:0]
+	for _, n := range au.NALUs {
+		t.annexB = append(t.annexB, 0, 0, 0, 1)
+		t.annexB = append(t.annexB, n...)
+	}
+	if err := t.dec.send(t.annexB, au.PTS); err != nil {
+		t.fail(fmt.Errorf("decoding: %w", err))
+		return
+	}
+	for {
+		f, err := t.dec.receive()
+		if err != nil {
+			t.fail(fmt.Errorf("decoding: %w", err))
+			return
+		}
+		if f == nil {
+			return
+		}
+		if err := t.encodeFrame(f); err != nil {
+			t.fail(err)
+		}
+	}
+}
+
+func (t *Transcoder) encodeFrame(f *cFrame) error {
+	pts, ok := framePTS(f)
+	if !ok {
+		return errors.New("decoded picture without a timestamp; skipped")
+	}
+	if t.haveOut && pts <= t.lastOut {
+		return nil // before the cut-over, or a repeated timestamp
+	}
+	w, h, _ := frameSize(f)
+	// libx264 through FFmpeg 5.1 does not apply a new ABR bitrate to a
+	// running encoder (the reconfiguration keeps the old rate), so a new
+	// rate takes a new encoder, whose first picture is an IDR. The ingest
+	// asks only for large changes, so this is rare.
+	newRate := false
+	if b := int(t.bitrate.Load()); b != 0 && b != t.rate {
+		t.rate, newRate = b, true
+	}
+	if t.enc != nil && (newRate || t.enc.p.width != w || t.enc.p.height != h) {
+		t.enc.free()
+		t.enc = nil
+	}
+	if t.enc == nil {
+		fps := max(1, int(t.cfg.FPS+0.5))
+		keyint := max(1, int(t.cfg.KeyframeInterval.Seconds()*t.cfg.FPS+0.5))
+		var err error
+		// The size must be even for 4:2:0.
+		if t.enc, err = openEncoder(encoderParams{width: w &^ 1, height: h &^ 1, fps: fps,
+			bitrate: t.rate, keyint: keyint, preset: t.cfg.Preset}); err != nil {
+			return err
+		}
+	}
+	in, err := t.enc.prepare(f)
+	if err != nil {
+		return err
+	}
+	if err := t.enc.encode(in, pts, t.forceKey.Swap(false)); err != nil {
+		return fmt.Errorf("encoding: %w", err)
+	}
+	for {
+		data, opts, key, err := t.enc.receive()
+		if err != nil {
+			return fmt.Errorf("encoding: %w", err)
+		}
+		if data == nil {
+			return nil
+		}
+		au, err := t.output(data, opts, key)
+		t.enc.unref()
+		if err != nil {
+			return err
+		}
+		t.emit(au)
+	}
+}
+
+// output turns one coded picture into an access unit the hub takes.
+func (t *Transcoder) output(data []byte, pts int64, key bool) (*av.AccessUnit, error) {
+	var nalus h264.AnnexB
+	if err := nalus.Unmarshal(bytes.Clone(data)); err != nil {
+		return nil, fmt.Errorf("libx264 output: %w", err)
+	}
+	au := &av.AccessUnit{PTS: pts, NALUs: nalus, IDR: key}
+	for _, n := range nalus {
+		au.Size += len(n)
+	}
+	for _, a := range t.arrived {
+		if a.pts == pts && !a.at.IsZero() {
+			au.Arrival = a.at
+			lat := time.Since(a.at)
+			t.latSum.Add(int64(lat))
+			t.latCount.Add(1)
+			if int64(lat) > t.latMax.Load() {
+				t.latMax.Store(int64(lat))
+			}
+			break
+		}
+	}
+	t.lastOut, t.haveOut = pts, true
+	t.framesOut.Add(1)
+	if key {
+		t.idrsOut.Add(1)
+	}
+	return au, nil
+}
+
+// fail counts a skipped picture and notes why.
+func (t *Transcoder) fail(err error) {
+	t.errors.Add(1)
+	t.note(err)
+}
+
+// note logs a problem, summarised at most every summaryEvery.
+func (t *Transcoder) note(err error) {
+	t.pending++
+	t.lastErr = err
+	if now := time.Now(); t.lastLog.IsZero() || now.Sub(t.lastLog) >= summaryEvery {
+		t.flushSummary(now)
+	}
+}
+
+func (t *Transcoder) flushSummary(now time.Time) {
+	if t.pending == 0 {
+		return
+	}
+	t.log.Warn("video transcode problems (pictures skipped)", "count", t.pending,
+		"errors_total", t.errors.Load(), "dropped_total", t.dropped.Load(), "err", t.lastErr)
+	t.pending, t.lastLog = 0, now
+}
+
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
+}
