@@ -150,6 +150,8 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		Source:                 whep.HubSource(s.hub),
 		Demand:                 s.edge.Demand,
 		PublicURL:              cfg.HTTP.PublicURL,
+		ReconnectURL:           cfg.HTTP.ReconnectURL,
+		MaxEventStreams:        cfg.HTTP.MaxEventStreams,
 		Authorizer:             s.policy,
 		Events:                 s.hooks.Func(),
 		Logger:                 log.With("component", "whep"),
@@ -292,4 +294,38 @@ func accessRules(cfg *config.Config) auth.Rules {
 		APIToken: cfg.API.Token,
 		Hook:     auth.HookConfig{URL: cfg.AuthHook.URL, Timeout: time.Duration(cfg.AuthHook.Timeout), CacheTTL: time.Duration(cfg.AuthHook.CacheTTL)},
 	}
+}
+
+// RunUntil is Run for a process: when stop ends (SIGTERM), the viewers are
+// first told to reconnect elsewhere and given http.drainTimeout to move
+// (drain), and only then is everything stopped, so a rolling update moves
+// viewers without a black screen.
+func (s *server) RunUntil(stop context.Context) error {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(stop))
+	defer cancel()
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		select {
+		case <-stop.Done():
+			s.drain(ctx)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err := s.Run(ctx)
+	cancel()
+	<-drained
+	return err
+}
+
+// drain sends reconnect to every viewer and waits for them to leave, at
+// most http.drainTimeout.
+func (s *server) drain(ctx context.Context) {
+	wait := time.Duration(s.cfg.HTTP.DrainTimeout)
+	if wait <= 0 {
+		return
+	}
+	sessions, left := s.whep.Drain(ctx, wait)
+	s.log.Info("drained", "sessions", sessions, "left", left)
 }
