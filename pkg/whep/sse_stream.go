@@ -87,8 +87,8 @@ func newEventStream(id, session, path string, want uint8) *eventStream {
 }
 
 // push queues ev when the stream asked for its type. It never blocks: a
-// queued viewercount is replaced by the newer count, and a full queue
-// loses its oldest viewercount, else its oldest event.
+// queued viewercount is replaced by the newer count (old counts are
+// worthless), and a full queue loses its oldest active or inactive.
 func (es *eventStream) push(ev sseEvent) {
 	if es.want&sseEventBit(ev.typ) == 0 {
 		return
@@ -107,9 +107,12 @@ func (es *eventStream) push(ev sseEvent) {
 		}
 	}
 	if len(es.queue) >= sseQueueMax {
+		// The oldest state change goes: a newer one behind it says where
+		// the path is now. The one viewercount (the latest) and a
+		// reconnect stay.
 		drop := 0
 		for i := range es.queue {
-			if es.queue[i].typ == evViewerCount {
+			if t := es.queue[i].typ; t != evViewerCount && t != evReconnect {
 				drop = i
 				break
 			}

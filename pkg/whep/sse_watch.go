@@ -18,7 +18,7 @@ import (
 var (
 	// sseTick is how often the watcher reads the state of the paths that
 	// have event streams.
-	sseTick = 250 * time.Millisecond
+	sseTick = 100 * time.Millisecond
 	// sseStaleAfter: a publisher whose last frame is older than this is
 	// reported inactive. A little over a second, so a 1 s GOP's pause or a
 	// network hiccup does not flap it, and well under the 2 s after which
