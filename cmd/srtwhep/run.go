@@ -236,7 +236,7 @@ func (s *server) Run(ctx context.Context) error {
 			Logger: s.log.With("component", "api")}),
 		APIPrefix: api.Prefix,
 		Player: player.New(player.Config{Logger: s.log.With("component", "player"), ICEServers: s.playerICE,
-			PublicURL: s.cfg.HTTP.PublicURL}),
+			PublicURL: s.cfg.HTTP.PublicURL, ReconnectURL: s.cfg.HTTP.ReconnectURL}),
 		Ready: func() any {
 			if a := s.addrs.Load(); a != nil {
 				return a
