@@ -139,6 +139,13 @@ function warmThenSwap(att) {
     video.srcObject = att.stream;
     play();
     release(old);
+    // A new source cancels the element's pending frame callbacks, which
+    // the stall watch runs on: start it again on the new stream.
+    if (att.watch) {
+      clearInterval(att.watchTimer);
+      att.watch = null;
+      watchFrames(att);
+    }
   };
   if (typeof w.requestVideoFrameCallback === "function") w.requestVideoFrameCallback(swap);
   else w.addEventListener("playing", swap, { once: true });
