@@ -34,6 +34,7 @@ func TestBrowserPublisherRestart(t *testing.T) {
 	srv := serverInNetns(t, bin, srvNS, `srt:
   listen: "127.0.0.1:8890"
 http:
+  drainTimeout: 0s # no drain on SIGTERM: the test stops the server with its viewers still on it (see events_test.go)
   listen: "10.211.0.1:8889"
 webrtc:
   listenIP: 10.211.0.1
@@ -68,7 +69,7 @@ pathDefaults:
 	var st pageState
 	testkit.WaitFor(t, 15*time.Second, "the page to play 1280x720", func() bool {
 		st = poll()
-		return st.Status == "Playing" && st.VideoWidth == 1280 && st.FramesDecoded > 30
+		return livePlaying(st.Status) && st.VideoWidth == 1280 && st.FramesDecoded > 30
 	})
 
 	killedAt := time.Now()
@@ -94,7 +95,7 @@ pathDefaults:
 	f0 := st.FramesDecoded
 	testkit.WaitFor(t, 10*time.Second, "the page to play the new publisher at 640x360", func() bool {
 		st = poll()
-		return st.Status == "Playing" && st.VideoWidth == 640 && st.FramesDecoded > f0+30
+		return livePlaying(st.Status) && st.VideoWidth == 640 && st.FramesDecoded > f0+30
 	})
 	t.Logf("playing again %v after the restart", time.Since(restartedAt).Round(time.Millisecond))
 	if n := len(srv.Log.Lines("viewer opened", "path=live/cam1")); n != 1 {

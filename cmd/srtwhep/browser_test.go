@@ -69,6 +69,7 @@ func TestBrowserPlays(t *testing.T) {
 	srv := serverInNetns(t, bin, srvNS, `srt:
   listen: "127.0.0.1:8890"
 http:
+  drainTimeout: 0s # no drain on SIGTERM: the test stops the server with its viewers still on it (see events_test.go)
   listen: "10.210.0.1:8889"
 webrtc:
   listenIP: 10.210.0.1

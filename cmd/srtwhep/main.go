@@ -65,7 +65,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	log := cfg.NewLogger(stderr)
 	srt.Init()
 	defer srt.Cleanup()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	sig, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	s, err := newServer(cfg, log)
 	if err != nil {
@@ -73,7 +73,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	s.readyFile = *readyFile
-	if err := s.Run(ctx); err != nil {
+	if err := s.RunUntil(sig); err != nil {
 		log.Error("server stopped", "err", err)
 		return 1
 	}

@@ -161,6 +161,8 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		Source:                 whep.HubSource(s.hub),
 		Demand:                 s.edge.Demand,
 		PublicURL:              cfg.HTTP.PublicURL,
+		ReconnectURL:           cfg.HTTP.ReconnectURL,
+		MaxEventStreams:        cfg.HTTP.MaxEventStreams,
 		Authorizer:             s.policy,
 		Events:                 s.hooks.Func(),
 		Logger:                 log.With("component", "whep"),
@@ -244,7 +246,7 @@ func (s *server) Run(ctx context.Context) error {
 		API:               api.NotServed(),
 		APIPrefix:         api.Prefix,
 		Player: player.New(player.Config{Logger: s.log.With("component", "player"), ICEServers: s.playerICE,
-			PublicURL: s.cfg.HTTP.PublicURL}),
+			PublicURL: s.cfg.HTTP.PublicURL, ReconnectURL: s.cfg.HTTP.ReconnectURL}),
 		Ready:  s.readyValue,
 		Logger: s.log,
 	})
@@ -339,4 +341,38 @@ func accessRules(cfg *config.Config) auth.Rules {
 // takeovers maps overridePublisher to the ingest rule.
 var takeovers = map[config.Takeover]ingest.Takeover{
 	config.TakeoverNever: ingest.TakeoverNever, config.TakeoverEntitled: ingest.TakeoverEntitled, config.TakeoverAny: ingest.TakeoverAny,
+}
+
+// RunUntil is Run for a process: when stop ends (SIGTERM), the viewers are
+// first told to reconnect elsewhere and given http.drainTimeout to move
+// (drain), and only then is everything stopped, so a rolling update moves
+// viewers without a black screen.
+func (s *server) RunUntil(stop context.Context) error {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(stop))
+	defer cancel()
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		select {
+		case <-stop.Done():
+			s.drain(ctx)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err := s.Run(ctx)
+	cancel()
+	<-drained
+	return err
+}
+
+// drain sends reconnect to every viewer and waits for them to leave, at
+// most http.drainTimeout.
+func (s *server) drain(ctx context.Context) {
+	wait := time.Duration(s.cfg.HTTP.DrainTimeout)
+	if wait <= 0 {
+		return
+	}
+	sessions, left := s.whep.Drain(ctx, wait)
+	s.log.Info("drained", "sessions", sessions, "left", left)
 }

@@ -188,6 +188,7 @@ func (s *Session) negotiate(ctx context.Context, endpoint *url.URL) error {
 		return fmt.Errorf("whepclient: bad Location %q: %w", loc, err)
 	}
 	s.sessionURL = sessionURL.String()
+	s.links = resp.Header.Values("Link")
 
 	sdp := string(answer)
 	if s.opt.RewriteAnswer != nil {

@@ -117,6 +117,7 @@ type Session struct {
 	httpClient *http.Client
 	token      string
 	sessionURL string
+	links      []string // the 201's Link header fields
 
 	trackCh chan remoteTrack
 	opt     Options
@@ -278,6 +279,9 @@ func (s *Session) Err() error {
 
 // SessionURL is the absolute session URL from the Location header.
 func (s *Session) SessionURL() string { return s.sessionURL }
+
+// Links are the Link header fields of the server's 201, as sent.
+func (s *Session) Links() []string { return s.links }
 
 // Close sends DELETE for the session (best effort: the PeerConnection is
 // closed whatever the server answers) and waits for the read goroutine.

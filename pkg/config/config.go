@@ -79,6 +79,15 @@ type HTTP struct {
 	// URLs under it, so a load balancer in front of several servers still
 	// sends a session's PATCH and DELETE to the server that holds it.
 	PublicURL string `yaml:"publicURL" reload:"restart"`
+	// ReconnectURL, when set, is the entry point (a load balancer, another
+	// server) that viewers' players are sent to by a reconnect event when
+	// this server drains; empty: back to the endpoint they came by.
+	ReconnectURL string `yaml:"reconnectURL" reload:"restart"`
+	// DrainTimeout is how long a SIGTERM waits, after telling the viewers
+	// to reconnect, for them to move before their sessions are ended.
+	DrainTimeout Duration `yaml:"drainTimeout" reload:"restart"`
+	// MaxEventStreams caps the open WHEP server-sent event streams.
+	MaxEventStreams int `yaml:"maxEventStreams" reload:"restart"`
 }
 
 // TLS turns on HTTPS on the HTTP listener: certificate files, or an
@@ -274,6 +283,8 @@ func Default() *Config {
 			TLS:               TLS{CacheDir: "/var/lib/srtwhep/acme"},
 
 			MaxHandshakesPerClient: 16, // whep.DefaultMaxHandshakesPerClient
+			DrainTimeout:           Duration(5 * time.Second),
+			MaxEventStreams:        1024, // whep.DefaultMaxEventStreams
 		},
 		WebRTC: WebRTC{
 			UDPPort:           8189,

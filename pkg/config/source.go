@@ -202,21 +202,25 @@ func localAddr(ip netip.Addr) bool {
 // publicURL checks http.publicURL: an absolute http(s) URL with a host,
 // optionally a path prefix that a proxy in front strips.
 func (v *validator) publicURL(s string) {
+	v.absURL("http.publicURL", s, "write the address viewers reach this server at, e.g. https://edge1.example.com")
+}
+
+// absURL checks an optional absolute http(s) URL that goes to viewers.
+func (v *validator) absURL(key, s, example string) {
 	if s == "" {
 		return
 	}
-	const example = "write the address viewers reach this server at, e.g. https://edge1.example.com"
 	u, err := url.Parse(s)
 	switch {
 	case err != nil:
-		v.fail("http.publicURL", "%q is not a URL; %s", s, example)
+		v.fail(key, "%q is not a URL; %s", s, example)
 	case u.Scheme != "http" && u.Scheme != "https":
-		v.fail("http.publicURL", "scheme %q is not http or https; %s", u.Scheme, example)
+		v.fail(key, "scheme %q is not http or https; %s", u.Scheme, example)
 	case u.Host == "" || u.Hostname() == "":
-		v.fail("http.publicURL", "%q has no host; %s", s, example)
+		v.fail(key, "%q has no host; %s", s, example)
 	case u.User != nil:
-		v.fail("http.publicURL", "%q has credentials, which would be sent to every viewer; remove them", s)
+		v.fail(key, "%q has credentials, which would be sent to every viewer; remove them", s)
 	case u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(s, "?") || strings.HasSuffix(s, "#"):
-		v.fail("http.publicURL", "%q has a query or fragment, which session URLs cannot follow; %s", s, example)
+		v.fail(key, "%q has a query or fragment, which session URLs cannot follow; %s", s, example)
 	}
 }

@@ -84,6 +84,12 @@ func TestSourceErrors(t *testing.T) {
 			`srtwhep.yml:2: http.publicURL: "https://edge1.example.com/?a=b" has a query or fragment, which session URLs cannot follow; write the address viewers reach this server at, e.g. https://edge1.example.com`},
 		{"public URL no host", "http:\n  publicURL: \"https:///x\"\n",
 			`srtwhep.yml:2: http.publicURL: "https:///x" has no host; write the address viewers reach this server at, e.g. https://edge1.example.com`},
+		{"reconnect URL scheme", "http:\n  reconnectURL: live.example.com\n",
+			`srtwhep.yml:2: http.reconnectURL: scheme "" is not http or https; write the entry point viewers should move to (a load balancer), e.g. https://live.example.com`},
+		{"drain timeout negative", "http:\n  drainTimeout: -1s\n",
+			`srtwhep.yml:2: http.drainTimeout: -1s is negative; use 0 (end the sessions at once) or a duration such as 5s`},
+		{"no event streams", "http:\n  maxEventStreams: 0\n",
+			`srtwhep.yml:2: http.maxEventStreams: 0 allows no WHEP event stream at all; use 1 or more, e.g. 1024`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parseEnv("srtwhep.yml", []byte(tc.yaml), nil)

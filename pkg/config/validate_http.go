@@ -37,6 +37,13 @@ func (v *validator) http() {
 	}
 	v.tls(h.TLS)
 	v.publicURL(h.PublicURL)
+	v.absURL("http.reconnectURL", h.ReconnectURL, "write the entry point viewers should move to (a load balancer), e.g. https://live.example.com")
+	if h.DrainTimeout < 0 {
+		v.fail("http.drainTimeout", "%s is negative; use 0 (end the sessions at once) or a duration such as 5s", h.DrainTimeout)
+	}
+	if h.MaxEventStreams < 1 {
+		v.fail("http.maxEventStreams", "%d allows no WHEP event stream at all; use 1 or more, e.g. 1024", h.MaxEventStreams)
+	}
 	v.listen("metrics.listen", v.c.Metrics.Listen, "127.0.0.1:9998", true)
 }
 

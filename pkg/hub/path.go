@@ -82,6 +82,7 @@ type path struct {
 	hasSource atomic.Bool
 
 	framesIn      atomic.Uint64
+	lastFrame     atomic.Int64 // unix ns of the last video frame (State.LastFrame)
 	bytesIn       atomic.Uint64
 	audioFramesIn atomic.Uint64
 	audioBytesIn  atomic.Uint64
@@ -222,6 +223,7 @@ func (pub *Publisher) Write(au *av.AccessUnit) {
 func countVideo(p *path, au *av.AccessUnit) {
 	p.framesIn.Add(1)
 	p.bytesIn.Add(uint64(au.Size))
+	p.lastFrame.Store(time.Now().UnixNano())
 }
 
 // fanout is the one write path behind Write, WriteAudio and

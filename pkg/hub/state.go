@@ -1,5 +1,7 @@
 package hub
 
+import "time"
+
 // PathState is what a puller of an edge asks of a path: whether a stream
 // is there to read and whether anyone reads it.
 type PathState struct {
@@ -12,6 +14,11 @@ type PathState struct {
 	// Readers are reserved and attached readers, viewers kept through a
 	// grace period included.
 	Readers int
+	// LastFrame is when the current publisher last wrote a video frame
+	// (zero before its first): a publisher whose encoder died keeps its
+	// SRT connection until the read timeout, but its frames stop at once,
+	// which is what a viewer's "stream interrupted" has to follow.
+	LastFrame time.Time
 }
 
 // State reads one path's state; an unknown path has the zero state. It
@@ -29,6 +36,9 @@ func (h *Hub) State(name string) PathState {
 		p.mu.Lock()
 		st.Playable = p.sawIDR && !p.closed
 		p.mu.Unlock()
+		if ns := p.lastFrame.Load(); ns != 0 {
+			st.LastFrame = time.Unix(0, ns)
+		}
 	}
 	return st
 }

@@ -66,6 +66,8 @@ const (
 	webrtcUDPDatagrams
 	webrtcUDPRefused
 	webrtcUDPReceiveDrops
+	sseStreams
+	sseEvents
 	webrtcReceived
 	webrtcReceiveDropped
 	webrtcSendSyscalls
@@ -147,6 +149,10 @@ var defs = [numDefs]def{
 		"Datagrams the kernel refused on the shared WebRTC media socket (send buffer full); viewers lose them. Raise net.core.wmem_max if this grows.", counter, nil},
 	webrtcUDPReceiveDrops: {"srtwhep_webrtc_udp_receive_drops_total",
 		"Datagrams the kernel dropped on their way into the shared WebRTC media socket (receive buffer full: viewers' RTCP, NACKs, keepalives). Raise webrtc.socketBuffer and net.core.rmem_max if this grows.", counter, nil},
+	sseStreams: {"srtwhep_sse_streams",
+		"WHEP server-sent event streams open (viewers told when the stream is live, how many watch, and when to reconnect).", gauge, nil},
+	sseEvents: {"srtwhep_sse_events_total",
+		"Server-sent events written to viewers, by type: active, inactive, reconnect, viewercount.", counter, []string{"type"}},
 	webrtcReceived: {"srtwhep_webrtc_received_datagrams_total",
 		"Datagrams from viewers that the own media plane (webrtc.mediaPlane: own) handled, by kind: stun = ICE connectivity and consent checks answered, dtls = DTLS handshake records, rtcp = SRTCP packets (receiver reports, NACKs, keyframe requests) decrypted. rtcp flat while viewers are connected means their reports do not reach the server, so NACKs and congestion control are blind. Not exported on the pion plane.", counter, []string{"kind"}},
 	webrtcReceiveDropped: {"srtwhep_webrtc_received_dropped_total",
@@ -294,6 +300,10 @@ func (c *collector) collectWebRTC(ch chan<- prometheus.Metric, s WebRTCSample) {
 	c.emit(ch, webrtcUDPDatagrams, float64(s.UDPDatagrams))
 	c.emit(ch, webrtcUDPRefused, float64(s.UDPRefused))
 	c.emit(ch, webrtcUDPReceiveDrops, float64(s.UDPReceiveDrops))
+	c.emit(ch, sseStreams, float64(s.SSEStreams))
+	for typ, n := range withZeros(s.SSEEvents, SSEEventTypes) {
+		c.emit(ch, sseEvents, float64(n), typ)
+	}
 	if h := s.ServerLatency; len(h.UpperBounds) > 0 && len(h.Cumulative) == len(h.UpperBounds) {
 		buckets := make(map[float64]uint64, len(h.UpperBounds))
 		for i, b := range h.UpperBounds {

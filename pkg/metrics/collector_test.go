@@ -40,6 +40,7 @@ func fixedSources() Sources {
 				SessionsByState:    map[string]int{"connecting": 1, "connected": 2},
 				HandshakesInFlight: 1, HandshakesFailed: 4, SessionsTotal: 7,
 				RejectedTotal: map[string]uint64{"reader_cap": 2, "auth": 1}, UDPDatagrams: 900, UDPRefused: 3, UDPReceiveDrops: 6,
+				SSEStreams: 2, SSEEvents: map[string]uint64{"active": 3, "viewercount": 5},
 				ServerLatency: Histogram{UpperBounds: []float64{0.001, 0.01}, Cumulative: []uint64{5, 9}, Count: 10, SumSeconds: 0.05},
 			}
 		},
@@ -142,6 +143,11 @@ srtwhep_webrtc_rejected_total{reason="server_full"} 0
 ` + helpOf("srtwhep_webrtc_udp_datagrams_refused_total") + `srtwhep_webrtc_udp_datagrams_refused_total 3
 ` + helpOf("srtwhep_webrtc_udp_receive_drops_total") + `srtwhep_webrtc_udp_receive_drops_total 6
 ` + helpOf("srtwhep_webrtc_udp_datagrams_sent_total") + `srtwhep_webrtc_udp_datagrams_sent_total 900
+` + helpOf("srtwhep_sse_streams") + `srtwhep_sse_streams 2
+` + helpOf("srtwhep_sse_events_total") + `srtwhep_sse_events_total{type="active"} 3
+srtwhep_sse_events_total{type="inactive"} 0
+srtwhep_sse_events_total{type="reconnect"} 0
+srtwhep_sse_events_total{type="viewercount"} 5
 ` + helpOf("srtwhep_webrtc_received_datagrams_total") + `srtwhep_webrtc_received_datagrams_total{kind="dtls"} 8
 srtwhep_webrtc_received_datagrams_total{kind="rtcp"} 120
 srtwhep_webrtc_received_datagrams_total{kind="stun"} 30

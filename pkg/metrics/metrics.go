@@ -100,7 +100,15 @@ type WebRTCSample struct {
 	// frame from SRT to its last RTP packet written to a viewer. Not
 	// exported while it has no buckets.
 	ServerLatency Histogram
+	// SSEStreams are the open server-sent event streams, SSEEvents the
+	// events written to them by type (see SSEEventTypes).
+	SSEStreams int
+	SSEEvents  map[string]uint64
 }
+
+// SSEEventTypes are the srtwhep_sse_events_total types, exported at 0
+// before the first.
+var SSEEventTypes = []string{"active", "inactive", "reconnect", "viewercount"}
 
 // MediaPlaneSample counts, for the life of the process, what srtwhep's own
 // media plane (webrtc.mediaPlane: own) read from viewers on its shared

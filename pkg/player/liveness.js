@@ -18,7 +18,7 @@ function watchFrames(att) {
     if (cur !== att) return;
     if (watch.frame(performance.now()) === "resumed") {
       failures = 0;
-      setStatus("playing", "Playing");
+      setStatus("playing", liveText(att.viewers));
     }
     playedSince404 = true;
   };

@@ -32,12 +32,15 @@ var helpersSrc string
 //go:embed liveness.js
 var livenessSrc string
 
+//go:embed events.js
+var eventsSrc string
+
 //go:embed player.js
 var mainSrc string
 
 // scriptSrc is the page's one inline script: the files share a function
 // scope so nothing but window.srtwhepStats leaks into the global object.
-var scriptSrc = "(() => {\n\"use strict\";\n" + helpersSrc + "\n" + livenessSrc + "\n" + mainSrc + "})();\n"
+var scriptSrc = "(() => {\n\"use strict\";\n" + helpersSrc + "\n" + livenessSrc + "\n" + eventsSrc + "\n" + mainSrc + "})();\n"
 
 //go:embed player.css
 var styleSrc string
@@ -68,6 +71,9 @@ type Config struct {
 	// may connect to any origin of PublicURL's scheme: it must reach its
 	// session there to probe it and to DELETE it.
 	PublicURL string
+	// ReconnectURL is the server's http.reconnectURL: the page may connect
+	// to its origin, where a reconnect event sends it.
+	ReconnectURL string
 }
 
 // ICEServer is a STUN/TURN server in the form RTCPeerConnection takes.
@@ -99,6 +105,9 @@ func New(cfg Config) *Player {
 	// allowed: "https:" means any secure origin.
 	if u, err := url.Parse(cfg.PublicURL); err == nil && (u.Scheme == "https" || u.Scheme == "http") {
 		p.connect += " " + u.Scheme + ":"
+	}
+	if u, err := url.Parse(cfg.ReconnectURL); err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" {
+		p.connect += " " + u.Scheme + "://" + u.Host
 	}
 	if p.title == "" {
 		p.title = DefaultTitle

@@ -11,6 +11,9 @@ const unmuteBtn = document.getElementById("unmute");
 
 const token = new URL(location.href).searchParams.get("token");
 const endpoint = whepEndpoint(location.href);
+// endpointNow is where the next session is made: endpoint, until a
+// reconnect event names another (events.js).
+let endpointNow = endpoint;
 
 let cur = null; // the attempt in flight: {pc, session, timers, connected, stream, answered}
 let state = "connecting";
@@ -65,6 +68,13 @@ function deleteSession(url) {
 // release frees everything an attempt holds; safe to call twice.
 function release(att) {
   if (!att) return;
+  if (att.keep) {
+    const old = att.keep;
+    att.keep = null;
+    release(old);
+  }
+  closeEvents(att);
+  unwarm(att);
   att.timers.forEach(clearTimeout);
   att.timers = [];
   clearInterval(att.watchTimer);
@@ -107,7 +117,7 @@ function nextBackoff() { return backoffMs(failures++); }
 
 // drop ends a live attempt and schedules the next one.
 function drop(att, reason) {
-  if (cur !== att) return;
+  if (cur !== att || abandonMove(att)) return;
   const interrupted = state === "stalled";
   teardown();
   // A session the server ended after the picture stalled is the same
@@ -169,14 +179,19 @@ function gathered(pc, capMs) {
   });
 }
 
-async function connect() {
+// connect makes a new session at endpointNow. With keep (a reconnect
+// event's move, events.js) the attempt keep stays playing until the new
+// one shows its first frame.
+async function connect(keep) {
   if (unloading) return;
   clearTimeout(retryTimer);
-  teardown();
-  const att = { pc: null, session: null, timers: [], connected: false, stream: null, answered: false };
+  const prev = keep && keep.timers ? keep : null;
+  if (!prev) teardown();
+  const att = { pc: null, session: null, timers: [], connected: false, stream: null, answered: false,
+    keep: prev, endpoint: endpointNow, viewers: prev ? prev.viewers : null };
   cur = att;
   // While the publisher is absent keep saying so instead of flickering.
-  if (state !== "waiting" && state !== "stalled") setStatus("connecting", "Connecting…");
+  if (!prev && state !== "waiting" && state !== "stalled") setStatus("connecting", "Connecting…");
   const stale = () => {
     if (cur === att) return false;
     release(att);
@@ -195,7 +210,7 @@ async function connect() {
     await pc.setLocalDescription(await pc.createOffer());
     await gathered(pc, GATHER_CAP_MS);
     if (stale()) return;
-    const resp = await timedFetch(endpoint, {
+    const resp = await timedFetch(att.endpoint, {
       method: "POST",
       headers: headers({ "Content-Type": "application/sdp" }),
       body: pc.localDescription.sdp,
@@ -205,7 +220,8 @@ async function connect() {
       return;
     }
     const loc = resp.headers.get("Location");
-    if (loc) att.session = new URL(loc, endpoint).href;
+    if (loc) att.session = new URL(loc, att.endpoint).href;
+    att.sseEntry = sseLink(resp.headers.get("Link"), att.endpoint);
     const answer = await resp.text();
     if (stale()) return;
     // Decided before the tracks arrive, so the first play() already knows
@@ -214,6 +230,7 @@ async function connect() {
     await pc.setRemoteDescription({ type: "answer", sdp: answer });
     if (stale()) return;
     att.answered = true;
+    openEvents(att);
     watchTransport(att, pc);
     attach(att);
     att.timers.push(setTimeout(() => {
@@ -234,6 +251,7 @@ async function refused(att, resp) {
   const p = parseProblem(resp.headers.get("Content-Type"), body);
   const text = p.text || (resp.status + " " + resp.statusText).trim();
   if (cur !== att) { release(att); return; }
+  if (abandonMove(att)) return;
   teardown();
   // Retry-After is only readable cross-origin if the server exposes it;
   // the problem body repeats it as retry_after.
@@ -291,7 +309,7 @@ function onTrack(att, ev) {
     if (cur !== att) return;
     failures = 0;
     playedSince404 = true;
-    setStatus("playing", "Playing");
+    setStatus("playing", liveText(att.viewers));
     if (track.kind === "video") watchFrames(att);
   };
   if (track.kind === "video" && typeof video.requestVideoFrameCallback === "function") video.requestVideoFrameCallback(seen);
@@ -304,6 +322,10 @@ function onTrack(att, ev) {
 // than relying on the element noticing a track added while it plays.
 function attach(att) {
   if (cur !== att || !att.stream || video.srcObject === att.stream) return;
+  if (att.keep) {
+    warmThenSwap(att);
+    return;
+  }
   video.srcObject = att.stream;
   play();
 }
@@ -368,6 +390,8 @@ async function collect() {
     audioPacketsReceived: 0, audioPacketsLost: 0, audioBytesReceived: 0,
     totalSamplesReceived: 0, concealedSamples: 0, silentConcealedSamples: 0,
     audioLevel: 0, audioCodec: "",
+    events: !!(cur && cur.events), viewers: cur ? cur.viewers : null,
+    session: cur ? cur.session : null, endpoint: endpointNow,
   };
   if (!pc) return out;
   let report;

@@ -44,6 +44,9 @@ func (s *Server) Handler(fallback http.Handler) http.Handler {
 		fallback = http.NotFoundHandler()
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.serveSSE(w, r) {
+			return
+		}
 		p := r.URL.Path
 		if path, ok := strings.CutSuffix(p, "/whep"); ok && len(path) > 1 {
 			switch r.Method {
@@ -273,6 +276,9 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 	h.Set("ETag", etag)
 	h.Set("Accept-Patch", mimeSDPFrag)
 	s.linkHeaders(w)
+	if s.sse != nil {
+		h.Add("Link", s.sseLink(path, id))
+	}
 	w.WriteHeader(http.StatusCreated)
 	_, _ = io.WriteString(w, answer)
 }

@@ -217,6 +217,9 @@ func (s *Server) endSession(sess *session, reason error) {
 		s.removeSession(sess.id)
 	}
 	s.ended.add(sess.id, sess.path)
+	if s.sse != nil {
+		s.sse.sessionEnded(sess.id)
+	}
 	packets, bytes := sess.sent()
 	s.stats.closedPackets.Add(packets)
 	s.stats.closedBytes.Add(bytes)

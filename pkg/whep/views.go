@@ -23,6 +23,7 @@ func (s *Server) APISessions() []api.Session {
 // still in ICE or DTLS count as connecting, whatever pion calls the state.
 func (s *Server) MetricsSample() metrics.WebRTCSample {
 	st := s.Stats()
+	sse := s.SSEStats()
 	states := map[string]int{"connecting": 0, "connected": 0}
 	for state, n := range st.StateCounts {
 		if state == "connected" {
@@ -41,6 +42,8 @@ func (s *Server) MetricsSample() metrics.WebRTCSample {
 		UDPRefused:         st.UDPRefused,
 		UDPReceiveDrops:    st.UDPReceiveDrops,
 		ServerLatency:      s.latency.Snapshot(),
+		SSEStreams:         sse.Streams,
+		SSEEvents:          sse.Sent,
 	}
 }
 

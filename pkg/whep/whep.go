@@ -45,6 +45,7 @@ import (
 
 	"github.com/srtwhep/srtwhep/pkg/auth"
 	"github.com/srtwhep/srtwhep/pkg/events"
+	"github.com/srtwhep/srtwhep/pkg/hub"
 	"github.com/srtwhep/srtwhep/pkg/rtpsend"
 )
 
@@ -131,6 +132,17 @@ type Config struct {
 	// under it, so behind a load balancer a session's PATCH and DELETE
 	// reach the server that holds it.
 	PublicURL string
+	// PathState reads a path's publisher and viewer state for the
+	// server-sent events (sse*.go); nil takes it from Source when that is
+	// HubSource, and without either no event streams are offered.
+	PathState func(path string) hub.PathState
+	// MaxEventStreams bounds the open event streams; default
+	// DefaultMaxEventStreams.
+	MaxEventStreams int
+	// ReconnectURL, when set, is the entry point a draining server sends
+	// its viewers to (reconnect events): a load balancer, or another
+	// server. Unlike PublicURL it is not this server.
+	ReconnectURL string
 	// Authorizer decides whether a viewer may watch a path (nil: everyone
 	// may). Its *auth.Denied answers are mapped to HTTP statuses here.
 	Authorizer Authorizer
@@ -185,6 +197,10 @@ type Server struct {
 	refusals *refusalLog
 	// latency is the server's share of each live frame's delay.
 	latency rtpsend.Latency
+	// sse holds the event streams; nil when Config has no PathState.
+	sse *eventStreams
+	// draining: Drain was called; new offers are refused.
+	draining atomic.Bool
 }
 
 // New checks cfg and fills in defaults. It starts nothing.
@@ -201,6 +217,21 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("whep: public URL %q must be an absolute http(s) URL without query, e.g. https://edge1.example.com", cfg.PublicURL)
 		}
 		cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
+	}
+	if cfg.ReconnectURL != "" {
+		u, err := url.Parse(cfg.ReconnectURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return nil, fmt.Errorf("whep: reconnect URL %q must be an absolute http(s) URL without query, e.g. https://live.example.com", cfg.ReconnectURL)
+		}
+		cfg.ReconnectURL = strings.TrimRight(cfg.ReconnectURL, "/")
+	}
+	if cfg.PathState == nil {
+		if st, ok := cfg.Source.(interface{ State(string) hub.PathState }); ok {
+			cfg.PathState = st.State
+		}
+	}
+	if cfg.MaxEventStreams <= 0 {
+		cfg.MaxEventStreams = DefaultMaxEventStreams
 	}
 	if cfg.HandshakeTimeout <= 0 {
 		cfg.HandshakeTimeout = DefaultHandshakeTimeout
@@ -226,7 +257,12 @@ func New(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	var sse *eventStreams
+	if cfg.PathState != nil {
+		sse = newEventStreams(cfg.PathState, cfg.MaxEventStreams)
+	}
 	return &Server{
+		sse:        sse,
 		cfg:        cfg,
 		log:        log,
 		ready:      make(chan struct{}),
@@ -259,6 +295,13 @@ func (s *Server) Run(ctx context.Context) error {
 	s.bound.Store(true)
 	close(s.ready)
 	s.log.Info("whep ready", "udp", p.UDPAddr().String(), "tcp", p.TCPAddr(), "media_plane", s.cfg.MediaPlane)
+	watcherDone := make(chan struct{})
+	watchCtx, stopWatch := context.WithCancel(runCtx)
+	if s.sse != nil {
+		go func() { s.sse.run(watchCtx); close(watcherDone) }()
+	} else {
+		close(watcherDone)
+	}
 
 	<-ctx.Done()
 
@@ -267,6 +310,9 @@ func (s *Server) Run(ctx context.Context) error {
 	s.mu.Unlock()
 	cancel(errServerShutdown)
 	s.wg.Wait()
+	// After the sessions, whose ends already ended their event streams.
+	stopWatch()
+	<-watcherDone
 	p.Close()
 	return nil
 }
@@ -326,6 +372,8 @@ func (s *Server) running() (Plane, context.Context, error) {
 	switch {
 	case s.closing:
 		return nil, nil, errServerShutdown
+	case s.draining.Load():
+		return nil, nil, errServerDraining
 	case !s.bound.Load():
 		return nil, nil, errors.New("server is starting")
 	}
@@ -335,6 +383,7 @@ func (s *Server) running() (Plane, context.Context, error) {
 // Reasons a session ends, as logged in "viewer closed".
 var (
 	errServerShutdown   = errors.New("server is shutting down")
+	errServerDraining   = errors.New("server is draining for a restart; post the offer to another server")
 	errKicked           = errors.New("kicked")
 	errDeleted          = errors.New("deleted by the client")
 	errPublisherGone    = rtpsend.ErrPublisherGone

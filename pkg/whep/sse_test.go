@@ -1,0 +1,371 @@
+package whep
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/internal/whepclient"
+	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/hub"
+)
+
+// feeder writes clip to pub every 10 ms until stopped.
+type feeder struct {
+	stop func()
+}
+
+func startFeeder(t *testing.T, pub *hub.Publisher, clip []*av.AccessUnit) *feeder {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for n := 0; ; n++ {
+			au := *clip[n%len(clip)]
+			au.PTS = int64(n) * 3000
+			pub.Write(&au)
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	f := &feeder{stop: func() { cancel(); <-done }}
+	t.Cleanup(f.stop)
+	return f
+}
+
+// sseFixture is a real hub with a live path, a WHEP server on it and a
+// real pion viewer.
+type sseFixture struct {
+	h    *hub.Hub
+	pub  *hub.Publisher
+	srv  *Server
+	url  string
+	clip []*av.AccessUnit
+}
+
+func newSSEFixture(t *testing.T, mod func(*Config)) *sseFixture {
+	t.Helper()
+	f := &sseFixture{h: hub.New(hub.Config{}), clip: makeClip(t, 30, 30)}
+	var err error
+	if f.pub, err = f.h.Publish("live/cam1", "127.0.0.1:5000"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.pub.Close() })
+	srv, hs := startServer(t, HubSource(f.h), mod)
+	f.srv, f.url = srv, hs.URL
+	return f
+}
+
+func (f *sseFixture) dial(t *testing.T) *whepclient.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	v, err := whepclient.Dial(ctx, f.url+"/live/cam1/whep", whepclient.Options{SettingEngine: testkit.LoopbackOnly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = v.Close() })
+	return v
+}
+
+// nextEvent returns the next event of one of the types, skipping others.
+func nextEvent(t *testing.T, es *whepclient.EventStream, timeout time.Duration, types ...string) whepclient.Event {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		select {
+		case ev, ok := <-es.Events:
+			if !ok {
+				t.Fatalf("event stream ended (%v) while waiting for %v", es.Err(), types)
+			}
+			for _, typ := range types {
+				if ev.Type == typ {
+					return ev
+				}
+			}
+		case <-deadline.C:
+			t.Fatalf("no %v event within %v", types, timeout)
+		}
+	}
+}
+
+func problemSlug(t *testing.T, body string) string {
+	t.Helper()
+	var p problem
+	if err := json.Unmarshal([]byte(body), &p); err != nil {
+		t.Fatalf("not a problem body: %q", body)
+	}
+	return strings.TrimPrefix(p.Type, ProblemTypeBase)
+}
+
+// TestSSEContract walks the extension's HTTP contract against a real
+// viewer's session: the Link of the 201, POST with and without an event
+// list, GET as text/event-stream with active and viewercount first, the
+// per-session bound, DELETE, 404 after it, CORS, and the streams ending
+// with their session.
+func TestSSEContract(t *testing.T) {
+	f := newSSEFixture(t, nil)
+	startFeeder(t, f.pub, f.clip)
+	v := f.dial(t)
+
+	target, events := whepclient.SSELink(v.SessionURL(), v.Links())
+	if want := v.SessionURL() + "/sse"; target != want {
+		t.Fatalf("SSE Link target %q, want %q (links %q)", target, want, v.Links())
+	}
+	if got := strings.Join(events, ","); got != "active,inactive,reconnect,viewercount" {
+		t.Errorf("Link events=%q", got)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	all, err := whepclient.OpenEvents(ctx, nil, target, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer all.Close()
+	ev := nextEvent(t, all, 10*time.Second, "active", "inactive", "viewercount")
+	if ev.Type != "active" || string(ev.Data) != "{}" {
+		t.Errorf("first event %s %s, want active {}", ev.Type, ev.Data)
+	}
+	ev = nextEvent(t, all, 10*time.Second, "viewercount")
+	if string(ev.Data) != `{"viewercount":1}` {
+		t.Errorf("viewercount data %s", ev.Data)
+	}
+	// A player that also asks for events this server does not send.
+	some, err := whepclient.OpenEvents(ctx, nil, target, []string{"active", "layers", "scte35"})
+	if err != nil {
+		t.Fatalf("POST with unknown event names: %v", err)
+	}
+	if ev := nextEvent(t, some, 10*time.Second, "active", "viewercount"); ev.Type != "active" {
+		t.Errorf("a stream for active only got %s", ev.Type)
+	}
+
+	resp, body := do(t, http.MethodPost, target, "application/json", `["active"]`, nil)
+	if resp.StatusCode != http.StatusTooManyRequests || problemSlug(t, body) != probEventStreams || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("third stream of a session: %d %s Retry-After %q, want 429 %s", resp.StatusCode, body, resp.Header.Get("Retry-After"), probEventStreams)
+	}
+	resp, body = do(t, http.MethodPost, target, "application/json", `{"active":true}`, nil)
+	if resp.StatusCode != http.StatusBadRequest || problemSlug(t, body) != probBadEventList {
+		t.Errorf("object body: %d %s, want 400 %s", resp.StatusCode, body, probBadEventList)
+	}
+	resp, _ = do(t, http.MethodOptions, target, "", "", nil)
+	if resp.StatusCode != http.StatusNoContent || !strings.Contains(resp.Header.Get("Access-Control-Allow-Methods"), "POST") ||
+		resp.Header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Errorf("preflight of the SSE URL: %d %v", resp.StatusCode, resp.Header)
+	}
+	resp, _ = do(t, http.MethodOptions, some.URL, "", "", nil)
+	if !strings.Contains(resp.Header.Get("Access-Control-Allow-Methods"), "DELETE") {
+		t.Errorf("preflight of a stream: %v", resp.Header)
+	}
+
+	if code, err := some.Delete(ctx); err != nil || code != http.StatusOK {
+		t.Fatalf("DELETE stream: %d %v", code, err)
+	}
+	for _, m := range []string{http.MethodGet, http.MethodDelete} {
+		resp, body = do(t, m, some.URL, "", "", nil)
+		if resp.StatusCode != http.StatusNotFound || problemSlug(t, body) != probNoEventStream {
+			t.Errorf("%s of a deleted stream: %d %s, want 404 %s", m, resp.StatusCode, body, probNoEventStream)
+		}
+	}
+	resp, body = do(t, http.MethodGet, target+"/0123", "", "", nil)
+	if resp.StatusCode != http.StatusNotFound || problemSlug(t, body) != probNoEventStream {
+		t.Errorf("GET of an unknown stream: %d %s", resp.StatusCode, body)
+	}
+
+	// The stream ends with its WHEP session.
+	if err := v.Close(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 10*time.Second, "event stream ended with its session", func() bool {
+		select {
+		case _, ok := <-all.Events:
+			return !ok
+		default:
+			return false
+		}
+	})
+	resp, body = do(t, http.MethodPost, target, "", "", nil)
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("POST to the SSE URL of an ended session: %d %s", resp.StatusCode, body)
+	}
+	if n := f.srv.SSEStats().Streams; n != 0 {
+		t.Errorf("%d event streams left after the session ended", n)
+	}
+}
+
+// TestSSEActiveInactive: a publisher that stops writing (its encoder died,
+// its SRT connection still open) is inactive once its last frame is
+// sseStaleAfter old; frames again make it active.
+func TestSSEActiveInactive(t *testing.T) {
+	f := newSSEFixture(t, nil)
+	feed := startFeeder(t, f.pub, f.clip)
+	v := f.dial(t)
+	target, _ := whepclient.SSELink(v.SessionURL(), v.Links())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	es, err := whepclient.OpenEvents(ctx, nil, target, []string{"active", "inactive"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer es.Close()
+	nextEvent(t, es, 10*time.Second, "active")
+	feed.stop()
+	stopped := time.Now()
+	ev := nextEvent(t, es, 15*time.Second, "active", "inactive")
+	if ev.Type != "inactive" {
+		t.Fatalf("after the frames stopped: %s", ev.Type)
+	}
+	t.Logf("inactive %v after the last frame (threshold %v, poll %v)", ev.At.Sub(stopped).Round(time.Millisecond), sseStaleAfter, sseTick)
+	startFeeder(t, f.pub, f.clip)
+	if ev := nextEvent(t, es, 15*time.Second, "active", "inactive"); ev.Type != "active" {
+		t.Fatalf("after the frames resumed: %s", ev.Type)
+	}
+}
+
+// TestSSEFloodBounded: event streams are bounded in total; a flood of
+// POSTs beyond it is refused with 503 + Retry-After, and the streams
+// already open keep working.
+func TestSSEFloodBounded(t *testing.T) {
+	f := newSSEFixture(t, func(c *Config) { c.MaxEventStreams = 3 })
+	startFeeder(t, f.pub, f.clip)
+	a, b := f.dial(t), f.dial(t)
+	ta, _ := whepclient.SSELink(a.SessionURL(), a.Links())
+	tb, _ := whepclient.SSELink(b.SessionURL(), b.Links())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var open []*whepclient.EventStream
+	for _, target := range []string{ta, ta, tb} {
+		es, err := whepclient.OpenEvents(ctx, nil, target, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer es.Close()
+		open = append(open, es)
+	}
+	const flood = 200
+	refused := map[int]int{}
+	for range flood {
+		resp, body := do(t, http.MethodPost, tb, "", "", nil)
+		refused[resp.StatusCode]++
+		if resp.StatusCode == http.StatusServiceUnavailable && (problemSlug(t, body) != probEventStreams || resp.Header.Get("Retry-After") == "") {
+			t.Fatalf("refusal: %s", body)
+		}
+	}
+	t.Logf("flood of %d POSTs past the limit of 3: %v", flood, refused)
+	if refused[http.StatusServiceUnavailable] != flood {
+		t.Errorf("refused %v, want all %d with 503", refused, flood)
+	}
+	if n := f.srv.SSEStats().Streams; n != 3 {
+		t.Errorf("%d streams open, want 3", n)
+	}
+	for i, es := range open {
+		if ev := nextEvent(t, es, 10*time.Second, "active"); ev.Type != "active" {
+			t.Errorf("stream %d: %s", i, ev.Type)
+		}
+	}
+}
+
+// TestSSEQueueBound: a stream whose reader never reads holds at most
+// sseQueueMax events, one viewercount (the latest) among them, and pushing
+// never blocks.
+func TestSSEQueueBound(t *testing.T) {
+	es := newEventStream("s", "sess", "live/a", sseAllEvents)
+	for i := range 10 * sseQueueMax {
+		es.push(viewerCountEvent(i))
+		if i%3 == 0 {
+			es.push(newSSEEvent(evActive, struct{}{}))
+		}
+	}
+	got := es.take(nil)
+	counts := 0
+	for _, ev := range got {
+		if ev.typ == evViewerCount {
+			counts++
+			if want := fmt.Sprintf(`{"viewercount":%d}`, 10*sseQueueMax-1); string(ev.data) != want {
+				t.Errorf("queued viewercount %s, want the latest %s", ev.data, want)
+			}
+		}
+	}
+	t.Logf("queue after %d viewercounts and %d actives: %d events, %d dropped", 10*sseQueueMax, (10*sseQueueMax+2)/3, len(got), es.dropped)
+	if len(got) > sseQueueMax || counts != 1 || es.dropped == 0 {
+		t.Errorf("queue %d (max %d), %d viewercounts, %d dropped", len(got), sseQueueMax, counts, es.dropped)
+	}
+	// Types the stream did not ask for never enter it.
+	only := newEventStream("s2", "sess", "live/a", sseEventBit(evReconnect))
+	only.push(newSSEEvent(evActive, struct{}{}))
+	if n := len(only.take(nil)); n != 0 {
+		t.Errorf("an unwanted type was queued (%d)", n)
+	}
+}
+
+// TestSSERawStream reads the wire format with a client that knows only
+// event: and data: and decodes the data into a struct without the fields
+// it does not know: the retry: line, the heartbeat comments and any
+// field a later server adds are skipped, and the events still arrive.
+func TestSSERawStream(t *testing.T) {
+	old := sseHeartbeat
+	sseHeartbeat = 200 * time.Millisecond
+	t.Cleanup(func() { sseHeartbeat = old })
+	f := newSSEFixture(t, nil)
+	startFeeder(t, f.pub, f.clip)
+	v := f.dial(t)
+	target, _ := whepclient.SSELink(v.SessionURL(), v.Links())
+	resp, _ := do(t, http.MethodPost, target, "", "", nil)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST without a body: %d", resp.StatusCode)
+	}
+	loc := resp.Header.Get("Location")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, f.url+loc, nil)
+	gr, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gr.Body.Close()
+	if ct := gr.Header.Get("Content-Type"); ct != "text/event-stream" || gr.Header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Fatalf("GET: Content-Type %q, headers %v", ct, gr.Header)
+	}
+	sc := bufio.NewScanner(gr.Body)
+	var raw []string
+	var typ string
+	var got []string
+	heartbeats := 0
+	for len(raw) < 200 && sc.Scan() {
+		line := sc.Text()
+		raw = append(raw, line)
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			typ = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			var d struct {
+				ViewerCount *int `json:"viewercount"`
+			}
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &d); err != nil {
+				t.Fatalf("data line %q: %v", line, err)
+			}
+			got = append(got, typ)
+		case strings.HasPrefix(line, ":"):
+			heartbeats++
+		}
+		if heartbeats >= 2 && len(got) >= 2 {
+			break
+		}
+	}
+	t.Logf("raw stream:\n%s", strings.Join(raw, "\n"))
+	if len(got) < 2 || got[0] != evActive || got[1] != evViewerCount || heartbeats < 2 || raw[0] != "retry: 1000" {
+		t.Errorf("events %v, %d heartbeats, first line %q", got, heartbeats, raw[0])
+	}
+}
