@@ -65,22 +65,14 @@ func openEvents(t *testing.T, v *whepclient.Session) *whepclient.EventStream {
 // every event read to tr.
 func awaitEvent(t *testing.T, es *whepclient.EventStream, tr *transcript, timeout time.Duration, what string, match func(whepclient.Event) bool) whepclient.Event {
 	t.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		select {
-		case ev, ok := <-es.Events:
-			if !ok {
-				t.Fatalf("event stream ended (%v) while waiting for %s", es.Err(), what)
-			}
-			tr.add("event: %s  data: %s", ev.Type, ev.Data)
-			if match(ev) {
-				return ev
-			}
-		case <-deadline.C:
-			t.Fatalf("no %s within %v", what, timeout)
-		}
+	ev, err := es.Next(timeout, func(ev whepclient.Event) bool {
+		tr.add("event: %s  data: %s", ev.Type, ev.Data)
+		return match(ev)
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
 	}
+	return ev
 }
 
 func isType(typ string) func(whepclient.Event) bool {
