@@ -69,6 +69,7 @@ func (p *path) nextGen() uint32 {
 	p.gen++
 	p.resetCache()
 	p.sawIDR = false
+	p.lastFrame.Store(0)
 	clear(p.recentAudio[:])
 	p.recentNext = 0
 	clear(p.recentSource[:])
