@@ -196,6 +196,12 @@ func TestEventsSIGTERMReconnect(t *testing.T) {
 	default:
 	}
 	packets := v.Stats().Packets
+	// A draining server takes no new viewers: a load balancer retries
+	// the offer elsewhere.
+	if code, _, body := request(t, "POST", srv.URL("/live/cam1/whep"), "", "application/sdp", offerSDP(t)); code != 503 || !strings.Contains(body, "draining") {
+		t.Errorf("an offer while draining: %d %s, want 503 (draining)", code, body)
+	}
+	tr.add("an offer while draining: 503")
 	var d struct{ URL string }
 	if err := json.Unmarshal(ev.Data, &d); err != nil || d.URL != reconnectURL+"/live/cam1/whep" {
 		t.Errorf("reconnect data %s, want url %s/live/cam1/whep", ev.Data, reconnectURL)

@@ -330,3 +330,32 @@ func TestSSERawStream(t *testing.T) {
 		t.Errorf("events %v, %d heartbeats, first line %q", got, heartbeats, raw[0])
 	}
 }
+
+// TestSSEGetTakesOver: an EventSource that reconnects before the server
+// noticed its old connection died gets the stream; the old GET ends.
+func TestSSEGetTakesOver(t *testing.T) {
+	f := newSSEFixture(t, nil)
+	feedHub(t, f.pub, f.clip)
+	v := f.dial(t)
+	target, _ := whepclient.SSELink(v.SessionURL(), v.Links())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	first, err := whepclient.OpenEvents(ctx, nil, target, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	nextEvent(t, first, 10*time.Second, evActive)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, first.URL, nil)
+	second, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Body.Close()
+	if second.StatusCode != http.StatusOK {
+		t.Fatalf("second GET: %d", second.StatusCode)
+	}
+	if _, err := first.Next(10*time.Second, func(whepclient.Event) bool { return false }); err == nil || !strings.Contains(err.Error(), "ended") {
+		t.Errorf("the first GET did not end: %v", err)
+	}
+}
