@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -199,7 +200,8 @@ func TestSSEActiveInactive(t *testing.T) {
 // POSTs beyond it is refused with 503 + Retry-After, and the streams
 // already open keep working.
 func TestSSEFloodBounded(t *testing.T) {
-	f := newSSEFixture(t, func(c *Config) { c.MaxEventStreams = 3 })
+	logs := &testkit.LogBuffer{}
+	f := newSSEFixture(t, func(c *Config) { c.MaxEventStreams = 3; c.Logger = logs.Logger(slog.LevelInfo) })
 	feedHub(t, f.pub, f.clip)
 	a, b := f.dial(t), f.dial(t)
 	ta, _ := whepclient.SSELink(a.SessionURL(), a.Links())
@@ -217,6 +219,7 @@ func TestSSEFloodBounded(t *testing.T) {
 	}
 	const flood = 200
 	refused := map[int]int{}
+	began := time.Now()
 	for range flood {
 		resp, body := do(t, http.MethodPost, tb, "", "", nil)
 		refused[resp.StatusCode]++
@@ -224,7 +227,13 @@ func TestSSEFloodBounded(t *testing.T) {
 			t.Fatalf("refusal: %s", body)
 		}
 	}
-	t.Logf("flood of %d POSTs past the limit of 3: %v", flood, refused)
+	took := time.Since(began)
+	lines := len(logs.Lines("event stream refused", "reason=event-stream-limit"))
+	t.Logf("flood of %d POSTs past the limit of 3 in %v: %v; %d log lines", flood, took.Round(time.Millisecond), refused, lines)
+	// One line a second at most, the first at once.
+	if lines < 1 || lines > int(took/refusalLogEvery)+1 {
+		t.Errorf("%d refusal lines in %v", lines, took)
+	}
 	if refused[http.StatusServiceUnavailable] != flood {
 		t.Errorf("refused %v, want all %d with 503", refused, flood)
 	}
