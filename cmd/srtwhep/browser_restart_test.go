@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"strings"
 	"syscall"
 	"testing"
@@ -56,16 +55,7 @@ pathDefaults:
 		VideoWidth    int    `json:"videoWidth"`
 		FramesDecoded int    `json:"framesDecoded"`
 	}
-	poll := func() pageState {
-		t.Helper()
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		s, err := chromedp.Run(pctx, chromedp.Evaluate[pageState](`window.srtwhepStats()`, chromedp.EvalAwaitPromise))
-		if err != nil {
-			t.Fatalf("window.srtwhepStats(): %v", err)
-		}
-		return s
-	}
+	poll := pagePoller[pageState](t, ctx)
 	var st pageState
 	testkit.WaitFor(t, 15*time.Second, "the page to play 1280x720", func() bool {
 		st = poll()

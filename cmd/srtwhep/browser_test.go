@@ -91,16 +91,7 @@ webrtc:
 	}
 
 	var st playerStats
-	poll := func() playerStats {
-		t.Helper()
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		s, err := chromedp.Run(pctx, chromedp.Evaluate[playerStats](`window.srtwhepStats()`, chromedp.EvalAwaitPromise))
-		if err != nil {
-			t.Fatalf("window.srtwhepStats(): %v", err)
-		}
-		return s
-	}
+	poll := pagePoller[playerStats](t, ctx)
 	testkit.WaitFor(t, 15*time.Second, "the video to play at 1280x720", func() bool {
 		st = poll()
 		return st.VideoWidth == 1280 && st.VideoHeight == 720 && st.FramesDecoded > 0 && st.FirstFrameMs != nil

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -196,16 +195,7 @@ webrtc:
 		VideoWidth    int    `json:"videoWidth"`
 		FramesDecoded int    `json:"framesDecoded"`
 	}
-	poll := func() pageState {
-		t.Helper()
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		s, err := chromedp.Run(pctx, chromedp.Evaluate[pageState](`window.srtwhepStats()`, chromedp.EvalAwaitPromise))
-		if err != nil {
-			t.Fatalf("window.srtwhepStats(): %v", err)
-		}
-		return s
-	}
+	poll := pagePoller[pageState](t, ctx)
 	var st pageState
 	testkit.WaitFor(t, 20*time.Second, "the page to play through the entry point", func() bool {
 		st = poll()

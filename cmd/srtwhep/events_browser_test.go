@@ -12,6 +12,21 @@ import (
 	"github.com/srtwhep/srtwhep/internal/testkit"
 )
 
+// pagePoller returns a func that reads the player's window.srtwhepStats()
+// into T, whose fields pick what a test needs of it.
+func pagePoller[T any](t *testing.T, ctx context.Context) func() T {
+	return func() T {
+		t.Helper()
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		s, err := chromedp.Run(pctx, chromedp.Evaluate[T](`window.srtwhepStats()`, chromedp.EvalAwaitPromise))
+		if err != nil {
+			t.Fatalf("window.srtwhepStats(): %v", err)
+		}
+		return s
+	}
+}
+
 // TestBrowserReconnectMoves plays the built-in player in headless Chromium
 // from server A, whose http.reconnectURL is server B (each with its own
 // publisher), and sends A SIGTERM: the page gets reconnect, opens its
@@ -63,16 +78,7 @@ http:
 		FramesDecoded int     `json:"framesDecoded"`
 		VideoWidth    int     `json:"videoWidth"`
 	}
-	poll := func() pageState {
-		t.Helper()
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		s, err := chromedp.Run(pctx, chromedp.Evaluate[pageState](`window.srtwhepStats()`, chromedp.EvalAwaitPromise))
-		if err != nil {
-			t.Fatalf("window.srtwhepStats(): %v", err)
-		}
-		return s
-	}
+	poll := pagePoller[pageState](t, ctx)
 	on := func(st pageState, host string) bool {
 		return st.Session != nil && strings.HasPrefix(*st.Session, "http://"+host+":8889/")
 	}

@@ -65,22 +65,14 @@ func openEvents(t *testing.T, v *whepclient.Session) *whepclient.EventStream {
 // every event read to tr.
 func awaitEvent(t *testing.T, es *whepclient.EventStream, tr *transcript, timeout time.Duration, what string, match func(whepclient.Event) bool) whepclient.Event {
 	t.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		select {
-		case ev, ok := <-es.Events:
-			if !ok {
-				t.Fatalf("event stream ended (%v) while waiting for %s", es.Err(), what)
-			}
-			tr.add("event: %s  data: %s", ev.Type, ev.Data)
-			if match(ev) {
-				return ev
-			}
-		case <-deadline.C:
-			t.Fatalf("no %s within %v", what, timeout)
-		}
+	ev, err := es.Next(timeout, func(ev whepclient.Event) bool {
+		tr.add("event: %s  data: %s", ev.Type, ev.Data)
+		return match(ev)
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
 	}
+	return ev
 }
 
 func isType(typ string) func(whepclient.Event) bool {
@@ -204,6 +196,12 @@ func TestEventsSIGTERMReconnect(t *testing.T) {
 	default:
 	}
 	packets := v.Stats().Packets
+	// A draining server takes no new viewers: a load balancer retries
+	// the offer elsewhere.
+	if code, _, body := request(t, "POST", srv.URL("/live/cam1/whep"), "", "application/sdp", offerSDP(t)); code != 503 || !strings.Contains(body, "draining") {
+		t.Errorf("an offer while draining: %d %s, want 503 (draining)", code, body)
+	}
+	tr.add("an offer while draining: 503")
 	var d struct{ URL string }
 	if err := json.Unmarshal(ev.Data, &d); err != nil || d.URL != reconnectURL+"/live/cam1/whep" {
 		t.Errorf("reconnect data %s, want url %s/live/cam1/whep", ev.Data, reconnectURL)

@@ -175,6 +175,26 @@ func (es *EventStream) Err() error {
 	return es.err
 }
 
+// Next returns the first event match accepts, reading (and dropping) the
+// others; an error when the stream ends first or timeout passes.
+func (es *EventStream) Next(timeout time.Duration, match func(Event) bool) (Event, error) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		select {
+		case ev, ok := <-es.Events:
+			if !ok {
+				return Event{}, fmt.Errorf("whepclient: event stream ended (%v)", es.Err())
+			}
+			if match(ev) {
+				return ev, nil
+			}
+		case <-deadline.C:
+			return Event{}, fmt.Errorf("whepclient: no matching event within %v", timeout)
+		}
+	}
+}
+
 // Delete ends the stream on the server (DELETE) and returns its status.
 func (es *EventStream) Delete(ctx context.Context) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, es.URL, nil)

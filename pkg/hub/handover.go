@@ -74,6 +74,7 @@ func (p *path) nextGen() uint32 {
 	p.resetCache()
 	p.cacheWarned = false
 	p.sawIDR = false
+	p.lastFrame.Store(0)
 	clear(p.recentAudio[:])
 	p.recentNext = 0
 	clear(p.recentSource[:])

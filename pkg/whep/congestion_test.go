@@ -17,8 +17,8 @@ import (
 )
 
 // feedHub writes the clip to pub in a loop, a frame every 10 ms, until the
-// test ends.
-func feedHub(t *testing.T, pub *hub.Publisher, clip []*av.AccessUnit) {
+// test ends or stop (idempotent) is called.
+func feedHub(t *testing.T, pub *hub.Publisher, clip []*av.AccessUnit) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -36,10 +36,12 @@ func feedHub(t *testing.T, pub *hub.Publisher, clip []*av.AccessUnit) {
 			}
 		}
 	}()
-	t.Cleanup(func() {
+	stop = func() {
 		cancel()
 		<-done
-	})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // TestCongestedViewerSkipsToIDR: real pion viewers that send receiver

@@ -20,6 +20,7 @@ const refusalLogEvery = time.Second
 type refusalLog struct {
 	log *slog.Logger
 	now func() time.Time // time.Now; tests step it
+	msg string           // the line's message: "offer refused" unless set
 
 	mu    sync.Mutex
 	kinds map[string]*refusalKind
@@ -31,7 +32,7 @@ type refusalKind struct {
 }
 
 func newRefusalLog(log *slog.Logger) *refusalLog {
-	return &refusalLog{log: log, now: time.Now, kinds: make(map[string]*refusalKind)}
+	return &refusalLog{log: log, now: time.Now, msg: "offer refused", kinds: make(map[string]*refusalKind)}
 }
 
 // refused logs (or counts, within the slug's second) one refused request.
@@ -57,7 +58,7 @@ func (l *refusalLog) refused(r *http.Request, path string, status int, slug, det
 	if r != nil {
 		remote = r.RemoteAddr
 	}
-	l.log.Warn("offer refused", "reason", slug, "status", status, "path", path, "remote", remote,
+	l.log.Warn(l.msg, "reason", slug, "status", status, "path", path, "remote", remote,
 		"codecs", offeredCodecs(offer), "detail", strings.Join(strings.Fields(detail), " "), "suppressed", suppressed)
 }
 

@@ -106,6 +106,13 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
+// refuseSSE answers and logs a refused event stream request, at most one
+// line per kind a second.
+func (s *Server) refuseSSE(w http.ResponseWriter, r *http.Request, path string, code int, slug, detail string) {
+	s.sseRefusals.refused(r, path, code, slug, detail, "")
+	httpError(w, r, code, slug, detail)
+}
+
 func sseNotFound(w http.ResponseWriter, r *http.Request) {
 	httpError(w, r, http.StatusNotFound, probNoEventStream,
 		"no such event stream (deleted, ended with its WHEP session, or never created); POST to the session's server-sent-events Link for a new one")
@@ -132,24 +139,24 @@ func (s *Server) handleSSEPost(w http.ResponseWriter, r *http.Request, path, ses
 	}
 	want, detail := readEventList(r)
 	if detail != "" {
-		s.refuse(w, r, path, http.StatusBadRequest, probBadEventList, detail, "")
+		s.refuseSSE(w, r, path, http.StatusBadRequest, probBadEventList, detail)
 		return
 	}
 	es, res := s.sse.open(session, path, want)
 	switch res {
 	case sseSessionFull:
 		w.Header().Set("Retry-After", retryAfterSSEFlood)
-		s.refuse(w, r, path, http.StatusTooManyRequests, probEventStreams,
-			fmt.Sprintf("this session has %d event streams already; DELETE one before creating another", maxEventStreamsPerSession), "")
+		s.refuseSSE(w, r, path, http.StatusTooManyRequests, probEventStreams,
+			fmt.Sprintf("this session has %d event streams already; DELETE one before creating another", maxEventStreamsPerSession))
 		return
 	case sseServerFull:
 		w.Header().Set("Retry-After", retryAfterSSEFull)
-		s.refuse(w, r, path, http.StatusServiceUnavailable, probEventStreams,
-			fmt.Sprintf("the server has %d event streams open, its limit (http.maxEventStreams); retry later", s.cfg.MaxEventStreams), "")
+		s.refuseSSE(w, r, path, http.StatusServiceUnavailable, probEventStreams,
+			fmt.Sprintf("the server has %d event streams open, its limit (http.maxEventStreams); retry later", s.cfg.MaxEventStreams))
 		return
 	case sseClosed:
 		w.Header().Set("Retry-After", retryAfterStarting)
-		s.refuse(w, r, path, http.StatusServiceUnavailable, probUnavailable, errServerShutdown.Error(), "")
+		s.refuseSSE(w, r, path, http.StatusServiceUnavailable, probUnavailable, errServerShutdown.Error())
 		return
 	}
 	// The session may have ended while the stream was made; its end has

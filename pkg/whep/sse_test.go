@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,34 +17,6 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 )
-
-// feeder writes clip to pub every 10 ms until stopped.
-type feeder struct {
-	stop func()
-}
-
-func startFeeder(t *testing.T, pub *hub.Publisher, clip []*av.AccessUnit) *feeder {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for n := 0; ; n++ {
-			au := *clip[n%len(clip)]
-			au.PTS = int64(n) * 3000
-			pub.Write(&au)
-			select {
-			case <-tick.C:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	f := &feeder{stop: func() { cancel(); <-done }}
-	t.Cleanup(f.stop)
-	return f
-}
 
 // sseFixture is a real hub with a live path, a WHEP server on it and a
 // real pion viewer.
@@ -82,23 +56,11 @@ func (f *sseFixture) dial(t *testing.T) *whepclient.Session {
 // nextEvent returns the next event of one of the types, skipping others.
 func nextEvent(t *testing.T, es *whepclient.EventStream, timeout time.Duration, types ...string) whepclient.Event {
 	t.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		select {
-		case ev, ok := <-es.Events:
-			if !ok {
-				t.Fatalf("event stream ended (%v) while waiting for %v", es.Err(), types)
-			}
-			for _, typ := range types {
-				if ev.Type == typ {
-					return ev
-				}
-			}
-		case <-deadline.C:
-			t.Fatalf("no %v event within %v", types, timeout)
-		}
+	ev, err := es.Next(timeout, func(ev whepclient.Event) bool { return slices.Contains(types, ev.Type) })
+	if err != nil {
+		t.Fatalf("waiting for %v: %v", types, err)
 	}
+	return ev
 }
 
 func problemSlug(t *testing.T, body string) string {
@@ -117,7 +79,7 @@ func problemSlug(t *testing.T, body string) string {
 // with their session.
 func TestSSEContract(t *testing.T) {
 	f := newSSEFixture(t, nil)
-	startFeeder(t, f.pub, f.clip)
+	feedHub(t, f.pub, f.clip)
 	v := f.dial(t)
 
 	target, events := whepclient.SSELink(v.SessionURL(), v.Links())
@@ -210,7 +172,7 @@ func TestSSEContract(t *testing.T) {
 // sseStaleAfter old; frames again make it active.
 func TestSSEActiveInactive(t *testing.T) {
 	f := newSSEFixture(t, nil)
-	feed := startFeeder(t, f.pub, f.clip)
+	stop := feedHub(t, f.pub, f.clip)
 	v := f.dial(t)
 	target, _ := whepclient.SSELink(v.SessionURL(), v.Links())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -221,14 +183,14 @@ func TestSSEActiveInactive(t *testing.T) {
 	}
 	defer es.Close()
 	nextEvent(t, es, 10*time.Second, "active")
-	feed.stop()
+	stop()
 	stopped := time.Now()
 	ev := nextEvent(t, es, 15*time.Second, "active", "inactive")
 	if ev.Type != "inactive" {
 		t.Fatalf("after the frames stopped: %s", ev.Type)
 	}
 	t.Logf("inactive %v after the last frame (threshold %v, poll %v)", ev.At.Sub(stopped).Round(time.Millisecond), sseStaleAfter, sseTick)
-	startFeeder(t, f.pub, f.clip)
+	feedHub(t, f.pub, f.clip)
 	if ev := nextEvent(t, es, 15*time.Second, "active", "inactive"); ev.Type != "active" {
 		t.Fatalf("after the frames resumed: %s", ev.Type)
 	}
@@ -238,8 +200,9 @@ func TestSSEActiveInactive(t *testing.T) {
 // POSTs beyond it is refused with 503 + Retry-After, and the streams
 // already open keep working.
 func TestSSEFloodBounded(t *testing.T) {
-	f := newSSEFixture(t, func(c *Config) { c.MaxEventStreams = 3 })
-	startFeeder(t, f.pub, f.clip)
+	logs := &testkit.LogBuffer{}
+	f := newSSEFixture(t, func(c *Config) { c.MaxEventStreams = 3; c.Logger = logs.Logger(slog.LevelInfo) })
+	feedHub(t, f.pub, f.clip)
 	a, b := f.dial(t), f.dial(t)
 	ta, _ := whepclient.SSELink(a.SessionURL(), a.Links())
 	tb, _ := whepclient.SSELink(b.SessionURL(), b.Links())
@@ -256,6 +219,7 @@ func TestSSEFloodBounded(t *testing.T) {
 	}
 	const flood = 200
 	refused := map[int]int{}
+	began := time.Now()
 	for range flood {
 		resp, body := do(t, http.MethodPost, tb, "", "", nil)
 		refused[resp.StatusCode]++
@@ -263,7 +227,13 @@ func TestSSEFloodBounded(t *testing.T) {
 			t.Fatalf("refusal: %s", body)
 		}
 	}
-	t.Logf("flood of %d POSTs past the limit of 3: %v", flood, refused)
+	took := time.Since(began)
+	lines := len(logs.Lines("event stream refused", "reason=event-stream-limit"))
+	t.Logf("flood of %d POSTs past the limit of 3 in %v: %v; %d log lines", flood, took.Round(time.Millisecond), refused, lines)
+	// One line a second at most, the first at once.
+	if lines < 1 || lines > int(took/refusalLogEvery)+1 {
+		t.Errorf("%d refusal lines in %v", lines, took)
+	}
 	if refused[http.StatusServiceUnavailable] != flood {
 		t.Errorf("refused %v, want all %d with 503", refused, flood)
 	}
@@ -319,7 +289,7 @@ func TestSSERawStream(t *testing.T) {
 	sseHeartbeat = 200 * time.Millisecond
 	t.Cleanup(func() { sseHeartbeat = old })
 	f := newSSEFixture(t, nil)
-	startFeeder(t, f.pub, f.clip)
+	feedHub(t, f.pub, f.clip)
 	v := f.dial(t)
 	target, _ := whepclient.SSELink(v.SessionURL(), v.Links())
 	resp, _ := do(t, http.MethodPost, target, "", "", nil)
@@ -367,5 +337,34 @@ func TestSSERawStream(t *testing.T) {
 	t.Logf("raw stream:\n%s", strings.Join(raw, "\n"))
 	if len(got) < 2 || got[0] != evActive || got[1] != evViewerCount || heartbeats < 2 || raw[0] != "retry: 1000" {
 		t.Errorf("events %v, %d heartbeats, first line %q", got, heartbeats, raw[0])
+	}
+}
+
+// TestSSEGetTakesOver: an EventSource that reconnects before the server
+// noticed its old connection died gets the stream; the old GET ends.
+func TestSSEGetTakesOver(t *testing.T) {
+	f := newSSEFixture(t, nil)
+	feedHub(t, f.pub, f.clip)
+	v := f.dial(t)
+	target, _ := whepclient.SSELink(v.SessionURL(), v.Links())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	first, err := whepclient.OpenEvents(ctx, nil, target, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	nextEvent(t, first, 10*time.Second, evActive)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, first.URL, nil)
+	second, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Body.Close()
+	if second.StatusCode != http.StatusOK {
+		t.Fatalf("second GET: %d", second.StatusCode)
+	}
+	if _, err := first.Next(10*time.Second, func(whepclient.Event) bool { return false }); err == nil || !strings.Contains(err.Error(), "ended") {
+		t.Errorf("the first GET did not end: %v", err)
 	}
 }

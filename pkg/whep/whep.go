@@ -199,6 +199,8 @@ type Server struct {
 	latency rtpsend.Latency
 	// sse holds the event streams; nil when Config has no PathState.
 	sse *eventStreams
+	// sseRefusals logs refused event stream requests like refusals.
+	sseRefusals *refusalLog
 	// draining: Drain was called; new offers are refused.
 	draining atomic.Bool
 }
@@ -270,6 +272,11 @@ func New(cfg Config) (*Server, error) {
 		sessions:   make(map[string]*session),
 		ended:      newEndedSessions(endedWindow, endedMax),
 		refusals:   newRefusalLog(log),
+		sseRefusals: func() *refusalLog {
+			l := newRefusalLog(log)
+			l.msg = "event stream refused"
+			return l
+		}(),
 	}, nil
 }
 
