@@ -264,22 +264,42 @@ find_public_ip() {
 }
 
 # write_env sets PUBLIC_IP in the env file and keeps every other line; the
-# file is only replaced when its content changes.
+# file is only replaced when its content changes. On the first install it
+# also generates the publish credentials every path requires
+# (PUBLISH_USER/PUBLISH_PASS, which docker-compose.yml hands to the
+# server): anyone who reaches the SRT port could publish otherwise. Lines
+# already there are never overwritten, so a rerun keeps the encoders'
+# URLs working, and an empty PUBLISH_PASS= opens publishing on purpose.
 write_env() {
 	local want tmp
 	want="PUBLIC_IP=$public_ip"
+	publish_user=publisher
+	publish_pass=
+	if [[ -f $env_file ]] && grep -q '^PUBLISH_PASS=' "$env_file"; then
+		publish_pass=$(sed -n 's/^PUBLISH_PASS=//p' "$env_file" | tail -n 1)
+		publish_user=$(sed -n 's/^PUBLISH_USER=//p' "$env_file" | tail -n 1)
+	else
+		# 32 hex digits: 128 bits, and none of the streamid's separators.
+		publish_pass=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+		[[ ${#publish_pass} -eq 32 ]] || die "cannot read /dev/urandom for the publish secret"
+	fi
 	tmp=$(mktemp "$env_file.XXXXXX")
 	{
 		if [[ -f $env_file ]]; then grep -v '^PUBLIC_IP=' "$env_file" || true; fi
+		if ! { [[ -f $env_file ]] && grep -q '^PUBLISH_PASS=' "$env_file"; }; then
+			echo "PUBLISH_USER=$publish_user"
+			echo "PUBLISH_PASS=$publish_pass"
+		fi
 		echo "$want"
 	} >"$tmp"
 	if [[ -f $env_file ]] && cmp -s "$tmp" "$env_file"; then
 		rm -f "$tmp"
 		log "$env_file already has $want"
 	else
-		chmod 0644 "$tmp"
+		# The publish secret is in it: readable by its owner only.
+		chmod 0600 "$tmp"
 		mv "$tmp" "$env_file"
-		log "wrote $env_file: $want"
+		log "wrote $env_file: $want (publish credentials kept in it)"
 	fi
 }
 
@@ -442,6 +462,11 @@ print_usage_hint() {
 	host=${host:-$(hostname -I 2>/dev/null | awk '{print $1}')}
 	host=${host:-HOST}
 	[[ $host != *:* ]] || host="[$host]"
+	local sid="publish:live/cam1" acl="#!::r=live/cam1,m=publish"
+	if [[ -n $publish_pass ]]; then
+		sid+=":$publish_user:$publish_pass"
+		acl+=",u=$publish_user,s=$publish_pass"
+	fi
 	if [[ $dry_run -eq 1 ]]; then
 		echo "[dry-run] then it would print:"
 	else
@@ -449,14 +474,22 @@ print_usage_hint() {
 	fi
 	cat <<MSG
 
-Publish:
-  ffmpeg -re -i input.mp4 -c:v libx264 -preset veryfast -tune zerolatency -bf 0 -g 60 -b:v 2500k -f mpegts 'srt://$host:8890?streamid=publish:live/cam1'
+Publish (the credentials are in $env_file; any path under them works):
+  ffmpeg -re -i input.mp4 -c:v libx264 -preset veryfast -tune zerolatency -bf 0 -g 60 -b:v 2500k -f mpegts 'srt://$host:8890?streamid=$sid'
+  or with the SRT access-control stream id:
+  ffmpeg ... -f mpegts 'srt://$host:8890?streamid=$acl'
+
+OBS (Settings > Stream > Service: Custom, Stream Key empty; x264 option bframes=0):
+  Server: srt://$host:8890?streamid=$sid
 
 Watch:
   http://$host:$http_port/live/cam1
 
 Cloud firewalls (security groups) must allow: ${fw_ports[*]}.
 MSG
+	if [[ -z $publish_pass ]]; then
+		echo "WARNING: PUBLISH_PASS is empty in $env_file: anyone who can reach the SRT port may publish."
+	fi
 }
 
 # --- main --------------------------------------------------------------------

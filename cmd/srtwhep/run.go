@@ -218,6 +218,7 @@ func (s *server) mediaPlaneSample() (metrics.MediaPlaneSample, bool) {
 // fails; it returns only after all of them have stopped.
 func (s *server) Run(ctx context.Context) error {
 	defer s.policy.Close()
+	warnOpenPublishing(s.log, s.cfg)
 	if s.hooks != nil {
 		// The poster outlives the components (this defer runs after
 		// g.Wait), so the events of their shutdown still go out, within

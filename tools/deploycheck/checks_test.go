@@ -50,8 +50,9 @@ func TestCheckComposeFindsFaults(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			path := writeFile(t, t.TempDir(), "docker-compose.yml", mutate(t, "docker-compose.yml", tc.old, tc.new))
-			p, err := LoadCompose(context.Background(), path, "")
+			dir := t.TempDir()
+			path := writeFile(t, dir, "docker-compose.yml", mutate(t, "docker-compose.yml", tc.old, tc.new))
+			p, err := LoadCompose(context.Background(), path, publishEnv(t, dir))
 			if err != nil {
 				t.Fatal(err)
 			}

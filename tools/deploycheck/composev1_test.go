@@ -28,7 +28,7 @@ func composeV1Config(t *testing.T, composeFile, envFile string) (stdout []byte, 
 }
 
 func TestComposeFileLoadsInComposeV1(t *testing.T) {
-	env := writeFile(t, t.TempDir(), ".env", "PUBLIC_IP=203.0.113.7\n")
+	env := writeFile(t, t.TempDir(), ".env", "PUBLIC_IP=203.0.113.7\nPUBLISH_USER=publisher\nPUBLISH_PASS=0123456789abcdef0123456789abcdef\n")
 	out, stderr, err := composeV1Config(t, repoFile(t, "docker-compose.yml"), env)
 	if err != nil {
 		t.Fatalf("docker-compose config: %v: %s", err, stderr)
@@ -63,7 +63,7 @@ func TestComposeFileLoadsInComposeV1(t *testing.T) {
 func TestComposeV1RefusesInvalidFile(t *testing.T) {
 	dir := t.TempDir()
 	bad := writeFile(t, dir, "docker-compose.yml", mutate(t, "docker-compose.yml", "restart: unless-stopped", "restartt: unless-stopped"))
-	_, stderr, err := composeV1Config(t, bad, writeFile(t, dir, ".env", "PUBLIC_IP=203.0.113.7\n"))
+	_, stderr, err := composeV1Config(t, bad, writeFile(t, dir, ".env", "PUBLIC_IP=203.0.113.7\nPUBLISH_USER=publisher\nPUBLISH_PASS=0123456789abcdef0123456789abcdef\n"))
 	if err == nil {
 		t.Fatal("docker-compose accepted an unknown key")
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -60,13 +61,64 @@ func runDeploy(t *testing.T, envFile string, env []string, args ...string) deplo
 	return deployRun{stdout.String(), stderr.String(), err, envFile}
 }
 
+// env is the env file without the publish credentials, which are random
+// (TestDeployPublishSecret checks them).
 func (r deployRun) env(t *testing.T) string {
 	t.Helper()
 	data, err := os.ReadFile(r.envFile)
 	if err != nil {
 		t.Fatalf("reading the env file: %v\nstderr:\n%s", err, r.stderr)
 	}
-	return string(data)
+	var keep []string
+	for line := range strings.SplitAfterSeq(string(data), "\n") {
+		if !strings.HasPrefix(line, "PUBLISH_USER=") && !strings.HasPrefix(line, "PUBLISH_PASS=") {
+			keep = append(keep, line)
+		}
+	}
+	return strings.Join(keep, "")
+}
+
+// TestDeployPublishSecret: the first install generates publish
+// credentials into the env file (owner-only), prints both streamid forms
+// and the OBS server URL carrying them, and a rerun keeps them; an empty
+// PUBLISH_PASS= the operator wrote stays empty and is warned about.
+func TestDeployPublishSecret(t *testing.T) {
+	envFile := filepath.Join(t.TempDir(), ".env")
+	r := runDeploy(t, envFile, []string{"PUBLIC_IP=203.0.113.7"}).ok(t)
+	data, err := os.ReadFile(envFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^PUBLISH_USER=(publisher)\nPUBLISH_PASS=([0-9a-f]{32})$`).FindStringSubmatch(string(data))
+	if m == nil {
+		t.Fatalf("env file = %q; want PUBLISH_USER=publisher and a 32-hex-digit PUBLISH_PASS", data)
+	}
+	if fi, err := os.Stat(envFile); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("env file mode %v (%v); want 0600, it holds the publish secret", fi.Mode().Perm(), err)
+	}
+	user, pass := m[1], m[2]
+	for _, want := range []string{
+		"-f mpegts 'srt://203.0.113.7:8890?streamid=publish:live/cam1:" + user + ":" + pass + "'",
+		"-f mpegts 'srt://203.0.113.7:8890?streamid=#!::r=live/cam1,m=publish,u=" + user + ",s=" + pass + "'",
+		"Server: srt://203.0.113.7:8890?streamid=publish:live/cam1:" + user + ":" + pass,
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	runDeploy(t, envFile, []string{"PUBLIC_IP=203.0.113.7"}).ok(t)
+	if again, _ := os.ReadFile(envFile); string(again) != string(data) {
+		t.Errorf("a rerun changed the env file:\n%s\nwas:\n%s", again, data)
+	}
+
+	open := writeFile(t, t.TempDir(), ".env", "PUBLISH_USER=\nPUBLISH_PASS=\n")
+	r = runDeploy(t, open, []string{"PUBLIC_IP=203.0.113.7"}).ok(t)
+	if got, _ := os.ReadFile(open); string(got) != "PUBLISH_USER=\nPUBLISH_PASS=\nPUBLIC_IP=203.0.113.7\n" {
+		t.Errorf("an open install's env file became %q; want its empty credentials kept", got)
+	}
+	if !strings.Contains(r.stdout, "streamid=publish:live/cam1'") || !strings.Contains(r.stdout, "anyone who can reach the SRT port may publish") {
+		t.Errorf("open install: stdout lacks the plain URL or the warning:\n%s", r.stdout)
+	}
 }
 
 func (r deployRun) ok(t *testing.T) deployRun {
@@ -88,7 +140,7 @@ func TestDeployDryRunGivenIP(t *testing.T) {
 		"env SRTWHEP_VERSION=", // the image's version, from git describe
 		"http://127.0.0.1:8889/readyz",
 		"-bf 0",
-		"-f mpegts 'srt://203.0.113.7:8890?streamid=publish:live/cam1'",
+		"-f mpegts 'srt://203.0.113.7:8890?streamid=publish:live/cam1:publisher:",
 		"http://203.0.113.7:8889/live/cam1",
 		"--env-file " + envFile,
 	} {

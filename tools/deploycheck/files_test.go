@@ -56,7 +56,7 @@ func TestServerConfigOpensTheContractPorts(t *testing.T) {
 
 func TestComposeFileMatchesContract(t *testing.T) {
 	cfg := serverConfig(t)
-	p, err := LoadCompose(context.Background(), repoFile(t, "docker-compose.yml"), "")
+	p, err := LoadCompose(context.Background(), repoFile(t, "docker-compose.yml"), publishEnv(t, t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestComposeFileMatchesContract(t *testing.T) {
 }
 
 func TestComposePublicIPFromDotEnv(t *testing.T) {
-	env := writeFile(t, t.TempDir(), ".env", "PUBLIC_IP=203.0.113.7\n")
+	env := writeFile(t, t.TempDir(), ".env", "PUBLIC_IP=203.0.113.7\nPUBLISH_USER=publisher\nPUBLISH_PASS=0123456789abcdef0123456789abcdef\n")
 	p, err := LoadCompose(context.Background(), repoFile(t, "docker-compose.yml"), env)
 	if err != nil {
 		t.Fatal(err)
@@ -125,4 +125,42 @@ func TestDockerfileLintClean(t *testing.T) {
 		t.Fatal(err)
 	}
 	reportProblems(t, "Dockerfile lint", warnings)
+}
+
+// publishEnv writes dir/.env with the publish credentials deploy.sh
+// generates, which the compose file requires, and nothing else.
+func publishEnv(t *testing.T, dir string) string {
+	t.Helper()
+	return writeFile(t, dir, ".env", "PUBLISH_USER=publisher\nPUBLISH_PASS=0123456789abcdef0123456789abcdef\n")
+}
+
+// TestComposeRequiresPublishCredentials: without publish credentials in
+// .env the compose file does not start an open server, and says why; the
+// credentials reach the server as pathDefaults overrides; empty ones are
+// an open server on purpose.
+func TestComposeRequiresPublishCredentials(t *testing.T) {
+	_, err := LoadCompose(context.Background(), repoFile(t, "docker-compose.yml"), "")
+	if err == nil || !strings.Contains(err.Error(), "set PUBLISH_USER and PUBLISH_PASS in .env (./deploy.sh generates them)") {
+		t.Errorf("compose without PUBLISH_USER/PUBLISH_PASS: %v; want refused with the fix", err)
+	}
+	cfg := serverConfig(t)
+	p, err := LoadCompose(context.Background(), repoFile(t, "docker-compose.yml"), publishEnv(t, t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := p.Services[ServiceName].Environment
+	for name, want := range map[string]string{
+		"SRTWHEP_PATHDEFAULTS_PUBLISHUSER": "publisher", "SRTWHEP_PATHDEFAULTS_PUBLISHPASS": "0123456789abcdef0123456789abcdef",
+	} {
+		if v := env[name]; v == nil || *v != want {
+			t.Errorf("%s = %v; want %q from .env", name, v, want)
+		}
+		if _, ok := cfg.EnvKey(name); !ok {
+			t.Errorf("%s matches no config key", name)
+		}
+	}
+	open := writeFile(t, t.TempDir(), ".env", "PUBLISH_USER=\nPUBLISH_PASS=\n")
+	if _, err := LoadCompose(context.Background(), repoFile(t, "docker-compose.yml"), open); err != nil {
+		t.Errorf("empty credentials (open on purpose): %v", err)
+	}
 }

@@ -111,7 +111,12 @@ func (m *memo) Effective(name string, config []byte, env map[string]string) (*de
 func expect(t *testing.T) Expect {
 	t.Helper()
 	root := repoRoot(t)
-	p, err := deploycheck.LoadCompose(context.Background(), filepath.Join(root, "docker-compose.yml"), "")
+	// The compose file requires the publish credentials deploy.sh writes.
+	env := filepath.Join(t.TempDir(), ".env")
+	if err := os.WriteFile(env, []byte("PUBLISH_USER=publisher\nPUBLISH_PASS=0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := deploycheck.LoadCompose(context.Background(), filepath.Join(root, "docker-compose.yml"), env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,8 +249,8 @@ func TestCheckFindsFaults(t *testing.T) {
 			"port metrics is 9999 but reaches container port 9998"},
 		{"container port the config does not open", "edge.yaml", "containerPort: 9998", "containerPort: 9999",
 			"declares port 9999/tcp, which no listening key of its config opens"},
-		{"config moves a port", "edge.yaml", `      listen: ":9998"`, `      listen: ":9997"`,
-			"does not declare 9997/tcp, which metrics.listen opens"},
+		{"config moves a port", "edge.yaml", `      listen: ":9998"`, `      listen: ":9996"`,
+			"does not declare 9996/tcp, which metrics.listen opens"},
 		{"config binds a port to loopback", "origin.yaml", "    logFormat: json\n    metrics:",
 			"    logFormat: json\n    srt:\n      listen: \"127.0.0.1:8890\"\n    metrics:", "srt.listen binds it to 127.0.0.1"},
 		{"unknown config key", "edge.yaml", "    logFormat: json", "    logFormatt: json", "srtwhep -check refuses it"},
