@@ -39,6 +39,13 @@
 # clip is transcoded on the first server for the video transcoder's CPU,
 # default 20; 0 skips it).
 #
+# Last, the hostile section (HOSTILE, default on; HOSTILE=0 skips it): the
+# long runs of internal/hostile's attacks, each against a fresh server on
+# loopback, with their figures in the report: an endless PES (TS packets on
+# the video PID that never start a new unit) at HOSTILE_ENDLESS
+# (MBITS:SECONDS,…, default 20:60,50:60), the server's RSS before and at
+# its peak.
+#
 # Before the ladders, on the idle server: glass-to-glass latency from a
 # generated 640x360@30 clip whose frames carry their creation time in their
 # pixels (whep-loadgen g2g, see internal/glass), median and p95, and the server's
@@ -429,6 +436,18 @@ done
 		/^BenchmarkTranscode720p/ {for (i = 1; i < NF; i++) {if ($(i+1) == "%core") c = $i; if ($(i+1) == "ms-in-transcoder") l = $i}; printf "- %s (10 s of 1280x720@30, 2.5 Mbit/s → libx264 ultrafast): %s %% of one core (goal ≤ 30 %%), %s ms a picture in the transcoder\n", $1, c, l}
 		/^BenchmarkTranscoderRSS/ {for (i = 1; i < NF; i++) if ($(i+1) == "rss-bytes/path") printf "- BenchmarkTranscoderRSS: %.2f MiB of RSS per transcoding path\n", $i/1048576}' "$out/go-bench.txt" 2>/dev/null || true
 } | tee -a "$out/report.md"
+
+if [[ ${HOSTILE:-1} != 0 ]]; then
+	echo "hostile: endless PES at ${HOSTILE_ENDLESS:-20:60,50:60} (Mbit/s:s) ..." >&2
+	HOSTILE_ENDLESS=${HOSTILE_ENDLESS:-20:60,50:60} go test -count=1 -timeout 15m -v \
+		-run '^TestEndlessPES$' ./internal/hostile >"$out/hostile.txt" 2>&1 || echo "hostile: FAILED (see $out/hostile.txt)" >&2
+	{
+		echo
+		echo "## Hostile input (long runs)"
+		echo
+		grep -oE 'endless PES: .*|bystander: .*|--- (PASS|FAIL): TestEndlessPES/.*' "$out/hostile.txt" | sed 's/^/- /' || echo "- n/a (no figures in $out/hostile.txt)"
+	} | tee -a "$out/report.md"
+fi
 
 {
 	echo

@@ -19,6 +19,7 @@ func newPuller(s *server, log *slog.Logger) (*edge.Puller, error) {
 		Latency:     time.Duration(s.cfg.SRT.Latency),
 		PBKeyLen:    s.cfg.SRT.PBKeyLen,
 		ReadTimeout: time.Duration(s.cfg.SRT.ReadTimeout),
+		MaxPulls:    s.cfg.SRT.MaxPulls,
 		Events:      s.hooks.Func(),
 		Logger:      log,
 	})

@@ -51,6 +51,9 @@ type SRT struct {
 	// SocketBuffer is the kernel receive buffer of the SRT UDP socket in
 	// bytes (SRTO_UDP_RCVBUF), capped by net.core.rmem_max.
 	SocketBuffer int `yaml:"socketBuffer" reload:"restart"`
+	// MaxPulls bounds the edge pulls (paths with a source) running at
+	// once; a viewer of one more gets 503.
+	MaxPulls int `yaml:"maxPulls" reload:"restart"`
 }
 
 // HTTP configures the WHEP/player/API listener.
@@ -270,6 +273,7 @@ func Default() *Config {
 			// The packages' defaults (srt.DefaultSocketBuffer,
 			// sockbuf.DefaultWebRTC), which config cannot import.
 			SocketBuffer: 4 << 20,
+			MaxPulls:     64, // edge.DefaultMaxPulls
 		},
 		HTTP: HTTP{
 			Listen:            ":8889",

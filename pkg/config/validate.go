@@ -94,6 +94,9 @@ func (v *validator) srt() {
 	}
 	v.positive("srt.readTimeout", s.ReadTimeout, "2s")
 	v.socketBuffer("srt.socketBuffer", s.SocketBuffer)
+	if s.MaxPulls < 1 || s.MaxPulls > maxPulls {
+		v.fail("srt.maxPulls", "%d is outside 1 to %d; use e.g. 64 (edge pulls one small VPS carries)", s.MaxPulls, maxPulls)
+	}
 }
 
 func (v *validator) webrtc() {

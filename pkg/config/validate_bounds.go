@@ -11,6 +11,9 @@ const (
 	maxUnitBytes     = 64 << 20
 	maxGOPCacheTime  = time.Minute
 	maxGOPCacheBytes = 512 << 20
+	// maxPulls: each pull is a libsrt socket and its buffers; beyond ten
+	// thousand an edge runs out of file descriptors and memory first.
+	maxPulls = 10000
 )
 
 // pathBounds checks the per-publisher memory bounds of one path entry.

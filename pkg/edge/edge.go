@@ -54,6 +54,9 @@ type Config struct {
 	Latency     time.Duration
 	PBKeyLen    int
 	ReadTimeout time.Duration
+	// MaxPulls bounds the pulls running at once (0: DefaultMaxPulls); a
+	// demand past it gets a *TooManyPullsError.
+	MaxPulls int
 	// Events receives SourceUp and SourceDown (nil: none).
 	Events events.Func
 	Logger *slog.Logger
@@ -101,6 +104,11 @@ type Puller struct {
 	stopped bool            // Run is ending: no new pull
 	pulls   map[string]*pull
 	wg      sync.WaitGroup
+
+	// refused answers demands for paths the source just refused as not
+	// found; rlog keeps refusals of many paths to a line a second.
+	refused refusedCache
+	rlog    reasonLog
 }
 
 // New checks cfg; it starts nothing.
@@ -117,8 +125,11 @@ func New(cfg Config) (*Puller, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.MaxPulls <= 0 {
+		cfg.MaxPulls = DefaultMaxPulls
+	}
 	p := &Puller{cfg: cfg, log: log.With("component", "edge"), started: make(chan struct{}), pulls: map[string]*pull{},
-		sleep: (*pull).sleep}
+		sleep: (*pull).sleep, rlog: reasonLog{every: reasonEvery}}
 	p.dial = p.dialSRT
 	return p, nil
 }
@@ -194,6 +205,11 @@ func (p *Puller) Demand(ctx context.Context, path string) error {
 		return ctx.Err()
 	}
 	for range 3 {
+		// Checked each round: the pull a demand waited on may have ended
+		// on the refusal that put the path here.
+		if e := p.refused.get(path, time.Now()); e != nil {
+			return e
+		}
 		pl, err := p.pull(path, src)
 		if pl == nil || err != nil {
 			return err
@@ -218,6 +234,11 @@ func (p *Puller) pull(path string, src Source) (*pull, error) {
 	}
 	if p.stopped {
 		return nil, errStopping
+	}
+	if len(p.pulls) >= p.cfg.MaxPulls {
+		p.rlog.warn(p.log, "max pulls", "edge pull refused: too many pulls running (raise srt.maxPulls if this edge can carry more)",
+			path, "limit", p.cfg.MaxPulls)
+		return nil, &TooManyPullsError{Path: path, Limit: p.cfg.MaxPulls}
 	}
 	ctx, cancel := context.WithCancel(p.base)
 	pl := &pull{

@@ -196,7 +196,7 @@ func TestDemandRefused(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("the refusal took %v", d)
 	}
-	r.logs.WaitLog(t, 5*time.Second, "source unavailable; retrying", "attempt=1", "retry_in=1s",
+	r.logs.WaitLog(t, 5*time.Second, "source has no such stream; not asking it again for 10s",
 		`err="no such stream (1404)"`, "start its publisher")
 }
 

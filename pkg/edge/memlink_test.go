@@ -133,6 +133,8 @@ func newMemRig(t *testing.T, src Source, dial func(n int) (link, error), sleep f
 		}
 		return src
 	})}
+	// Back-offs take no time here: every attempt's line is wanted.
+	r.p.rlog.every = 0
 	r.p.dial = func(_ context.Context, cfg srt.DialConfig) (link, error) {
 		r.mu.Lock()
 		n := len(r.dials)

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/haivision/srtgo"
+
 	"github.com/srtwhep/srtwhep/pkg/events"
 	"github.com/srtwhep/srtwhep/pkg/srt"
 )
@@ -153,11 +155,21 @@ func (pl *pull) retry(ctx context.Context, err error, backoff *time.Duration) bo
 		pl.lastErr = err
 		attempt = pl.attempt
 	})
-	attrs := []any{"attempt", attempt, "retry_in", backoff.String(), "err", describe(err)}
+	why := describe(err)
+	var de *srt.DialError
+	if errors.As(err, &de) && de.Rejected() && de.Reason == srtgo.RejectionReasonNotFound {
+		// Not there: answered from memory for a while rather than
+		// redialled, so random path names cost the source one dial each.
+		pl.p.refused.add(pl.path, &Error{Path: pl.path, Source: pl.src.URL, Err: err}, time.Now())
+		pl.p.rlog.warn(pl.p.log, why, "source has no such stream; not asking it again for "+refusedFor.String(), pl.path,
+			"source", pl.src.URL, "err", why, "hint", hint(err, pl.src))
+		return false
+	}
+	attrs := []any{"source", pl.src.URL, "attempt", attempt, "retry_in", backoff.String(), "err", why}
 	if h := hint(err, pl.src); h != "" {
 		attrs = append(attrs, "hint", h)
 	}
-	pl.log.Warn("source unavailable; retrying", attrs...)
+	pl.p.rlog.warn(pl.p.log, why, "source unavailable; retrying", pl.path, attrs...)
 	ok := pl.p.sleep(pl, ctx, *backoff)
 	*backoff = min(*backoff*2, maxBackoff)
 	return ok

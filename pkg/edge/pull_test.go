@@ -111,7 +111,7 @@ func TestRefusalAnswersDemand(t *testing.T) {
 	if !errors.As(err, &e) || e.Timeout() || !errors.Is(err, hub.ErrNoPublisher) || err.Error() != "origin "+origin+": no such stream (1404)" {
 		t.Fatalf("Demand = %v, want the origin's refusal", err)
 	}
-	r.logs.WaitLog(t, time.Second, "source unavailable; retrying", "attempt=1", "retry_in=1s", `err="no such stream (1404)"`, "start its publisher")
+	r.logs.WaitLog(t, time.Second, "source has no such stream; not asking it again for 10s", `err="no such stream (1404)"`, "start its publisher")
 }
 
 // TestDemandTimesOut: a demand that gets no picture within the source's

@@ -296,12 +296,18 @@ func (s *Server) sessionURL(path, id string) string {
 // origin said, and the edge's own state has nothing to wait for.
 func (s *Server) demandError(w http.ResponseWriter, r *http.Request, path string, err error, raw string) {
 	var timeout interface{ Timeout() bool }
+	var unavailable interface{ Unavailable() bool }
 	switch {
 	case r.Context().Err() != nil:
 		// The viewer went away while waiting; nobody reads the answer.
 		w.Header().Set("Retry-After", retryAfterStarting)
 		httpError(w, r, http.StatusServiceUnavailable, probUnavailable, "request cancelled")
 		return
+	case errors.As(err, &unavailable) && unavailable.Unavailable():
+		// The edge runs as many pulls as it may: load, not a missing stream.
+		s.stats.reject(rejectNoPublisher)
+		w.Header().Set("Retry-After", retryAfterFull)
+		s.refuse(w, r, path, http.StatusServiceUnavailable, probUnavailable, fmt.Sprintf("path %q: %v", path, err), raw)
 	case errors.As(err, &timeout) && timeout.Timeout():
 		s.stats.reject(rejectNoPublisher)
 		w.Header().Set("Retry-After", retryAfterHandshakes)
