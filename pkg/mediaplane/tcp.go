@@ -115,26 +115,46 @@ func (s *Server) serveTCP(c *tcpConn) {
 	_ = c.conn.SetReadDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
 	var hdr [2]byte
 	for {
-		if _, err := io.ReadFull(c.conn, hdr[:]); err != nil {
-			return
-		}
-		n := int(binary.BigEndian.Uint16(hdr[:]))
-		if n > maxDatagram {
-			// Nothing of ours is that large, and skipping it would
-			// trust the rest of the stream: the framing is lost.
+		frame, err := readFrame(c.conn, &hdr, buf)
+		if errors.Is(err, errFrameTooLarge) {
 			s.stats.datagrams.Add(1)
 			s.stats.malformed.Add(1)
 			return
 		}
-		if _, err := io.ReadFull(c.conn, buf[:n]); err != nil {
+		if err != nil {
 			return
 		}
-		s.dispatch(d, buf[:n], r, time.Now().UnixNano())
+		s.dispatch(d, frame, r, time.Now().UnixNano())
 		if !bound && s.viewerAt(r) != nil {
 			bound = true
 			_ = c.conn.SetReadDeadline(time.Time{})
 		}
 	}
+}
+
+// errFrameTooLarge ends an ICE-TCP connection whose frame is longer than
+// any datagram of ours: skipping it would trust the rest of the stream,
+// and the framing is lost.
+var errFrameTooLarge = errors.New("mediaplane: ICE-TCP frame longer than any datagram")
+
+// readFrame reads one RFC 4571 frame into buf, which holds maxDatagram
+// bytes, using hdr for its length. It returns io.EOF only between
+// frames; a stream that ends inside one gives io.ErrUnexpectedEOF.
+func readFrame(r io.Reader, hdr *[2]byte, buf []byte) ([]byte, error) {
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := int(binary.BigEndian.Uint16(hdr[:]))
+	if n > len(buf) {
+		return nil, errFrameTooLarge
+	}
+	if _, err := io.ReadFull(r, buf[:n]); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF // the header was read: inside a frame
+		}
+		return nil, err
+	}
+	return buf[:n], nil
 }
 
 // tcpEnded forgets a connection that closed, and ends the viewer whose

@@ -1,6 +1,7 @@
 package pionplane
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -58,6 +59,42 @@ func pionOffer(raw string) (string, error) {
 	b, err := sd.Marshal()
 	if err != nil {
 		return "", sdpoffer.Errorf("malformed SDP offer: %v", err)
+	}
+	return string(b), nil
+}
+
+// withRejectedMids gives each rejected section of pion's answer the mid
+// of the offer's section it answers, as the own plane's answer does. pion
+// writes a port-0 section without a=mid; RFC 8843 §7.3.3 and RFC 3264
+// §6 keep the mid on a rejected section so that the offerer can tell
+// which of its sections was refused (Firefox matches sections by mid).
+func withRejectedMids(answer, offer string) (string, error) {
+	var a, o sdp.SessionDescription
+	if err := a.UnmarshalString(answer); err != nil {
+		return "", fmt.Errorf("parse our answer: %w", err)
+	}
+	if err := o.UnmarshalString(offer); err != nil {
+		return "", sdpoffer.Errorf("malformed SDP offer: %v", err)
+	}
+	changed := false
+	for i, md := range a.MediaDescriptions {
+		if md.MediaName.Port.Value != 0 || i >= len(o.MediaDescriptions) {
+			continue
+		}
+		if _, ok := md.Attribute("mid"); ok {
+			continue
+		}
+		if mid, ok := o.MediaDescriptions[i].Attribute("mid"); ok {
+			md.Attributes = append([]sdp.Attribute{{Key: "mid", Value: mid}}, md.Attributes...)
+			changed = true
+		}
+	}
+	if !changed {
+		return answer, nil
+	}
+	b, err := a.Marshal()
+	if err != nil {
+		return "", fmt.Errorf("render our answer: %w", err)
 	}
 	return string(b), nil
 }

@@ -198,6 +198,9 @@ func (p *Plane) answer(ctx context.Context, o plane.Offer) (*conn, plane.Answer,
 	if err != nil {
 		return nil, plane.Answer{}, err
 	}
+	if answer, err = withRejectedMids(answer, o.SDP); err != nil {
+		return nil, plane.Answer{}, err
+	}
 	ok = true
 	t.readRTCP()
 	return t, plane.Answer{SDP: answer, Ufrag: params.UsernameFragment}, nil

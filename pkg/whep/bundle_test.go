@@ -55,6 +55,16 @@ var offerFixtures = []struct {
 		"BUNDLE 0 1 | video 9 0 sendonly 98:H264/42e01f | audio 9 1 sendonly 111:opus", ""},
 }
 
+// videoOnlyFixtures are offers posted to a path without audio: the audio
+// section is rejected with its mid kept (RFC 8843 §7.3.3: a rejected
+// section of the group keeps its mid, so the offerer knows which one it
+// was), the same on both planes.
+var videoOnlyFixtures = []struct{ file, want string }{
+	{"chromium-default.sdp", "BUNDLE 0 | video 9 0 sendonly 108:H264/42e01f | audio 0 1 -"},
+	{"chromium-maxbundle-audio-first-bundleonly.sdp", "BUNDLE 1 | audio 0 0 - | video 9 1 sendonly 108:H264/42e01f"},
+	{"firefox-maxbundle.sdp", "BUNDLE 1 | audio 0 0 - | video 9 1 sendonly 126:H264/42e01f"},
+}
+
 // publishAV publishes live/av on h with audio; it ends with the test.
 func publishAV(t *testing.T, h *hub.Hub) *hub.Publisher {
 	t.Helper()
@@ -164,6 +174,22 @@ func TestOfferFixtures(t *testing.T) {
 					t.Logf("answer: %s", got)
 					if got != want {
 						t.Errorf("answer\n got %s\nwant %s", got, want)
+					}
+				})
+			}
+			vpub, err := h.Publish("live/v", "test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(vpub.Close)
+			for _, f := range videoOnlyFixtures {
+				t.Run("video only/"+f.file, func(t *testing.T) {
+					resp, body := post(t, hs.URL+"/live/v/whep", "application/sdp", readOfferFixture(t, f.file))
+					if resp.StatusCode != http.StatusCreated {
+						t.Fatalf("got %d %q, want 201", resp.StatusCode, body)
+					}
+					if got := answerSummary(t, body); got != f.want {
+						t.Errorf("answer\n got %s\nwant %s", got, f.want)
 					}
 				})
 			}
