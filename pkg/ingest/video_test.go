@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/events"
 	"github.com/srtwhep/srtwhep/pkg/hub"
+	"github.com/srtwhep/srtwhep/pkg/tsdemux"
 )
 
 // TestVideoTranscoded: with video: auto, a stream browsers cannot play as
@@ -111,4 +113,58 @@ func checkTranscoded(t *testing.T, video []*av.AccessUnit, passed int) {
 	if err := sps.Unmarshal(video[passed].NALUs[0]); err != nil || sps.ProfileIdc != 66 || !sps.ConstraintSet1Flag {
 		t.Errorf("transcoded IDR's first NAL unit: SPS %+v, %v; want Constrained Baseline", sps, err)
 	}
+}
+
+// TestVideoTranscoderIdles: the transcoder stops when nobody has read the
+// path for Linger (of stream time), the GOP cache goes with it, and a
+// viewer who comes later restarts it from the kept GOP: its first picture
+// is an IDR of the newest source picture, not a stale cached one.
+func TestVideoTranscoderIdles(t *testing.T) {
+	r := newRig(t, Config{Video: func(string) VideoSettings {
+		return VideoSettings{Mode: VideoTranscode, Linger: 500 * time.Millisecond}
+	}})
+	data := clip(t, "h264.ts") // 50 pictures at 25 fps, IDRs at 0 and 30
+	c := newMemConn("live/idle", 6, data)
+	starts := videoPES(data)
+	c.pauseAt = starts[40] // pictures up to 38 are out, 39 waits for PES 40
+	c.holdEOF = make(chan struct{})
+	done := r.serve(t, c)
+	<-c.paused
+	r.logs.WaitLog(t, 10*time.Second, "video transcoder stopped: no viewers")
+	const first = 39
+	viewer := r.reader(t, "live/idle", (*hub.Reader).AttachAV)
+	close(c.resume)
+	var video []*av.AccessUnit
+	testkit.WaitFor(t, 30*time.Second, "the resumed pictures", func() bool {
+		v, _, _ := split(t, drainNow(viewer))
+		video = append(video, v...)
+		return len(video) >= 50-1-first-4 // the last waits for the end; the transcoder trails
+	})
+	close(c.holdEOF)
+	if err := wait(t, done); err != nil {
+		t.Fatalf("Serve = %v", err)
+	}
+	if want := ptsOf(t, data, first); video[0].PTS != want || !video[0].IDR {
+		t.Errorf("first picture: PTS %d IDR %v, want an IDR at picture %d (PTS %d)", video[0].PTS, video[0].IDR, first, want)
+	}
+	checkTranscoded(t, video, 0)
+	if n := len(r.logs.Lines("video transcoder resumed for a viewer")); n != 1 {
+		t.Errorf("%d resume lines, want 1", n)
+	}
+	ps, _ := pathStats(r.m, "live/idle")
+	if ps.Totals.VideoTranscodedFrames < uint64(len(video)) {
+		t.Errorf("totals %+v for %d pictures seen", ps.Totals, len(video))
+	}
+}
+
+// ptsOf is the PTS the demuxer gives picture i of a clip (in decode
+// order, which is presentation order here).
+func ptsOf(t *testing.T, data []byte, i int) int64 {
+	t.Helper()
+	var pts []int64
+	d := tsdemux.New(bytes.NewReader(data), tsdemux.Config{})
+	if err := d.Run(t.Context(), func(au *av.AccessUnit) error { pts = append(pts, au.PTS); return nil }); err != nil || len(pts) <= i {
+		t.Fatalf("demuxing the clip: %v, %d pictures", err, len(pts))
+	}
+	return pts[i]
 }
