@@ -239,8 +239,14 @@ const noAfter = -1 << 63
 // run starts a transcoder fed with the kept GOP whose output begins after
 // the picture presented at after.
 func (v *videoPipeline) run(r transcodeReason, after int64) bool {
+	// H.265 in is decoded as such: the decoder is ready for the paths whose
+	// viewers did not offer H.265, once tsdemux delivers it.
+	codec := vtranscode.CodecH264
+	if v.info.Codec == "H265" {
+		codec = vtranscode.CodecH265
+	}
 	tc, err := vtranscode.New(vtranscode.Config{
-		Logger: v.log, Codec: vtranscode.CodecH264, Bitrate: v.sourceBitrate(), FPS: v.info.FPS,
+		Logger: v.log, Codec: codec, Bitrate: v.sourceBitrate(), FPS: v.info.FPS,
 		QueueSize: vtranscode.DefaultQueueSize + len(v.gop),
 		After:     after, HasAfter: after != noAfter,
 	}, v.emit)
