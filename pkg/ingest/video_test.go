@@ -168,3 +168,45 @@ func ptsOf(t *testing.T, data []byte, i int) int64 {
 	}
 	return pts[i]
 }
+
+// The source GOP kept for a transcoder start is bounded in pictures and
+// bytes: past either, nothing is kept until the next IDR (a start then
+// waits for it), and an IDR starts a new GOP.
+func TestVideoGOPBound(t *testing.T) {
+	h := hub.New(hub.Config{})
+	pub, err := h.Publish("live/gop", "192.0.2.7:4000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pub.Close)
+	au := func(pts int64, idr bool, size int) *av.AccessUnit {
+		return &av.AccessUnit{PTS: pts, IDR: idr, Size: size, NALUs: [][]byte{{0x41, 0}}}
+	}
+	for _, tc := range []struct {
+		name string
+		n    int // pictures after the IDR
+		size int
+	}{
+		{"pictures", maxGOPUnits + 10, 100},
+		{"bytes", 3, maxGOPBytes / 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var v videoPipeline
+			// A bound on the GOP far above the clip's: passthrough, only
+			// the keeping is under test.
+			v.init(pub, VideoSettings{MaxKeyframeInterval: time.Hour}, nil)
+			v.write(au(0, true, tc.size))
+			for i := 1; i <= tc.n; i++ {
+				v.write(au(int64(i)*3000, false, tc.size))
+			}
+			if !v.gopFull || len(v.gop) != 0 || v.gopSize != 0 {
+				t.Errorf("after %d pictures of %d bytes: full %v, %d kept (%d bytes)", tc.n+1, tc.size, v.gopFull, len(v.gop), v.gopSize)
+			}
+			v.write(au(int64(tc.n+1)*3000, true, 100))
+			if v.gopFull || len(v.gop) != 1 {
+				t.Errorf("after the next IDR: full %v, %d kept", v.gopFull, len(v.gop))
+			}
+			v.close()
+		})
+	}
+}

@@ -120,8 +120,8 @@ type Stats struct {
 }
 
 // Transcoder decodes one video track and encodes it to H.264. Write and
-// Close must be called from one goroutine; Stats and RequestKeyframe from
-// any. emit is called on the transcoder's own goroutine.
+// Close must be called from one goroutine; Stats and SetBitrate from any.
+// emit is called on the transcoder's own goroutine.
 type Transcoder struct {
 	cfg  Config
 	log  *slog.Logger
@@ -134,8 +134,7 @@ type Transcoder struct {
 
 	waitIDR bool // Write's goroutine only: dropping up to the next IDR
 
-	forceKey atomic.Bool
-	bitrate  atomic.Int64 // requested by SetBitrate; 0: none
+	bitrate atomic.Int64 // requested by SetBitrate; 0: none
 
 	framesIn, framesOut, idrsOut atomic.Uint64
 	dropped, errors              atomic.Uint64
@@ -231,9 +230,6 @@ func (t *Transcoder) Write(au *av.AccessUnit) {
 func (t *Transcoder) SetBitrate(bps int) {
 	t.bitrate.Store(int64(min(max(bps, minBitrate), maxBitrate)))
 }
-
-// RequestKeyframe makes the next encoded picture an IDR.
-func (t *Transcoder) RequestKeyframe() { t.forceKey.Store(true) }
 
 // Stats returns a snapshot of the counters.
 func (t *Transcoder) Stats() Stats {
@@ -357,7 +353,7 @@ func (t *Transcoder) encodeFrame(f *cFrame) error {
 	if err != nil {
 		return err
 	}
-	if err := t.enc.encode(in, pts, t.forceKey.Swap(false)); err != nil {
+	if err := t.enc.encode(in, pts); err != nil {
 		return fmt.Errorf("encoding: %w", err)
 	}
 	for {
