@@ -321,16 +321,7 @@ func (v *videoPipeline) stats() (vtranscode.Stats, string) {
 	defer v.mu.Unlock()
 	st := v.past
 	if v.tc != nil {
-		cur := v.tc.Stats()
-		st.FramesIn += cur.FramesIn
-		st.FramesOut += cur.FramesOut
-		st.IDRsOut += cur.IDRsOut
-		st.Dropped += cur.Dropped
-		st.Errors += cur.Errors
-		st.CPU += cur.CPU
-		st.LatencySum += cur.LatencySum
-		st.LatencyCount += cur.LatencyCount
-		st.LatencyMax = max(st.LatencyMax, cur.LatencyMax)
+		st = sumTranscode(st, v.tc.Stats())
 	}
 	return st, v.reason.why
 }
@@ -347,16 +338,21 @@ func (v *videoPipeline) stopTranscoder() {
 	tc.Close()
 	st := tc.Stats()
 	v.mu.Lock()
-	v.past.FramesIn += st.FramesIn
-	v.past.FramesOut += st.FramesOut
-	v.past.IDRsOut += st.IDRsOut
-	v.past.Dropped += st.Dropped
-	v.past.Errors += st.Errors
-	v.past.CPU += st.CPU
-	v.past.LatencySum += st.LatencySum
-	v.past.LatencyCount += st.LatencyCount
-	v.past.LatencyMax = max(v.past.LatencyMax, st.LatencyMax)
+	v.past = sumTranscode(v.past, st)
 	v.mu.Unlock()
+}
+
+func sumTranscode(a, b vtranscode.Stats) vtranscode.Stats {
+	a.FramesIn += b.FramesIn
+	a.FramesOut += b.FramesOut
+	a.IDRsOut += b.IDRsOut
+	a.Dropped += b.Dropped
+	a.Errors += b.Errors
+	a.CPU += b.CPU
+	a.LatencySum += b.LatencySum
+	a.LatencyCount += b.LatencyCount
+	a.LatencyMax = max(a.LatencyMax, b.LatencyMax)
+	return a
 }
 
 // close stops the transcoder before the publisher leaves the hub, so no

@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"bytes"
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -59,7 +58,7 @@ func TestVideoTranscoded(t *testing.T) {
 			want := len(starts) - 1 - 6
 			var video []*av.AccessUnit
 			testkit.WaitFor(t, 30*time.Second, "the transcoded pictures", func() bool {
-				v, _, _ := split(t, drainNow(viewer))
+				v, _, _ := split(t, drain(viewer))
 				video = append(video, v...)
 				return len(video) >= want
 			})
@@ -77,19 +76,6 @@ func TestVideoTranscoded(t *testing.T) {
 				t.Errorf("refusal warning while transcoding: %q", w)
 			}
 		})
-	}
-}
-
-func drainNow(rd *hub.Reader) []hub.Frame {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	var out []hub.Frame
-	for {
-		f, err := rd.RecvFrame(ctx)
-		if err != nil {
-			return out
-		}
-		out = append(out, f)
 	}
 }
 
@@ -136,7 +122,7 @@ func TestVideoTranscoderIdles(t *testing.T) {
 	close(c.resume)
 	var video []*av.AccessUnit
 	testkit.WaitFor(t, 30*time.Second, "the resumed pictures", func() bool {
-		v, _, _ := split(t, drainNow(viewer))
+		v, _, _ := split(t, drain(viewer))
 		video = append(video, v...)
 		return len(video) >= 50-1-first-4 // the last waits for the end; the transcoder trails
 	})
