@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"bytes"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -36,10 +37,16 @@ func TestVideoTranscoded(t *testing.T) {
 		// (index 26) is 1.04 s into the GOP.
 		{"long GOP", "h264.ts", VideoSettings{MaxKeyframeInterval: time.Second}, 26, "keyframe interval"},
 		{"forced", "h264.ts", VideoSettings{Mode: VideoTranscode}, 0, "video: transcode"},
+		{"High 4:4:4 10-bit", "", VideoSettings{}, 0, "profile is not playable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, Config{Video: func(string) VideoSettings { return tc.settings }})
-			data := clip(t, tc.clip)
+			var data []byte
+			if tc.clip != "" {
+				data = clip(t, tc.clip)
+			} else {
+				data = ffmpegClip(t, "-pix_fmt", "yuv444p10le", "-bf", "0", "-g", "25")
+			}
 			c := newMemConn("live/tc", 5, data)
 			starts := videoPES(data)
 			c.pauseAt = starts[len(starts)-1]
@@ -195,4 +202,21 @@ func TestVideoGOPBound(t *testing.T) {
 			v.close()
 		})
 	}
+}
+
+// ffmpegClip encodes 1 s of 320x240 at 25 fps into MPEG-TS with x264 and
+// the given options, for streams the committed clips do not cover.
+func ffmpegClip(t *testing.T, x264 ...string) []byte {
+	t.Helper()
+	bin, err := exec.LookPath("ffmpeg")
+	if err != nil {
+		t.Fatalf("ffmpeg not found (%v): install it with apt-get install -y ffmpeg (make test does)", err)
+	}
+	args := append([]string{"-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25",
+		"-t", "1", "-c:v", "libx264", "-preset", "ultrafast"}, x264...)
+	out, err := exec.Command(bin, append(args, "-f", "mpegts", "-")...).Output()
+	if err != nil {
+		t.Fatalf("ffmpeg %v: %v", args, err)
+	}
+	return out
 }
