@@ -69,6 +69,11 @@ func TestVideoTranscoded(t *testing.T) {
 				video = append(video, v...)
 				return len(video) >= want
 			})
+			for _, ap := range r.m.APIPaths() {
+				if ap.Name == "live/tc" && (ap.Transcode == nil || !strings.Contains(ap.Transcode.Reason, tc.reason) || ap.Transcode.FramesOut == 0) {
+					t.Errorf("/v1/paths transcode: %+v", ap.Transcode)
+				}
+			}
 			close(c.resume)
 			if err := wait(t, done); err != nil {
 				t.Fatalf("Serve = %v", err)
