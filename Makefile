@@ -97,7 +97,7 @@ test: ## deps, tidy go.mod, go vet, gofmt, shellcheck, go test -race, fuzz, offl
 	@# panic, no 5xx, no broken invariant on what has been found so far.
 	scripts/fuzz.sh 2s 0 fresh
 
-bench: ## Go benchmarks + capacity ladders of browser-like viewers (headline; gro as an extra), server on CPU 0; PLANES, ROUNDS, STEPS: see scripts/bench.sh (report in bench/results/)
+bench: ## Go benchmarks (video transcoder included) + glass-to-glass passthrough/transcoded + capacity ladders of browser-like viewers (headline; gro as an extra), server on CPU 0; PLANES, ROUNDS, STEPS: see scripts/bench.sh (report in bench/results/)
 	scripts/deps.sh run
 	scripts/bench.sh
 

@@ -55,6 +55,7 @@ func TestCountersMove(t *testing.T) {
 			// Refused there, so the bframes drop counter moves (auto
 			// would transcode).
 			"live/bframes": {Video: config.VideoPassthrough},
+			"live/tc":      {Video: config.VideoTranscode},
 		}
 	})
 	ts := held.ts
@@ -67,6 +68,7 @@ func TestCountersMove(t *testing.T) {
 	// Publishers start together; each subtest waits for its own events.
 	pubM := startFFmpeg(t, x264AACArgs, ts.srtURL("publish:live/m"))
 	startFFmpeg(t, x264Args("320x240", "-bf", "2"), ts.srtURL("publish:live/bframes"))
+	startFFmpeg(t, x264Args("320x240"), ts.srtURL("publish:live/tc"))
 	pubNS := newNetns(t, "pub")
 	relay := udpRelay(t, pubNS, ts.srt.Addr())
 	ffmpegInNetns(t, pubNS, "320x240",
@@ -147,6 +149,11 @@ func TestCountersMove(t *testing.T) {
 
 	t.Run("b-frames", func(t *testing.T) {
 		w.waitAbove(t, "srtwhep_path_frames_dropped_total", "path", "live/bframes", "reason", "bframes")
+	})
+
+	t.Run("video transcoded", func(t *testing.T) {
+		w.waitAbove(t, "srtwhep_path_video_transcoded_frames_total", "path", "live/tc")
+		w.waitAbove(t, "srtwhep_path_video_transcode_cpu_seconds_total", "path", "live/tc")
 	})
 
 	t.Run("broken TS", func(t *testing.T) {

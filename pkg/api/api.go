@@ -37,6 +37,18 @@ type Path struct {
 	Dropped uint64 `json:"dropped"`
 	// Audio is null when the stream has no audio (or audio is off).
 	Audio *Audio `json:"audio"`
+	// Transcode is null while the path's video passes through as
+	// published (video: auto for a stream browsers play, or passthrough).
+	Transcode *Transcode `json:"transcode"`
+}
+
+// Transcode describes a path's video transcoder (video: auto/transcode).
+type Transcode struct {
+	Reason     string  `json:"reason"` // why the path is transcoded
+	FramesOut  uint64  `json:"framesOut"`
+	CPUSeconds float64 `json:"cpuSeconds"`
+	// LatencyMs is the mean time a picture spends in the transcoder.
+	LatencyMs float64 `json:"latencyMs"`
 }
 
 // Audio describes a path's audio track.

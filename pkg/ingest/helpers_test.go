@@ -44,6 +44,10 @@ type memConn struct {
 	// came after the latency before it hands over the ones behind them.
 	lateFrom  int
 	lateDrops int64
+	// holdEOF, when set, makes Read wait at the end of data until it is
+	// closed, so the pipeline's asynchronous stages catch up before the
+	// publisher ends.
+	holdEOF chan struct{}
 
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -72,6 +76,12 @@ func (c *memConn) Read(p []byte) (int, error) {
 	case <-c.closed:
 		return 0, io.EOF
 	default:
+	}
+	if off >= len(c.data) && c.holdEOF != nil {
+		select {
+		case <-c.holdEOF:
+		case <-c.closed:
+		}
 	}
 	if off >= len(c.data) {
 		c.setReason("publisher disconnected") // what srt.Conn says when the peer leaves

@@ -26,12 +26,18 @@ type VideoSettings struct {
 	// MaxKeyframeInterval is the longest GOP auto passes through; 0 means
 	// DefaultMaxKeyframeInterval.
 	MaxKeyframeInterval time.Duration
+	// Linger is how long the transcoder runs on without a reader of the
+	// path (timed by the stream's PTS); 0 means DefaultLinger.
+	Linger time.Duration
 }
 
 const (
 	// DefaultMaxKeyframeInterval: past it a joining viewer waits longer
 	// for a picture than most people wait before reloading.
 	DefaultMaxKeyframeInterval = 4 * time.Second
+	// DefaultLinger keeps the transcoder through a page reload, and
+	// stops paying for it soon after the last viewer left.
+	DefaultLinger = 30 * time.Second
 	// The source GOP kept so the transcoder can start from its IDR (the
 	// decoder needs every reference since then) when a path switches
 	// mid-GOP; past either bound the switch waits for the next IDR.
@@ -79,9 +85,16 @@ type videoPipeline struct {
 	written int64 // PTS of the last unit passed through
 	wrote   bool
 	rate    int // bit/s the transcoder was last given
+	// The transcoder stops when nobody watched since unwatchedFrom (a
+	// PTS) for Linger and idles (no video to the hub) until a reader
+	// comes.
+	unwatched     bool
+	unwatchedFrom int64
+	idle          bool
 
 	mu     sync.Mutex
-	tc     *vtranscode.Transcoder // nil: passthrough
+	tc     *vtranscode.Transcoder // nil: passthrough, or idle
+	past   vtranscode.Stats       // of transcoders stopped for lack of viewers
 	reason transcodeReason
 }
 
@@ -91,6 +104,9 @@ func (v *videoPipeline) init(pub *hub.Publisher, s VideoSettings, log *slog.Logg
 	}
 	if s.MaxKeyframeInterval <= 0 {
 		s.MaxKeyframeInterval = DefaultMaxKeyframeInterval
+	}
+	if s.Linger <= 0 {
+		s.Linger = DefaultLinger
 	}
 	v.pub, v.settings, v.log = pub, s, log
 }
@@ -121,25 +137,59 @@ func unplayableProfile(p string) bool {
 // write takes one access unit from the demuxer, in decode order.
 func (v *videoPipeline) write(au *av.AccessUnit) {
 	v.remember(au)
-	tc := v.transcoder()
-	if tc == nil {
-		switch {
-		case v.settings.Mode == VideoTranscode:
-			if v.start(reasonForced) { // fed the GOP so far, au included
-				return
-			}
-		case v.settings.Mode == VideoAuto && v.haveIDR &&
-			time.Duration(au.PTS-v.lastIDR)*time.Second/av.ClockRate > v.settings.MaxKeyframeInterval:
-			if v.start(reasonLongGOP) {
-				return
-			}
+	if tc := v.transcoder(); tc != nil || v.idle {
+		if !v.demand(au) {
+			tc.Write(au)
 		}
-		au.Payloads = rtph264.Fragment(au.NALUs, rtph264.DefaultMaxPayload)
-		v.pub.Write(au)
-		v.written, v.wrote = au.PTS, true
 		return
 	}
-	tc.Write(au)
+	switch {
+	case v.settings.Mode == VideoTranscode:
+		if v.start(reasonForced) { // fed the GOP so far, au included
+			return
+		}
+	case v.settings.Mode == VideoAuto && v.haveIDR &&
+		time.Duration(au.PTS-v.lastIDR)*time.Second/av.ClockRate > v.settings.MaxKeyframeInterval:
+		if v.start(reasonLongGOP) {
+			return
+		}
+	}
+	au.Payloads = rtph264.Fragment(au.NALUs, rtph264.DefaultMaxPayload)
+	v.pub.Write(au)
+	v.written, v.wrote = au.PTS, true
+}
+
+// demand stops the transcoder once nobody read the path for Linger and
+// starts it again, from the kept GOP, when a reader comes: true when au
+// was dealt with (fed to the new transcoder, or dropped while idle).
+func (v *videoPipeline) demand(au *av.AccessUnit) bool {
+	readers := v.pub.Stats().Readers
+	switch {
+	case v.idle && readers > 0:
+		// Only the newest pictures are encoded: the kept GOP is decoded
+		// for its references, and the viewer starts at once.
+		if !v.run(v.reason, au.PTS-1) {
+			return true
+		}
+		v.idle = false
+		v.log.Info("video transcoder resumed for a viewer", "reason", v.reason.why)
+		return true
+	case v.idle:
+		return true
+	case readers > 0:
+		v.unwatched = false
+	case !v.unwatched:
+		v.unwatched, v.unwatchedFrom = true, au.PTS
+	case time.Duration(au.PTS-v.unwatchedFrom)*time.Second/av.ClockRate >= v.settings.Linger:
+		v.stopTranscoder()
+		v.idle, v.unwatched = true, false
+		// The cache ends where the video stops; the next viewer starts at
+		// the resumed transcoder's first IDR.
+		v.pub.DropCache()
+		v.log.Info("video transcoder stopped: no viewers", "for", v.settings.Linger.String())
+		return true
+	}
+	return false
 }
 
 // remember keeps the source GOP, bounded, for a transcoder that starts
@@ -167,11 +217,38 @@ func (v *videoPipeline) remember(au *av.AccessUnit) {
 // so far; its output continues after the last picture passed through.
 // False when it could not start: the stream then passes through.
 func (v *videoPipeline) start(r transcodeReason) bool {
-	bitrate := v.sourceBitrate()
+	after := v.written
+	if !v.wrote {
+		after = noAfter
+	}
+	if !v.run(r, after) {
+		return false
+	}
+	br, keyint, preset := v.transcoder().Params()
+	pixels := float64(v.info.Width*v.info.Height) * max(v.info.FPS, 1)
+	v.log.Info("video transcoded to H.264 for browsers", "reason", r.why,
+		"cost", fmt.Sprintf("about %.0f%% of one core (%dx%d at %.0f fps, libx264 %s)",
+			100*cost720p30*pixels/(1280*720*30), v.info.Width, v.info.Height, v.info.FPS, preset),
+		"bitrate", br, "keyframe_interval", keyint.String(), "fix", r.fix)
+	return true
+}
+
+// noAfter: nothing was written yet, every picture may come out.
+const noAfter = -1 << 63
+
+// run starts a transcoder fed with the kept GOP whose output begins after
+// the picture presented at after.
+func (v *videoPipeline) run(r transcodeReason, after int64) bool {
+	// H.265 in is decoded as such: the decoder is ready for the paths whose
+	// viewers did not offer H.265, once tsdemux delivers it.
+	codec := vtranscode.CodecH264
+	if v.info.Codec == "H265" {
+		codec = vtranscode.CodecH265
+	}
 	tc, err := vtranscode.New(vtranscode.Config{
-		Logger: v.log, Codec: vtranscode.CodecH264, Bitrate: bitrate, FPS: v.info.FPS,
+		Logger: v.log, Codec: codec, Bitrate: v.sourceBitrate(), FPS: v.info.FPS,
 		QueueSize: vtranscode.DefaultQueueSize + len(v.gop),
-		After:     v.written, HasAfter: v.wrote,
+		After:     after, HasAfter: after != noAfter,
 	}, v.emit)
 	if err != nil {
 		v.log.Error("video transcoder failed to start; the stream passes through as published", "reason", r.why, "err", err)
@@ -183,13 +260,7 @@ func (v *videoPipeline) start(r transcodeReason) bool {
 	v.mu.Lock()
 	v.tc, v.reason = tc, r
 	v.mu.Unlock()
-	br, keyint, preset := tc.Params()
-	v.rate = br
-	pixels := float64(v.info.Width*v.info.Height) * max(v.info.FPS, 1)
-	v.log.Info("video transcoded to H.264 for browsers", "reason", r.why,
-		"cost", fmt.Sprintf("about %.0f%% of one core (%dx%d at %.0f fps, libx264 %s)",
-			100*cost720p30*pixels/(1280*720*30), v.info.Width, v.info.Height, v.info.FPS, preset),
-		"bitrate", br, "keyframe_interval", keyint.String(), "fix", r.fix)
+	v.rate, _, _ = tc.Params()
 	return true
 }
 
@@ -248,21 +319,46 @@ func (v *videoPipeline) transcoder() *vtranscode.Transcoder {
 func (v *videoPipeline) stats() (vtranscode.Stats, string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.tc == nil {
-		return vtranscode.Stats{}, ""
+	st := v.past
+	if v.tc != nil {
+		st = sumTranscode(st, v.tc.Stats())
 	}
-	return v.tc.Stats(), v.reason.why
+	return st, v.reason.why
+}
+
+// stopTranscoder ends the transcoder; its counters stay in past.
+func (v *videoPipeline) stopTranscoder() {
+	v.mu.Lock()
+	tc := v.tc
+	v.tc = nil
+	v.mu.Unlock()
+	if tc == nil {
+		return
+	}
+	tc.Close()
+	st := tc.Stats()
+	v.mu.Lock()
+	v.past = sumTranscode(v.past, st)
+	v.mu.Unlock()
+}
+
+func sumTranscode(a, b vtranscode.Stats) vtranscode.Stats {
+	a.FramesIn += b.FramesIn
+	a.FramesOut += b.FramesOut
+	a.IDRsOut += b.IDRsOut
+	a.Dropped += b.Dropped
+	a.Errors += b.Errors
+	a.CPU += b.CPU
+	a.LatencySum += b.LatencySum
+	a.LatencyCount += b.LatencyCount
+	a.LatencyMax = max(a.LatencyMax, b.LatencyMax)
+	return a
 }
 
 // close stops the transcoder before the publisher leaves the hub, so no
 // picture is written after it.
 func (v *videoPipeline) close() {
-	v.mu.Lock()
-	tc := v.tc
-	v.mu.Unlock()
-	if tc != nil {
-		tc.Close()
-	}
+	v.stopTranscoder()
 	clear(v.gop)
 	v.gop = nil
 }

@@ -17,6 +17,10 @@ func (m *Manager) APIPaths() []api.Path {
 			IngestBytes: t.IngestBytes, IngestFrames: t.IngestFrames, Readers: p.Readers,
 			Dropped: t.DroppedSlowReader + t.DroppedDecodeError + t.DroppedSRTLate,
 		}
+		if p.Transcode.Reason != "" {
+			ap.Transcode = &api.Transcode{Reason: p.Transcode.Reason, FramesOut: t.VideoTranscodedFrames,
+				CPUSeconds: t.VideoTranscodeCPU.Seconds(), LatencyMs: float64(p.Transcode.Latency.Microseconds()) / 1000}
+		}
 		if p.AudioIn != "" {
 			ap.Audio = &api.Audio{CodecIn: p.AudioIn, CodecOut: p.AudioOut, FramesIn: t.AudioFramesIn,
 				FramesOut: t.AudioFramesOut, Errors: t.AudioErrors, TranscodeCPUSeconds: t.TranscodeCPU.Seconds()}

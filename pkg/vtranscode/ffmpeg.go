@@ -198,7 +198,6 @@ func openEncoder(p encoderParams) (*encoder, error) {
 		// baseline is Constrained Baseline in x264: what every browser's
 		// decoder takes, and what the WHEP answer's 42e01f promises.
 		{"profile", "baseline"},
-		{"forced-idr", "1"},
 		// scenecut=0 keeps IDRs exactly keyint apart, so the GOP cache
 		// and a joining viewer's wait are what the config says.
 		{"x264-params", "scenecut=0:repeat-headers=1:annexb=1"},
@@ -253,19 +252,12 @@ func (e *encoder) prepare(f *C.AVFrame) (*C.AVFrame, error) {
 	return e.scaled, nil
 }
 
-// encode sends one picture (nil flushes); key forces an IDR.
-func (e *encoder) encode(f *C.AVFrame, pts int64, key bool) error {
-	if f == nil {
-		if rc := C.avcodec_send_frame(e.ctx, nil); rc < 0 {
-			return avError(rc)
-		}
-		return nil
-	}
+// encode sends one picture; the encoder decides its type (an IDR every
+// keyint pictures).
+func (e *encoder) encode(f *C.AVFrame, pts int64) error {
 	f.pts = C.int64_t(pts)
+	// The decoder's picture type must not steer the encoder.
 	f.pict_type = C.AV_PICTURE_TYPE_NONE
-	if key {
-		f.pict_type = C.AV_PICTURE_TYPE_I
-	}
 	if rc := C.avcodec_send_frame(e.ctx, f); rc < 0 {
 		return avError(rc)
 	}

@@ -235,28 +235,6 @@ func TestTranscodeAfter(t *testing.T) {
 	}
 }
 
-// RequestKeyframe makes the next picture an IDR, for a viewer joining
-// a path whose cached GOP is gone.
-func TestRequestKeyframe(t *testing.T) {
-	in := clip(t, 2, "320x240", "-c:v", "libx264", "-preset", "ultrafast", "-bf", "0", "-g", "250")
-	var s sink
-	tc, err := New(Config{QueueSize: len(in)}, s.emit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tc.Close()
-	for _, au := range in[:10] {
-		tc.Write(au)
-	}
-	s.waitFor(t, 10)
-	tc.RequestKeyframe()
-	tc.Write(in[10])
-	s.waitFor(t, 11)
-	if !s.aus[10].IDR || s.aus[1].IDR {
-		t.Errorf("IDR flags: unit 1 %v, unit 10 %v; want only the requested one", s.aus[1].IDR, s.aus[10].IDR)
-	}
-}
-
 // The input queue is bounded: a burst far past it is dropped up to the
 // next IDR, counted, and the output resumes there, decodable.
 func TestQueueBound(t *testing.T) {

@@ -1,0 +1,203 @@
+package vtranscode
+
+// The transcoder's goroutine: decode, convert, encode, emit, and the
+// summaries of what went wrong.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/bluenviron/mediacommon/v2/pkg/codecs/h264"
+	"golang.org/x/sys/unix"
+
+	"github.com/srtwhep/srtwhep/pkg/av"
+)
+
+func (t *Transcoder) run() {
+	defer t.wg.Done()
+	// Locked so the thread CPU clock measures this goroutine's work alone;
+	// libx264 and the decoder run single-threaded on it.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer t.free()
+	cpu0 := threadCPU()
+	var dropSeen uint64
+	for {
+		select {
+		case <-t.done:
+			return
+		case au := <-t.in:
+			t.process(au)
+			t.cpu.Store(int64(threadCPU() - cpu0))
+			if d := t.dropped.Load(); d != dropSeen {
+				t.note(fmt.Errorf("the encoder fell behind: %d access units dropped up to the next IDR", d-dropSeen))
+				dropSeen = d
+			}
+		}
+	}
+}
+
+func (t *Transcoder) free() {
+	t.flushSummary(time.Now())
+	if t.enc != nil {
+		t.enc.free()
+		t.enc = nil
+	}
+	if t.dec != nil {
+		t.dec.free()
+		t.dec = nil
+	}
+}
+
+func (t *Transcoder) process(au *av.AccessUnit) {
+	if !t.started {
+		if !au.IDR {
+			return // a decoder cannot start on anything else
+		}
+		t.started = true
+	}
+	t.arrived[t.next%arrivals] = arrival{pts: au.PTS, at: au.Arrival}
+	t.next++
+	t.annexB = t.annexB[:0]
+	for _, n := range au.NALUs {
+		t.annexB = append(t.annexB, 0, 0, 0, 1)
+		t.annexB = append(t.annexB, n...)
+	}
+	if err := t.dec.send(t.annexB, au.PTS); err != nil {
+		t.fail(fmt.Errorf("decoding: %w", err))
+		return
+	}
+	for {
+		f, err := t.dec.receive()
+		if err != nil {
+			t.fail(fmt.Errorf("decoding: %w", err))
+			return
+		}
+		if f == nil {
+			return
+		}
+		if err := t.encodeFrame(f); err != nil {
+			t.fail(err)
+		}
+	}
+}
+
+func (t *Transcoder) encodeFrame(f *cFrame) error {
+	pts, ok := framePTS(f)
+	if !ok {
+		return errors.New("decoded picture without a timestamp; skipped")
+	}
+	if t.haveOut && pts <= t.lastOut {
+		return nil // before the cut-over, or a repeated timestamp
+	}
+	w, h, _ := frameSize(f)
+	// libx264 through FFmpeg 5.1 does not apply a new ABR bitrate to a
+	// running encoder (the reconfiguration keeps the old rate), so a new
+	// rate takes a new encoder, whose first picture is an IDR. The ingest
+	// asks only for large changes, so this is rare.
+	newRate := false
+	if b := int(t.bitrate.Load()); b != 0 && b != t.rate {
+		t.rate, newRate = b, true
+	}
+	if t.enc != nil && (newRate || t.enc.p.width != w || t.enc.p.height != h) {
+		t.enc.free()
+		t.enc = nil
+	}
+	if t.enc == nil {
+		fps := max(1, int(t.cfg.FPS+0.5))
+		keyint := max(1, int(t.cfg.KeyframeInterval.Seconds()*t.cfg.FPS+0.5))
+		var err error
+		// The size must be even for 4:2:0.
+		if t.enc, err = openEncoder(encoderParams{width: w &^ 1, height: h &^ 1, fps: fps,
+			bitrate: t.rate, keyint: keyint, preset: t.cfg.Preset}); err != nil {
+			return err
+		}
+	}
+	in, err := t.enc.prepare(f)
+	if err != nil {
+		return err
+	}
+	if err := t.enc.encode(in, pts); err != nil {
+		return fmt.Errorf("encoding: %w", err)
+	}
+	for {
+		data, opts, key, err := t.enc.receive()
+		if err != nil {
+			return fmt.Errorf("encoding: %w", err)
+		}
+		if data == nil {
+			return nil
+		}
+		au, err := t.output(data, opts, key)
+		t.enc.unref()
+		if err != nil {
+			return err
+		}
+		t.emit(au)
+	}
+}
+
+// output turns one coded picture into an access unit the hub takes.
+func (t *Transcoder) output(data []byte, pts int64, key bool) (*av.AccessUnit, error) {
+	var nalus h264.AnnexB
+	if err := nalus.Unmarshal(bytes.Clone(data)); err != nil {
+		return nil, fmt.Errorf("libx264 output: %w", err)
+	}
+	au := &av.AccessUnit{PTS: pts, NALUs: nalus, IDR: key}
+	for _, n := range nalus {
+		au.Size += len(n)
+	}
+	for _, a := range t.arrived {
+		if a.pts == pts && !a.at.IsZero() {
+			au.Arrival = a.at
+			lat := time.Since(a.at)
+			t.latSum.Add(int64(lat))
+			t.latCount.Add(1)
+			if int64(lat) > t.latMax.Load() {
+				t.latMax.Store(int64(lat))
+			}
+			break
+		}
+	}
+	t.lastOut, t.haveOut = pts, true
+	t.framesOut.Add(1)
+	if key {
+		t.idrsOut.Add(1)
+	}
+	return au, nil
+}
+
+// fail counts a skipped picture and notes why.
+func (t *Transcoder) fail(err error) {
+	t.errors.Add(1)
+	t.note(err)
+}
+
+// note logs a problem, summarised at most every summaryEvery.
+func (t *Transcoder) note(err error) {
+	t.pending++
+	t.lastErr = err
+	if now := time.Now(); t.lastLog.IsZero() || now.Sub(t.lastLog) >= summaryEvery {
+		t.flushSummary(now)
+	}
+}
+
+func (t *Transcoder) flushSummary(now time.Time) {
+	if t.pending == 0 {
+		return
+	}
+	t.log.Warn("video transcode problems (pictures skipped)", "count", t.pending,
+		"errors_total", t.errors.Load(), "dropped_total", t.dropped.Load(), "err", t.lastErr)
+	t.pending, t.lastLog = 0, now
+}
+
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
+}
