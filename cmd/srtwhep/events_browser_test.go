@@ -56,6 +56,8 @@ http:
   tcpPort: 8189
 `, srtPort, ip, extra, ip) + testkit.MediaPlaneYAML() + `metrics:
   listen: ""
+api:
+  listen: "127.0.0.1:0"
 `
 	}
 	// B is stopped by the test's end with the page on it: no drain.

@@ -45,10 +45,12 @@ func TestTranscode(t *testing.T) {
 
 			v := dialViewer(t, ts, tc.path)
 			connected := time.Now()
-			// The cached GOP (up to 2 s, 60 pictures) comes first, sent
-			// ahead of real time with timestamps 8 ms apart; the rate is
-			// read on the live pictures after it.
-			v.waitUnits(t, 120, 30*time.Second)
+			// The cached GOP comes first, sent ahead of real time with
+			// timestamps 8 ms apart: on the long-GOP path it can still be
+			// the source's GOP passed through before the transcoder took
+			// over (up to maxKeyframeInterval, 4 s, 120 pictures), so the
+			// rate is read on the live pictures well after it.
+			v.waitUnits(t, 240, 30*time.Second)
 			aus := v.units()
 			first := aus[0].Received.Sub(connected)
 			live := aus[len(aus)-40:]
