@@ -19,6 +19,7 @@ const whepHint = "reading over SRT is not served here: use WHEP at http://HOST:8
 // it learns is parked in s.pending for Accept, keyed by the socket id that
 // Accept will return for the same connection.
 func (s *Server) onHandshake(sock *srtgo.SrtSocket, _ int, peer *net.UDPAddr, streamid string) bool {
+	s.churned()
 	remote := "unknown"
 	if peer != nil {
 		remote = peer.String()

@@ -100,6 +100,10 @@ type Server struct {
 	ready chan struct{}
 	addr  atomic.Pointer[net.UDPAddr]
 	ran   atomic.Bool
+	// churn counts handshakes and departures since the last trim tick;
+	// trims counts heap trims (see heaptrim.go).
+	churn atomic.Uint64
+	trims atomic.Uint64
 
 	mu      sync.Mutex
 	pending map[int]pendingConn // by SRT socket id, from the listen callback
@@ -207,6 +211,8 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		closeListener()
 	})
+	stopTrim := make(chan struct{})
+	wg.Go(func() { s.trimLoop(stopTrim) })
 
 	var runErr error
 	for {
@@ -231,10 +237,14 @@ func (s *Server) Run(ctx context.Context) error {
 		if c == nil {
 			continue
 		}
-		wg.Go(func() { s.serve(connCtx, c) })
+		wg.Go(func() {
+			s.serve(connCtx, c)
+			s.churned()
+		})
 	}
 
 	close(stopWatch)
+	close(stopTrim)
 	closeListener()
 	cancelConns()
 	s.mu.Lock()
