@@ -28,7 +28,7 @@ func (s *Server) onHandshake(sock *srtgo.SrtSocket, _ int, peer *net.UDPAddr, st
 	reject := func(reason int, path, why string, attrs ...any) bool {
 		// The reason travels back to the caller in the handshake response.
 		_ = sock.SetRejectReason(reason)
-		s.log.Warn(who, append([]any{"path", path, "remote", remote,
+		s.rejects.warn(s.log, who+"|"+reasonName(reason), who, remote, append([]any{"path", path, "remote", remote,
 			"streamid", clipStreamID(redactStreamID(streamid)), "reason", reasonName(reason), "err", why}, attrs...)...)
 		return false
 	}

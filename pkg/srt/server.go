@@ -104,6 +104,8 @@ type Server struct {
 	// trims counts heap trims (see heaptrim.go).
 	churn atomic.Uint64
 	trims atomic.Uint64
+	// rejects summarises the listen callback's rejections.
+	rejects rejectLog
 
 	mu      sync.Mutex
 	pending map[int]pendingConn // by SRT socket id, from the listen callback
