@@ -88,6 +88,9 @@ func TestSRTHandshakeFlood(t *testing.T) {
 	lines := len(srv.Log.Lines()) - linesBefore
 	t.Logf("SRT flood: %d handshakes with a wrong passphrase (%d refused, %d connected); RSS %.1f MB → +%.1f MB; %d log lines",
 		refused+connected, refused, connected, float64(rssBefore)/1e6, float64(growth)/1e6, lines)
+	if n := len(srv.Log.Lines("overload (1402)")); n > 0 {
+		t.Errorf("%d overload lines: the handshake records filled up, so real publishers would be refused", n)
+	}
 	if connected > 0 {
 		t.Errorf("%d callers with a wrong passphrase connected", connected)
 	}

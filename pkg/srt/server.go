@@ -87,8 +87,13 @@ const rcvTimeout = 250 * time.Millisecond
 const srtoRcvTimeo = 14
 
 // pendingTTL drops handshake records whose connection never reached
-// Accept (e.g. the caller's passphrase was wrong).
-const pendingTTL = 30 * time.Second
+// Accept (e.g. the caller's passphrase was wrong). The listen callback runs
+// on the handshake's conclusion, and a connection that completes is
+// accepted within milliseconds, so a record older than a few seconds is a
+// failed handshake's. At 30 s a flood of 100 wrong passphrases a second
+// filled the 1024 records in 10 s and real publishers got overload (1402);
+// at 5 s such a flood holds about 500.
+const pendingTTL = 5 * time.Second
 
 // Server is the SRT listener. Create it with New and start it with Run.
 type Server struct {
