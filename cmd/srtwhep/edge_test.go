@@ -203,7 +203,7 @@ func TestEdgeRefused(t *testing.T) {
 	if took := time.Since(start); took > 4*time.Second {
 		t.Errorf("the refusal took %v; the origin answered at once", took)
 	}
-	ts.logs.WaitLog(t, 5*time.Second, "source unavailable; retrying", "path=live/none", "no such stream (1404)", "start its publisher")
+	ts.logs.WaitLog(t, 5*time.Second, "source has no such stream; not asking it again for 10s", "path=live/none", "no such stream (1404)", "start its publisher")
 	origin.logs.WaitLog(t, 5*time.Second, "srt reader rejected", "path=live/none")
 }
 

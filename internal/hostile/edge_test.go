@@ -5,9 +5,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/srtwhep/srtwhep/internal/procstart"
 	"github.com/srtwhep/srtwhep/internal/testkit"
@@ -75,7 +77,12 @@ func TestEdgeRandomPulls(t *testing.T) {
 			}
 		}
 	}
-	dials := len(origin.Log.Lines("srt reader rejected", "rnd/"))
+	// The origin summarises its rejections a second later: wait until
+	// they account for one dial per name at least.
+	testkit.WaitFor(t, 10*time.Second, "the origin's rejection lines for every name", func() bool {
+		return rejections(origin.Log.Lines("srt reader rejected", "rnd/")) >= names
+	})
+	dials := rejections(origin.Log.Lines("srt reader rejected", "rnd/"))
 	t.Logf("%d POSTs for %d random names from %s: %d answered 404; the origin saw %d dials",
 		2*names, names, describeSources(sources), notFound, dials)
 	if notFound != 2*names {
@@ -109,4 +116,20 @@ func TestEdgeRandomPulls(t *testing.T) {
 		t.Errorf("%d cap lines for one refusal, want 1", n)
 	}
 	b.Check(t)
+}
+
+// rejections counts the handshakes behind the origin's rejection lines: a
+// line stands for one, or for count= of them when it summarises a second.
+func rejections(lines []string) int {
+	n := 0
+	for _, l := range lines {
+		c := 1
+		if _, rest, ok := strings.Cut(l, " count="); ok {
+			if v, err := strconv.Atoi(strings.Fields(rest)[0]); err == nil {
+				c = v
+			}
+		}
+		n += c
+	}
+	return n
 }

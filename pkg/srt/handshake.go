@@ -19,6 +19,7 @@ const whepHint = "reading over SRT is not served here: use WHEP at http://HOST:8
 // it learns is parked in s.pending for Accept, keyed by the socket id that
 // Accept will return for the same connection.
 func (s *Server) onHandshake(sock *srtgo.SrtSocket, _ int, peer *net.UDPAddr, streamid string) bool {
+	s.churned()
 	remote := "unknown"
 	if peer != nil {
 		remote = peer.String()
@@ -27,7 +28,7 @@ func (s *Server) onHandshake(sock *srtgo.SrtSocket, _ int, peer *net.UDPAddr, st
 	reject := func(reason int, path, why string, attrs ...any) bool {
 		// The reason travels back to the caller in the handshake response.
 		_ = sock.SetRejectReason(reason)
-		s.log.Warn(who, append([]any{"path", path, "remote", remote,
+		s.rejects.warn(s.log, who+"|"+reasonName(reason), who, remote, append([]any{"path", path, "remote", remote,
 			"streamid", clipStreamID(redactStreamID(streamid)), "reason", reasonName(reason), "err", why}, attrs...)...)
 		return false
 	}

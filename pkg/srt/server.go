@@ -87,8 +87,13 @@ const rcvTimeout = 250 * time.Millisecond
 const srtoRcvTimeo = 14
 
 // pendingTTL drops handshake records whose connection never reached
-// Accept (e.g. the caller's passphrase was wrong).
-const pendingTTL = 30 * time.Second
+// Accept (e.g. the caller's passphrase was wrong). The listen callback runs
+// on the handshake's conclusion, and a connection that completes is
+// accepted within milliseconds, so a record older than a few seconds is a
+// failed handshake's. At 30 s a flood of 100 wrong passphrases a second
+// filled the 1024 records in 10 s and real publishers got overload (1402);
+// at 5 s such a flood holds about 500.
+const pendingTTL = 5 * time.Second
 
 // Server is the SRT listener. Create it with New and start it with Run.
 type Server struct {
@@ -100,6 +105,12 @@ type Server struct {
 	ready chan struct{}
 	addr  atomic.Pointer[net.UDPAddr]
 	ran   atomic.Bool
+	// churn counts handshakes and departures since the last trim tick;
+	// trims counts heap trims (see heaptrim.go).
+	churn atomic.Uint64
+	trims atomic.Uint64
+	// rejects summarises the listen callback's rejections.
+	rejects rejectLog
 
 	mu      sync.Mutex
 	pending map[int]pendingConn // by SRT socket id, from the listen callback
@@ -207,6 +218,8 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		closeListener()
 	})
+	stopTrim := make(chan struct{})
+	wg.Go(func() { s.trimLoop(stopTrim) })
 
 	var runErr error
 	for {
@@ -231,10 +244,14 @@ func (s *Server) Run(ctx context.Context) error {
 		if c == nil {
 			continue
 		}
-		wg.Go(func() { s.serve(connCtx, c) })
+		wg.Go(func() {
+			s.serve(connCtx, c)
+			s.churned()
+		})
 	}
 
 	close(stopWatch)
+	close(stopTrim)
 	closeListener()
 	cancelConns()
 	s.mu.Lock()
