@@ -260,7 +260,16 @@ func (s *Server) Run(ctx context.Context) error {
 	close(s.ready)
 	s.log.Info("whep ready", "udp", p.UDPAddr().String(), "tcp", p.TCPAddr(), "media_plane", s.cfg.MediaPlane)
 
-	<-ctx.Done()
+	tick := time.NewTicker(refusalLogEvery)
+	defer tick.Stop()
+	for ctx.Err() == nil {
+		select {
+		case now := <-tick.C:
+			s.refusals.flush(now, false)
+		case <-ctx.Done():
+		}
+	}
+	s.refusals.flush(time.Now(), true)
 
 	s.mu.Lock()
 	s.closing = true
