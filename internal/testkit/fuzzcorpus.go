@@ -59,3 +59,13 @@ func SeedCorpus(t testing.TB, target string, seeds ...[]any) {
 		}
 	}
 }
+
+// SeedCorpusBytes is SeedCorpus for a fuzz function of one []byte.
+func SeedCorpusBytes(t testing.TB, target string, seeds [][]byte) {
+	t.Helper()
+	args := make([][]any, len(seeds))
+	for i, s := range seeds {
+		args[i] = []any{s}
+	}
+	SeedCorpus(t, target, args...)
+}

@@ -137,9 +137,5 @@ func FuzzICETCPFraming(f *testing.F) {
 // TestFuzzCorpusICETCPFraming writes the seeds as the checked-in corpus
 // when asked to (see testkit.SeedCorpus).
 func TestFuzzCorpusICETCPFraming(t *testing.T) {
-	var seeds [][]any
-	for _, s := range tcpSeeds(t) {
-		seeds = append(seeds, []any{s})
-	}
-	testkit.SeedCorpus(t, "FuzzICETCPFraming", seeds...)
+	testkit.SeedCorpusBytes(t, "FuzzICETCPFraming", tcpSeeds(t))
 }

@@ -195,9 +195,5 @@ func TestOnRTCPSeeds(t *testing.T) {
 // TestFuzzCorpusOnRTCP writes FuzzOnRTCP's seeds as its checked-in corpus
 // when asked to (see testkit.SeedCorpus).
 func TestFuzzCorpusOnRTCP(t *testing.T) {
-	var seeds [][]any
-	for _, s := range rtcpSeeds(t) {
-		seeds = append(seeds, []any{s})
-	}
-	testkit.SeedCorpus(t, "FuzzOnRTCP", seeds...)
+	testkit.SeedCorpusBytes(t, "FuzzOnRTCP", rtcpSeeds(t))
 }

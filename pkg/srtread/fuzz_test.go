@@ -228,9 +228,5 @@ func readBack(t *testing.T, ts []byte) {
 // TestFuzzCorpusMux writes FuzzMux's seeds as its checked-in corpus when
 // asked to (see testkit.SeedCorpus).
 func TestFuzzCorpusMux(t *testing.T) {
-	var seeds [][]any
-	for _, s := range muxSeeds(t) {
-		seeds = append(seeds, []any{s})
-	}
-	testkit.SeedCorpus(t, "FuzzMux", seeds...)
+	testkit.SeedCorpusBytes(t, "FuzzMux", muxSeeds(t))
 }

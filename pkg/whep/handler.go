@@ -350,7 +350,6 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, path string) 
 		s.refuse(w, r, path, http.StatusInternalServerError, probInternal, "cannot check access: "+err.Error(), "")
 		return false
 	}
-	s.log.Warn("viewer refused", "path", path, "remote", r.RemoteAddr, "reason", d.Reason.String(), "err", d.Err, "delay", d.Delay)
 	if d.Delay > 0 {
 		t := time.NewTimer(d.Delay)
 		select {

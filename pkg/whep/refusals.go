@@ -28,6 +28,7 @@ type refusalLog struct {
 
 type refusalKind struct {
 	last       time.Time
+	status     int
 	suppressed int
 }
 
@@ -48,6 +49,7 @@ func (l *refusalLog) refused(r *http.Request, path string, status int, slug, det
 	}
 	if !k.last.IsZero() && now.Sub(k.last) < refusalLogEvery {
 		k.suppressed++
+		k.status = status
 		l.mu.Unlock()
 		return
 	}
@@ -60,6 +62,35 @@ func (l *refusalLog) refused(r *http.Request, path string, status int, slug, det
 	}
 	l.log.Warn(l.msg, "reason", slug, "status", status, "path", path, "remote", remote,
 		"codecs", offeredCodecs(offer), "detail", strings.Join(strings.Fields(detail), " "), "suppressed", suppressed)
+}
+
+// flush logs the refusals still held back, one line per slug, for the
+// slugs whose last line is a full interval old (all of them with final,
+// when the server stops). Without it the count of a flood's last second
+// would wait for the next refusal of its kind, which may never come. The
+// server's Run calls it every refusalLogEvery, so no limiter needs a
+// goroutine of its own.
+func (l *refusalLog) flush(now time.Time, final bool) {
+	type held struct {
+		slug               string
+		status, suppressed int
+	}
+	var out []held
+	l.mu.Lock()
+	for slug, k := range l.kinds {
+		if k.suppressed == 0 || (!final && now.Sub(k.last) < refusalLogEvery) {
+			continue
+		}
+		out = append(out, held{slug, k.status, k.suppressed})
+		k.last, k.suppressed = now, 0
+	}
+	l.mu.Unlock()
+	for _, h := range out {
+		// Not itself a refusal, so a line of its own: "offer refused"
+		// still finds it, and counting stays exact (a refusal line is
+		// one refusal plus those it held back, this one only those).
+		l.log.Warn("offer refused: held back", "reason", h.slug, "status", h.status, "suppressed", h.suppressed)
+	}
 }
 
 // offeredCodecs names the codecs of an offer's audio and video sections

@@ -310,7 +310,16 @@ func (s *Server) Run(ctx context.Context) error {
 		close(watcherDone)
 	}
 
-	<-ctx.Done()
+	tick := time.NewTicker(refusalLogEvery)
+	defer tick.Stop()
+	for ctx.Err() == nil {
+		select {
+		case now := <-tick.C:
+			s.refusals.flush(now, false)
+		case <-ctx.Done():
+		}
+	}
+	s.refusals.flush(time.Now(), true)
 
 	s.mu.Lock()
 	s.closing = true

@@ -1,0 +1,107 @@
+package whep
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/pkg/auth"
+)
+
+// refusalLines are the refusal lines of a JSON log: "offer refused" and
+// the flush's "offer refused: held back".
+func refusalLines(t *testing.T, log string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, s := range strings.Split(strings.TrimSpace(log), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(s), &m) == nil && strings.HasPrefix(fmt.Sprint(m["msg"]), "offer refused") {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// TestRefusalLogFlush: the refusals held back in a flood's last second
+// are logged by the next flush once their second is over, as one line
+// with their count and status, and by the final flush at once; a flush
+// with nothing held back writes nothing.
+func TestRefusalLogFlush(t *testing.T) {
+	var buf bytes.Buffer
+	l := newRefusalLog(slog.New(slog.NewJSONHandler(&buf, nil)))
+	now := time.Unix(1000, 0)
+	l.now = func() time.Time { return now }
+	for range 3 { // one line, two held back
+		l.refused(nil, "live/cam1", 409, probNoPublisher, "no stream", "")
+	}
+	l.flush(now.Add(refusalLogEvery/2), false)
+	if n := len(refusalLines(t, buf.String())); n != 1 {
+		t.Fatalf("%d lines before the second is over, want 1: %s", n, buf.String())
+	}
+	l.flush(now.Add(refusalLogEvery), false)
+	l.flush(now.Add(3*refusalLogEvery), false) // nothing left
+	lines := refusalLines(t, buf.String())
+	if len(lines) != 2 || lines[1]["msg"] != "offer refused: held back" || lines[1]["reason"] != probNoPublisher || lines[1]["suppressed"] != float64(2) || lines[1]["status"] != float64(409) {
+		t.Fatalf("lines %v, want a second one with the two held back", lines)
+	}
+
+	now = now.Add(10 * refusalLogEvery)
+	l.refused(nil, "live/cam1", 401, probUnauthorized, "token", "")
+	l.refused(nil, "live/cam1", 401, probUnauthorized, "token", "")
+	l.flush(now, true)
+	lines = refusalLines(t, buf.String())
+	if len(lines) != 4 || lines[3]["reason"] != probUnauthorized || lines[3]["suppressed"] != float64(1) {
+		t.Fatalf("after the final flush: %v, want the held-back refusal logged", lines)
+	}
+}
+
+// TestAuthRefusalLogged: a viewer the access policy refuses is logged by
+// the rate-limited refusal line only, and the refusals a burst held back
+// are logged once its second is over (the server's own ticker), so every
+// refusal is accounted for in the log.
+func TestAuthRefusalLogged(t *testing.T) {
+	var buf syncBuffer
+	policy := auth.NewPolicy(auth.Rules{ForPath: func(string) auth.PathRules {
+		return auth.PathRules{ReadTokens: []string{"a-viewer-token-0123456789"}}
+	}}, auth.ThrottleConfig{Base: time.Millisecond, Max: time.Millisecond})
+	t.Cleanup(policy.Close)
+	_, hs := startServer(t, newTestSource(), func(c *Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(&buf, nil))
+		c.Authorizer = policy
+	})
+	good := testkit.Offer(t, testkit.OfferOptions{}).SDP
+	const posts = 4
+	for range posts {
+		if resp, body := post(t, hs.URL+"/live/priv/whep", "application/sdp", good); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("%d %q, want 401", resp.StatusCode, body)
+		}
+	}
+	accounted := func() int {
+		n := 0
+		for _, m := range refusalLines(t, buf.String()) {
+			if m["reason"] == probUnauthorized {
+				s, _ := m["suppressed"].(float64)
+				n += int(s)
+				if m["msg"] == "offer refused" {
+					n++ // the refusal the line is about
+				}
+			}
+		}
+		return n
+	}
+	testkit.WaitFor(t, 20*time.Second, "every refusal in the log", func() bool { return accounted() >= posts })
+	if n := accounted(); n != posts {
+		t.Errorf("the log accounts for %d refusals, want %d:\n%s", n, posts, buf.String())
+	}
+	for _, s := range strings.Split(buf.String(), "\n") {
+		if strings.Contains(s, "live/priv") && !strings.Contains(s, `"msg":"offer refused"`) {
+			t.Errorf("a line about the refused viewer besides the refusal line: %s", s)
+		}
+	}
+}
