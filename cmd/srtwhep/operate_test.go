@@ -200,7 +200,7 @@ func TestReadAuth(t *testing.T) {
 	ts.waitUnthrottled(t)
 	v := dialViewerToken(t, ts, "live/priv", "viewer-2")
 	testkit.WaitFor(t, 10*time.Second, "media with the token", func() bool { return v.Stats().Frames > 10 })
-	ts.logs.WaitLog(t, time.Second, "viewer refused", "path=live/priv", "reason=unauthorized")
+	ts.logs.WaitLog(t, time.Second, "offer refused", "path=live/priv", "reason=unauthorized")
 	if n := ts.whep.Stats().Rejected["auth"]; n != 3 {
 		t.Errorf("auth rejections counted %d, want 3", n)
 	}
