@@ -112,6 +112,9 @@ func TestEdgeRandomPulls(t *testing.T) {
 		!strings.HasPrefix(hdr.Get("Content-Type"), "application/problem+json") || !strings.Contains(body, "limit") {
 		t.Errorf("POST past the cap: %d %v %s, want 503 + Retry-After with a problem detail", code, hdr, body)
 	}
+	// The line reaches the test through the server's stderr pipe, so it
+	// may arrive after the answer did.
+	edge.WaitLog(t, 5*time.Second, "edge pull refused: too many pulls")
 	if n := len(edge.Log.Lines("edge pull refused: too many pulls")); n != 1 {
 		t.Errorf("%d cap lines for one refusal, want 1", n)
 	}
