@@ -57,6 +57,17 @@ static int open_resampler(SwrContext **swr, AVFrame *in, int out_rate) {
 		&in->ch_layout, in->format, in->sample_rate, 0, NULL);
 	if (err < 0)
 		return err;
+	// swr's default rematrix feeds a mono source's single (front centre)
+	// channel to each side at -3 dB (fixed, not its center_mix_level), the
+	// level a centre speaker gets in a surround downmix; a mono voice heard
+	// on both sides must keep its own level, so mono maps at unity gain.
+	// Surround keeps swr's defaults.
+	if (in->ch_layout.nb_channels == 1) {
+		static const double unity[2] = {1.0, 1.0}; // [out channel][in channel]
+		err = swr_set_matrix(*swr, unity, 1);
+		if (err < 0)
+			return err;
+	}
 	return swr_init(*swr);
 }
 

@@ -100,6 +100,18 @@ func samePacket(a, b []byte) bool { return string(a) == string(b) }
 // tone out of phase with itself and fails the check.
 func checkTone(t *testing.T, frames []*av.AudioFrame) {
 	t.Helper()
+	for ch, level := range toneLevels(t, frames) {
+		if level.dbfs < -40 || level.share < 0.9 {
+			t.Errorf("channel %d: %.1f dBFS with %.3f of the energy at 1 kHz; want a 1 kHz tone above -40 dBFS", ch, level.dbfs, level.share)
+		}
+	}
+}
+
+type toneLevel struct{ dbfs, share float64 }
+
+// toneLevels decodes the Opus and measures the tone on each channel.
+func toneLevels(t *testing.T, frames []*av.AudioFrame) []toneLevel {
+	t.Helper()
 	dec, err := hopus.NewDecoder(av.OpusClockRate, channels)
 	if err != nil {
 		t.Fatal(err)
@@ -117,20 +129,27 @@ func checkTone(t *testing.T, frames []*av.AudioFrame) {
 		}
 		copy(pcm[at:], buf[:n*channels])
 	}
-	// Skip codec start-up (priming, encoder ramp) and the end.
-	const skip = av.OpusClockRate / 5
-	for ch := range channels {
+	return interleavedToneLevels(t, pcm, channels, av.OpusClockRate)
+}
+
+// interleavedToneLevels measures the 1 kHz tone on each channel of
+// interleaved samples, past codec start-up (priming, encoder ramp) and
+// before the end.
+func interleavedToneLevels(t *testing.T, pcm []float32, nch, rate int) []toneLevel {
+	t.Helper()
+	skip := rate / 5
+	var out []toneLevel
+	for ch := range nch {
 		var x []float64
-		for i := skip * channels; i+ch < len(pcm)-skip*channels/2; i += channels {
+		for i := skip * nch; i+ch < len(pcm)-skip*nch/2; i += nch {
 			x = append(x, float64(pcm[i+ch]))
 		}
-		x = x[:len(x)/48*48] // whole cycles of 1 kHz at 48 kHz
-		level, share := toneStats(x, 1000, av.OpusClockRate)
-		t.Logf("channel %d: %.1f dBFS, %.3f of the energy at 1 kHz", ch, level, share)
-		if level < -40 || share < 0.9 {
-			t.Errorf("channel %d: %.1f dBFS with %.3f of the energy at 1 kHz; want a 1 kHz tone above -40 dBFS", ch, level, share)
-		}
+		x = x[:len(x)/(rate/1000)*(rate/1000)] // whole cycles of 1 kHz
+		level, share := toneStats(x, 1000, float64(rate))
+		t.Logf("channel %d: %.2f dBFS, %.3f of the energy at 1 kHz", ch, level, share)
+		out = append(out, toneLevel{level, share})
 	}
+	return out
 }
 
 // toneStats returns the level in dBFS (a full-scale sine is 0 dBFS) and

@@ -287,6 +287,14 @@ func (r *Reader) AttachAV() {
 // that gains or loses audio later is seen by the next reader.
 func (r *Reader) HasAudio() bool { return r.hasAudio }
 
+// Info is what the path's publisher last said its stream is (zero before
+// its first SPS): a viewer's answer picks its codec from it.
+func (r *Reader) Info() av.StreamInfo {
+	r.p.mu.Lock()
+	defer r.p.mu.Unlock()
+	return r.p.info
+}
+
 // RecvFrame returns the next queued frame, video or audio. It returns
 // ErrEnded once the publisher or the reader closed, and ctx.Err() when ctx
 // ends; queued frames win over a done ctx, so draining with a cancelled ctx

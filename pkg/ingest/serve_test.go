@@ -18,7 +18,7 @@ import (
 // The clips' golden values, as pkg/tsdemux's tests read them: h264.ts is
 // 50 pictures at 25 fps with IDRs at 0 and 30; h264_aac.ts is 25
 // pictures (one GOP) and 1 s of 48 kHz AAC.
-var clipInfo = av.StreamInfo{Codec: "H264", Profile: "Constrained Baseline", Width: 320, Height: 240, FPS: 25}
+var clipInfo = av.StreamInfo{Codec: "H264", Profile: "Constrained Baseline", Width: 320, Height: 240, FPS: 25, ProfileLevelID: "42c00d"}
 
 // TestServeClip: an ffmpeg clip with AAC goes from the connection through
 // the demuxer to the hub: every picture, IDR first, with its RTP payloads

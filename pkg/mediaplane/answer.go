@@ -185,7 +185,7 @@ func (s *Server) answer(a accepted, v *Viewer, c *iceCreds) (string, error) {
 		}
 		bundle = append(bundle, mid)
 		kind, ssrc, codec := "video", v.video, v.cfg.Video
-		name, clock, channels := "H264", uint32(90000), uint16(0)
+		name, clock, channels := v.cfg.Video.Video.String(), uint32(90000), uint16(0)
 		if i == a.audio {
 			kind, ssrc, codec = "audio", v.audio, *v.cfg.Audio
 			name, clock, channels = "opus", 48000, 2

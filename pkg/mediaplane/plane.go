@@ -125,7 +125,7 @@ func (p *Plane) Close() {
 // answer.
 func (p *Plane) Answer(_ context.Context, o plane.Offer) (plane.Conn, plane.Answer, error) {
 	vc := ViewerConfig{
-		Video:  Codec(o.Video),
+		Video:  Codec{PayloadType: o.Video.PayloadType, Fmtp: o.Video.Fmtp, Video: o.Video.Video},
 		OnRTCP: o.OnRTCP,
 		// Whatever ends the viewer (consent lost, a DTLS alert, the
 		// handshake timing out) ends the session, whose sender may be
@@ -134,7 +134,7 @@ func (p *Plane) Answer(_ context.Context, o plane.Offer) (plane.Conn, plane.Answ
 		Log:    o.Log,
 	}
 	if o.Audio != nil {
-		a := Codec(*o.Audio)
+		a := Codec{PayloadType: o.Audio.PayloadType, Fmtp: o.Audio.Fmtp}
 		vc.Audio = &a
 	}
 	// Faults of the offer come back as the *sdpoffer.Error they are.

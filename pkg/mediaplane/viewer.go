@@ -12,6 +12,8 @@ import (
 
 	"github.com/pion/rtcp"
 	"github.com/pion/srtp/v3"
+
+	"github.com/srtwhep/srtwhep/pkg/av"
 )
 
 // Viewer states, in the only order they move.
@@ -64,6 +66,9 @@ type ViewerConfig struct {
 type Codec struct {
 	PayloadType uint8
 	Fmtp        string // without the payload type; "" for none
+	// Video is the video codec the answer names (rtpmap H264 or
+	// H265); unused for audio.
+	Video av.Codec
 }
 
 // peerAddr is where a viewer's media goes, with the socket address the

@@ -230,6 +230,13 @@ func newAPIs(cfg plane.Config, m *muxes, log *slog.Logger) (*apis, error) {
 	return &apis{video: video, av: withAudio}, nil
 }
 
+// h265Profiles are the H.265 formats registered with pion, one for each
+// profile-id and tier-flag a browser offers (Safari: Main and Main 10).
+var h265Profiles = []map[string]string{
+	{"profile-id": "1", "tier-flag": "0"}, {"profile-id": "1", "tier-flag": "1"},
+	{"profile-id": "2", "tier-flag": "0"}, {"profile-id": "2", "tier-flag": "1"},
+}
+
 // newAPI builds a pion API sessions use. MediaEngine and interceptor
 // registry are templates: pion copies the MediaEngine per PeerConnection
 // and builds fresh interceptors from the factories.
@@ -250,6 +257,22 @@ func newAPI(cfg plane.Config, m *muxes, log *slog.Logger, audio bool) (*webrtc.A
 		}, webrtc.RTPCodecTypeVideo)
 		if err != nil {
 			return nil, fmt.Errorf("whep: register H.264 %s: %w", p, err)
+		}
+	}
+	// H.265 by the fmtp parameters pion matches on (profile-id,
+	// tier-flag, tx-mode; not level-id): Main and Main 10, both tiers.
+	for i, p := range h265Profiles {
+		err := me.RegisterCodec(webrtc.RTPCodecParameters{
+			RTPCodecCapability: webrtc.RTPCodecCapability{
+				MimeType:     webrtc.MimeTypeH265,
+				ClockRate:    90000,
+				SDPFmtpLine:  plane.H265Fmtp(p),
+				RTCPFeedback: fb,
+			},
+			PayloadType: webrtc.PayloadType(116 + 2*i),
+		}, webrtc.RTPCodecTypeVideo)
+		if err != nil {
+			return nil, fmt.Errorf("whep: register H.265 %v: %w", p, err)
 		}
 	}
 	if audio {

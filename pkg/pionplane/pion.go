@@ -18,6 +18,7 @@ import (
 	"github.com/pion/rtp"
 	"github.com/pion/webrtc/v4"
 
+	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
 )
@@ -122,7 +123,7 @@ func (p *Plane) answer(ctx context.Context, o plane.Offer) (*conn, plane.Answer,
 		}
 	}()
 
-	codec := webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeH264, ClockRate: 90000, SDPFmtpLine: o.Video.Fmtp}
+	codec := webrtc.RTPCodecCapability{MimeType: videoMime(o.Video.Video), ClockRate: 90000, SDPFmtpLine: o.Video.Fmtp}
 	t.track, err = webrtc.NewTrackLocalStaticRTP(codec, "video", "srtwhep")
 	if err != nil {
 		return nil, plane.Answer{}, fmt.Errorf("create track: %w", err)
@@ -176,11 +177,11 @@ func (p *Plane) answer(ctx context.Context, o plane.Offer) (*conn, plane.Answer,
 	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offer}); err != nil {
 		return nil, plane.Answer{}, sdpoffer.Errorf("offer rejected by the WebRTC stack: %v", err)
 	}
-	// Answer with exactly one codec: the H.264 profile picked from the
-	// offer, under the viewer's payload type.
+	// Answer with exactly one codec: the H.264 profile (or H.265 format)
+	// picked from the offer, under the viewer's payload type.
 	err = tr.SetCodecPreferences([]webrtc.RTPCodecParameters{{
 		RTPCodecCapability: webrtc.RTPCodecCapability{
-			MimeType: webrtc.MimeTypeH264, ClockRate: 90000, SDPFmtpLine: o.Video.Fmtp,
+			MimeType: videoMime(o.Video.Video), ClockRate: 90000, SDPFmtpLine: o.Video.Fmtp,
 			RTCPFeedback: []webrtc.RTCPFeedback{{Type: "nack"}, {Type: "nack", Parameter: "pli"}, {Type: "ccm", Parameter: "fir"}},
 		},
 		PayloadType: webrtc.PayloadType(o.Video.PayloadType),
@@ -360,4 +361,12 @@ func (t *conn) Close() {
 	_ = t.pc.GracefulClose()
 	t.rtcp.Wait()
 	t.sending.Wait()
+}
+
+// videoMime is pion's name for the video codec sent.
+func videoMime(c av.Codec) string {
+	if c == av.CodecH265 {
+		return webrtc.MimeTypeH265
+	}
+	return webrtc.MimeTypeH264
 }

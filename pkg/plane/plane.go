@@ -12,10 +12,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/pion/rtcp"
 
+	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
 )
 
@@ -90,12 +92,33 @@ func positiveOr(d, def time.Duration) time.Duration {
 type Codec struct {
 	PayloadType uint8
 	Fmtp        string // without the payload type; "" for none
+	// Video is the video codec answered (H264Fmtp or H265Fmtp made
+	// Fmtp); unused for audio.
+	Video av.Codec
 }
 
 // H264Fmtp is the answer's fmtp for profile, one of
 // sdpoffer.H264Profiles.
 func H264Fmtp(profile string) string {
 	return "level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=" + profile
+}
+
+// h265FmtpKeys are the RFC 7798 §7.1 parameters an H.265 answer repeats
+// from the offer: they describe the one stream sent (profile, tier,
+// level) and that it goes as a single RTP stream.
+var h265FmtpKeys = []string{"level-id", "profile-id", "tier-flag"}
+
+// H265Fmtp is the answer's fmtp for the viewer's offered H.265 fmtp
+// parameters (keys in lower case): its profile-id, tier-flag and
+// level-id where it gave them, and tx-mode=SRST, the only mode sent.
+func H265Fmtp(offered map[string]string) string {
+	var parts []string
+	for _, k := range h265FmtpKeys {
+		if v := offered[k]; v != "" {
+			parts = append(parts, k+"="+v)
+		}
+	}
+	return strings.Join(append(parts, "tx-mode=SRST"), ";")
 }
 
 // OpusFmtp is what both planes answer for audio: Opus as the transcoder

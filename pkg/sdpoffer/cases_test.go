@@ -58,6 +58,19 @@ func h264Only(mid string, profiles ...string) string {
 		"a=mid:" + mid + "\r\na=recvonly\r\na=rtcp-mux\r\n" + lines.String()
 }
 
+// h265Only is a video section of H265/90000 payload types 100, 101, …
+// with the given fmtp lines.
+func h265Only(mid string, fmtps ...string) string {
+	pts := make([]string, len(fmtps))
+	var lines strings.Builder
+	for i, f := range fmtps {
+		pts[i] = fmt.Sprint(100 + i)
+		fmt.Fprintf(&lines, "a=rtpmap:%[1]d H265/90000\r\na=rtcp-fb:%[1]d nack\r\na=fmtp:%[1]d %[2]s\r\n", 100+i, f)
+	}
+	return "m=video 9 UDP/TLS/RTP/SAVPF " + strings.Join(pts, " ") + "\r\nc=IN IP4 0.0.0.0\r\n" +
+		"a=mid:" + mid + "\r\na=recvonly\r\na=rtcp-mux\r\n" + lines.String()
+}
+
 // sessionCreds puts credentials and the fingerprint at session level, as
 // pion and some WHEP players do.
 const sessionCreds = "a=ice-ufrag:sEss\r\na=ice-pwd:sessionpasswordsessionpass\r\n" + fpLine
@@ -153,8 +166,16 @@ var offerCases = []offerCase{
 		"offer has no H.264 (packetization-mode=1) video; offered: nothing", true},
 	{"H.264 mode 0 only", strings.ReplaceAll(chromeOffer, "packetization-mode=1", "packetization-mode=0"),
 		"offer has no H.264 (packetization-mode=1) video; offered: VP8, rtx, H264", true},
-	{"high profile only", sessionHead + sessionCreds + h264Only("v", "64001f", "f4001f"),
-		"offer has no H.264 profile this server sends (profile-level-id 42e01f, 42001f, 4d001f, 640c1f); offered: 64001f, f4001f", true},
+	{"high profile only", sessionHead + sessionCreds + h264Only("v", "f4001f", "64001f"),
+		"bundle=- video=0 h264=101/64001f rtx=- audio=- ice=sEss/sessionpasswordsessionpass fp=sha-256 setup=", false},
+	{"high 4:4:4 and 10 only", sessionHead + sessionCreds + h264Only("v", "f4001f", "6e001f"),
+		"offer has no H.264 profile this server sends (profile-level-id 42e01f, 42001f, 4d001f, 640c1f, 64001f); offered: f4001f, 6e001f", true},
+	// An offer of H.265 alone can only be answered for an H.265 path
+	// (ForStream): Parse takes it.
+	{"H.265 only", sessionHead + sessionCreds + h265Only("v", "level-id=93;profile-id=1;tier-flag=0;tx-mode=SRST"),
+		"bundle=- video=0 h265=100/level-id=93;profile-id=1;tier-flag=0;tx-mode=SRST rtx=- audio=- ice=sEss/sessionpasswordsessionpass fp=sha-256 setup=", false},
+	{"H.265 MRST only", sessionHead + sessionCreds + h265Only("v", "profile-id=1;tx-mode=MRST"),
+		"offer has no H.264 (packetization-mode=1) video; offered: H265", true},
 	{"no ICE password", strings.ReplaceAll(chromeOffer, "a=ice-pwd:P2uYro0UCOQ4zxjKXaWCBui1\r\n", ""),
 		"offer has no ice-ufrag/ice-pwd; a WebRTC offer must carry ICE credentials", true},
 	{"no fingerprint", strings.ReplaceAll(chromeOffer, fpLine, ""),

@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"github.com/pion/sdp/v3"
+
+	"github.com/srtwhep/srtwhep/pkg/av"
 )
 
 // MaxBytes bounds the offer Parse reads. Browsers send 3 to 10 KB, and
@@ -28,7 +30,9 @@ const MaxBytes = 1 << 20
 // order: 42e01f (constrained baseline) first because every browser decodes
 // it and Safari shows black video on a mismatch; the others only so that a
 // browser that did not offer 42e01f still gets a profile it asked for.
-var H264Profiles = []string{"42e01f", "42001f", "4d001f", "640c1f"}
+// 64001f is last: only a High-profile stream picks it (ForStream), and
+// the pion plane registers exactly this list.
+var H264Profiles = []string{"42e01f", "42001f", "4d001f", "640c1f", "64001f"}
 
 // Offer is a viewer's offer as the server answers it.
 type Offer struct {
@@ -44,8 +48,11 @@ type Offer struct {
 	Fingerprints []Fingerprint
 	Setup        string
 	// Video is the index in Sections of the video section answered; Parse
-	// guarantees it has an H.264 codec and ICE credentials.
+	// guarantees it has an H.264 or an H.265 codec and ICE credentials.
 	Video int
+	// VideoCodec is the codec the video section is answered with: H.264
+	// from Parse, H.265 when ForStream chose it for an H.265 path.
+	VideoCodec av.Codec
 	// Audio is the index of the audio section answered with Opus, or -1:
 	// the first audio section the viewer receives on, when it offers Opus
 	// at 48 kHz. Whether audio is sent at all is the caller's choice.
@@ -63,8 +70,19 @@ func (o *Offer) AudioSection() *Section {
 	return &o.Sections[o.Audio]
 }
 
-// H264 is the H.264 codec chosen from the video section.
+// H264 is the H.264 codec chosen from the video section; the offer must
+// have one (VideoCodec is H.264).
 func (o *Offer) H264() Codec { return *o.VideoSection().H264 }
+
+// Sent is the offered codec the video section is answered with, as
+// VideoCodec says: the viewer's payload type and fmtp for what is sent.
+func (o *Offer) Sent() Codec {
+	v := o.VideoSection()
+	if o.VideoCodec == av.CodecH265 {
+		return *v.H265
+	}
+	return *v.H264
+}
 
 // Bundled reports whether the offer groups its sections with BUNDLE
 // (RFC 8843): then every answered section shares one transport.
@@ -97,8 +115,9 @@ func Errorf(format string, args ...any) error {
 	return &Error{msg: strings.ReplaceAll(fmt.Sprintf(format, args...), "\n", " ")}
 }
 
-// Parse reads raw, checks that it is an offer a WHEP viewer of an H.264
-// stream can use, and picks the sections and codecs to answer with.
+// Parse reads raw, checks that it is an offer a WHEP viewer can use, and
+// picks the sections and codecs to answer with, for an H.264 stream of
+// unknown profile; ForStream then fits the choice to the path's stream.
 // Errors are *Error.
 func Parse(raw string) (*Offer, error) {
 	if len(raw) > MaxBytes {
@@ -248,7 +267,15 @@ func (o *Offer) pickVideo() error {
 			h264 = append(h264, i)
 		}
 	}
+	v.H265 = pickH265(v.Codecs, 0)
 	if len(h264) == 0 {
+		if v.H265 != nil {
+			// Only an H.265 path can be sent to it; ForStream says so
+			// to the viewer of any other.
+			v.RTX = v.rtxFor(v.H265.PT)
+			o.VideoCodec = av.CodecH265
+			return nil
+		}
 		offered := strings.Join(names, ", ")
 		if offered == "" {
 			offered = "nothing"

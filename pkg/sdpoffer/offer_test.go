@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/pkg/av"
 )
 
 // summary renders what the consumers decide from o, one line per offer,
@@ -16,7 +17,11 @@ func summary(o *Offer) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "bundle=%s video=%d", orDash(strings.Join(o.Bundle, ",")), o.Video)
 	v := o.VideoSection()
-	fmt.Fprintf(&b, " h264=%d/%s", v.H264.PT, v.H264.ProfileLevelID())
+	if o.VideoCodec == av.CodecH265 {
+		fmt.Fprintf(&b, " h265=%d/%s", v.H265.PT, v.H265.Fmtp)
+	} else {
+		fmt.Fprintf(&b, " h264=%d/%s", v.H264.PT, v.H264.ProfileLevelID())
+	}
 	if v.RTX != nil {
 		fmt.Fprintf(&b, " rtx=%d", v.RTX.PT)
 	} else {
@@ -194,8 +199,9 @@ func FuzzOffer(f *testing.F) {
 			return
 		}
 		v := o.VideoSection()
-		if v.Kind != "video" || v.H264 == nil || v.ICE.Ufrag == "" || v.ICE.Pwd == "" || len(v.Fingerprints) == 0 ||
-			!v.Direction.Receives() || v.H264.ProfileLevelID() == "" || !v.Offers(v.H264.PT) {
+		sent := o.Sent()
+		if v.Kind != "video" || (v.H264 == nil && v.H265 == nil) || v.ICE.Ufrag == "" || v.ICE.Pwd == "" || len(v.Fingerprints) == 0 ||
+			!v.Direction.Receives() || (v.H264 != nil && v.H264.ProfileLevelID() == "") || !v.Offers(sent.PT) {
 			t.Fatalf("accepted an offer the answer cannot use: %+v", v)
 		}
 		if a := o.AudioSection(); a != nil && (a.Kind != "audio" || a.Opus == nil || !a.Offers(a.Opus.PT)) {

@@ -33,9 +33,11 @@ type Section struct {
 	Setup        string
 	Candidates   []string // a=candidate values, without "candidate:"
 	Extmap       []string // a=extmap values, as offered
-	// Chosen by Parse: H264 and its RTX (nil when not offered) in the
+	// Chosen by Parse (and ForStream): H264 and H265 (nil when not
+	// offered) and the RTX of the one answered (Offer.VideoCodec) in the
 	// video section answered, Opus in the audio section answered.
 	H264 *Codec
+	H265 *Codec
 	RTX  *Codec
 	Opus *Codec
 }

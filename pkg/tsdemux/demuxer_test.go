@@ -42,7 +42,7 @@ func TestRealClip(t *testing.T) {
 	if res.stats != want {
 		t.Errorf("stats %+v, want %+v", res.stats, want)
 	}
-	wantInfo := []av.StreamInfo{{Codec: "H264", Profile: "Constrained Baseline", Width: 320, Height: 240, FPS: 25}}
+	wantInfo := []av.StreamInfo{{Codec: "H264", Profile: "Constrained Baseline", Width: 320, Height: 240, FPS: 25, ProfileLevelID: "42c00d"}}
 	if !slices.Equal(res.infos, wantInfo) {
 		t.Errorf("OnInfo got %+v, want %+v", res.infos, wantInfo)
 	}
@@ -78,7 +78,7 @@ func TestParameterSetsInserted(t *testing.T) {
 	if res.stats.DecodeErrors != 0 || res.stats.DroppedAUs != 0 {
 		t.Errorf("stats %+v", res.stats)
 	}
-	wantInfo := av.StreamInfo{Codec: "H264", Profile: "High", Width: 1920, Height: 1080, FPS: 60}
+	wantInfo := av.StreamInfo{Codec: "H264", Profile: "High", Width: 1920, Height: 1080, FPS: 60, ProfileLevelID: "64002a"}
 	if len(res.infos) != 1 || res.infos[0] != wantInfo {
 		t.Errorf("infos %+v, want [%+v]", res.infos, wantInfo)
 	}

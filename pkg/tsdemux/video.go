@@ -298,11 +298,14 @@ func (d *Demuxer) setSPS(nalu []byte) {
 	}
 	v.sps, v.spsParsed = nalu, &sps
 	info := av.StreamInfo{
-		Codec:   "H264",
+		Codec:   av.CodecH264.String(),
 		Profile: profileName(&sps),
 		Width:   sps.Width(),
 		Height:  sps.Height(),
 		FPS:     sps.FPS(),
+		// The three bytes after the NAL header, as SDP spells them
+		// (Unmarshal succeeded, so they are there).
+		ProfileLevelID: fmt.Sprintf("%02x%02x%02x", nalu[1], nalu[2], nalu[3]),
 	}
 	if v.infoSent && info == v.info {
 		return

@@ -51,6 +51,8 @@ var offerFixtures = []struct {
 	{"mediamtx-datachannel.sdp",
 		"BUNDLE 0 1 | video 9 0 sendonly 108:H264/42e01f | audio 9 1 sendonly 111:opus | application 0 2 -",
 		"BUNDLE 0 1 | video 9 0 sendonly 108:H264/42e01f | audio 9 1 sendonly 111:opus | application 0 2 sendrecv"},
+	// A stream of unknown profile (these tests' paths) gets 42e01f; on
+	// a High-profile path TestOfferStreamFixtures expects 640c1f.
 	{"safari.sdp",
 		"BUNDLE 0 1 | video 9 0 sendonly 98:H264/42e01f | audio 9 1 sendonly 111:opus", ""},
 }

@@ -3,6 +3,8 @@ package whep
 import (
 	"strings"
 	"testing"
+
+	"github.com/srtwhep/srtwhep/pkg/av"
 )
 
 // A browser-like offer (trimmed from what Chromium sends) and fragments in
@@ -24,21 +26,31 @@ const chromeOffer = "v=0\r\no=- 4611731400430051336 2 IN IP4 127.0.0.1\r\ns=-\r\
 // TestRestartOffer: the restarted offer carries the new credentials and
 // still parses to the same codec; the offer's own cases are sdpoffer's.
 func TestRestartOffer(t *testing.T) {
-	o, err := parseOffer(chromeOffer)
+	o, err := parseOfferFor(chromeOffer, av.StreamInfo{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.payloadType != 106 || o.profile != "42e01f" || o.mid != "0" || o.ufrag != "EsAw" || o.pwd != "P2uYro0UCOQ4zxjKXaWCBui1" || o.audio {
+	if o.payloadType != 106 || o.sent.ProfileLevelID() != "42e01f" || o.mid != "0" || o.ufrag != "EsAw" || o.pwd != "P2uYro0UCOQ4zxjKXaWCBui1" || o.audio {
 		t.Fatalf("got %+v", o)
 	}
 	r := restartOffer(chromeOffer, "NEW", "NEWPWD")
-	o2, err := parseOffer(r)
+	o2, err := parseOfferFor(r, av.StreamInfo{})
 	if err != nil || o2.ufrag != "NEW" || o2.pwd != "NEWPWD" || o2.payloadType != 106 {
 		t.Fatalf("restart offer: %+v %v", o2, err)
 	}
 	if o3 := o.restarted("NEW", "NEWPWD"); o3.ufrag != "NEW" || o3.model.VideoSection().ICE.Ufrag != "NEW" || o.model.VideoSection().ICE.Ufrag != "EsAw" {
 		t.Fatalf("restarted %+v", o3)
 	}
+}
+
+// parseOfferFor is the offer the handler answers for raw on a path
+// publishing info.
+func parseOfferFor(raw string, info av.StreamInfo) (offer, error) {
+	m, err := parseOffer(raw)
+	if err != nil {
+		return offer{}, err
+	}
+	return offerFor(m, info)
 }
 
 func TestParseFrag(t *testing.T) {

@@ -179,7 +179,7 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 		s.refuse(w, r, path, http.StatusBadRequest, slug, detail, "")
 		return
 	}
-	o, err := parseOffer(raw)
+	model, err := parseOffer(raw)
 	if err != nil {
 		s.stats.reject(rejectBadOffer)
 		s.refuse(w, r, path, http.StatusBadRequest, badOfferSlug(raw), err.Error(), raw)
@@ -225,6 +225,14 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 	reader, err := s.cfg.Source.AddReader(path, id)
 	if err != nil {
 		s.sourceError(w, r, path, err, raw)
+		return
+	}
+	// Only now is the path's stream known (an edge's after Demand).
+	o, err := offerFor(model, reader.Info())
+	if err != nil {
+		reader.Close()
+		s.stats.reject(rejectBadOffer)
+		s.refuse(w, r, path, http.StatusConflict, probVideoCodec, err.Error(), raw)
 		return
 	}
 

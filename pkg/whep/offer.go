@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
 )
@@ -16,8 +17,9 @@ import (
 // generation: an ICE restart replaces them (and model with them).
 type offer struct {
 	model       *sdpoffer.Offer
-	payloadType uint8  // the viewer's payload type for the H.264 we send
-	profile     string // its profile-level-id, as offered (lower case)
+	codec       av.Codec // the video codec sent (sdpoffer.Offer.VideoCodec)
+	payloadType uint8    // the viewer's payload type for it
+	sent        sdpoffer.Codec
 	mid         string // mid of the video m-section we answer
 	ufrag, pwd  string
 	// audio is set when the viewer can receive Opus; audioPT is its
@@ -26,15 +28,28 @@ type offer struct {
 	audioPT uint8
 }
 
-// fmtp returns the fmtp line of the answer: the viewer's own
-// profile-level-id, so a strict decoder (Safari) accepts the stream.
-func (o offer) fmtp() string { return plane.H264Fmtp(o.profile) }
+// fmtp returns the fmtp line of the answer: for H.264 the viewer's own
+// profile-level-id (of the payload type whose profile matches the
+// stream's), so a strict decoder (Safari) accepts the stream; for H.265
+// the viewer's own profile, tier and level.
+func (o offer) fmtp() string {
+	if o.codec == av.CodecH265 {
+		return plane.H265Fmtp(o.sent.Params)
+	}
+	return plane.H264Fmtp(o.sent.ProfileLevelID())
+}
 
-// parseOffer checks that raw is an SDP offer a WHEP viewer of an H.264
-// stream can use and picks the codec to answer with. Errors are
+// parseOffer checks that raw is an SDP offer a WHEP viewer can use and
+// picks the codec to answer with, for a stream not known yet. Errors are
 // *sdpoffer.Error and say what is wrong.
-func parseOffer(raw string) (offer, error) {
-	m, err := sdpoffer.Parse(raw)
+func parseOffer(raw string) (*sdpoffer.Offer, error) {
+	return sdpoffer.Parse(raw)
+}
+
+// offerFor is the offer answered for a path publishing info. Errors are
+// *sdpoffer.CodecError: the viewer cannot take the path's video.
+func offerFor(m *sdpoffer.Offer, info av.StreamInfo) (offer, error) {
+	m, err := m.ForStream(info)
 	if err != nil {
 		return offer{}, err
 	}
@@ -43,7 +58,8 @@ func parseOffer(raw string) (offer, error) {
 
 func offerOf(m *sdpoffer.Offer) offer {
 	v := m.VideoSection()
-	o := offer{model: m, payloadType: v.H264.PT, profile: v.H264.ProfileLevelID(), mid: v.Mid,
+	sent := m.Sent()
+	o := offer{model: m, codec: m.VideoCodec, payloadType: sent.PT, sent: sent, mid: v.Mid,
 		ufrag: v.ICE.Ufrag, pwd: v.ICE.Pwd}
 	if a := m.AudioSection(); a != nil {
 		o.audio, o.audioPT = true, a.Opus.PT

@@ -28,6 +28,7 @@ const (
 	probNotSDP          = "not-sdp"
 	probBadOffer        = "bad-offer"
 	probNoH264          = "no-h264"
+	probVideoCodec      = "video-codec-unsupported"
 	probBadPath         = "invalid-path"
 	probNoPublisher     = "no-publisher"
 	probSourceRefused   = "source-refused"
@@ -57,6 +58,7 @@ var problemTitles = map[string]string{
 	probNotSDP:          "Body is not SDP",
 	probBadOffer:        "Offer refused",
 	probNoH264:          "Browser offers no H.264",
+	probVideoCodec:      "Browser cannot decode this path's video",
 	probBadPath:         "Invalid path name",
 	probNoPublisher:     "No publisher on this path",
 	probSourceRefused:   "Origin has no such stream",

@@ -81,7 +81,7 @@ func (sess *session) answer(ctx, base context.Context, p Plane, audio bool) (str
 		Session: sess.ctx,
 		Model:   o.model,
 		SDP:     sess.offerSDP,
-		Video:   plane.Codec{PayloadType: o.payloadType, Fmtp: o.fmtp()},
+		Video:   plane.Codec{PayloadType: o.payloadType, Fmtp: o.fmtp(), Video: o.codec},
 		OnRTCP:  sess.onRTCP,
 		// Whatever ends the connection on its own ends the session, whose
 		// sender may be waiting for a frame.

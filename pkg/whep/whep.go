@@ -44,6 +44,7 @@ import (
 	"time"
 
 	"github.com/srtwhep/srtwhep/pkg/auth"
+	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/events"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 	"github.com/srtwhep/srtwhep/pkg/rtpsend"
@@ -67,6 +68,9 @@ type Reader interface {
 	// HasAudio reports whether the path had audio when the reader was
 	// added; the session offers audio only then.
 	HasAudio() bool
+	// Info is what the path publishes, as far as known: the answer's
+	// video codec follows it (sdpoffer.Offer.ForStream).
+	Info() av.StreamInfo
 	Attach()   // video only
 	AttachAV() // video and audio
 	Close()

@@ -1,0 +1,85 @@
+package whep
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/hub"
+)
+
+// TestOfferStreamFixtures: the fixtures of testdata/offers on paths whose
+// stream is known, on both planes. The answered payload type follows the
+// published stream: Safari's 640c1f for a High-profile stream, Chromium's
+// 4d001f for a Main one, H.265 for an H.265 path when offered. A viewer
+// that did not offer H.265 for an H.265 path gets a 409 problem detail
+// that names the fix.
+func TestOfferStreamFixtures(t *testing.T) {
+	streams := map[string]av.StreamInfo{
+		"live/high": {Codec: "H264", Profile: "High", Width: 1280, Height: 720, ProfileLevelID: "64001f"},
+		"live/main": {Codec: "H264", Profile: "Main", Width: 1280, Height: 720, ProfileLevelID: "4d0028"},
+		"live/hevc": {Codec: "H265", Profile: "Main", Width: 1280, Height: 720, H265: av.H265Params{ProfileID: 1, LevelID: 93}},
+	}
+	cases := []struct {
+		file, path, want string
+	}{
+		{"safari.sdp", "live/high", "BUNDLE 0 1 | video 9 0 sendonly 96:H264/640c1f | audio 9 1 sendonly 111:opus"},
+		{"safari.sdp", "live/main", "BUNDLE 0 1 | video 9 0 sendonly 96:H264/640c1f | audio 9 1 sendonly 111:opus"},
+		{"safari.sdp", "live/hevc", "BUNDLE 0 1 | video 9 0 sendonly 100:H265 | audio 9 1 sendonly 111:opus"},
+		// Chromium offers no High payload type in mode 1: a Main one
+		// cannot decode High, so the safe choice stays.
+		{"chromium-default.sdp", "live/high", "BUNDLE 0 1 | video 9 0 sendonly 108:H264/42e01f | audio 9 1 sendonly 111:opus"},
+		{"chromium-default.sdp", "live/main", "BUNDLE 0 1 | video 9 0 sendonly 116:H264/4d001f | audio 9 1 sendonly 111:opus"},
+	}
+	for _, planeName := range []string{"own", "pion"} {
+		t.Run(planeName, func(t *testing.T) {
+			h := hub.New(hub.Config{})
+			for name, info := range streams {
+				pub, err := h.Publish(name, "test")
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(pub.Close)
+				pub.SetAudio(true)
+				pub.SetInfo(info)
+			}
+			_, hs, _ := startServerOn(t, HubSource(h), planeName, nil, nil)
+			for _, c := range cases {
+				t.Run(c.file+" on "+c.path, func(t *testing.T) {
+					resp, body := post(t, hs.URL+"/"+c.path+"/whep", "application/sdp", readOfferFixture(t, c.file))
+					if resp.StatusCode != http.StatusCreated {
+						t.Fatalf("got %d %q, want 201", resp.StatusCode, body)
+					}
+					got := answerSummary(t, body)
+					t.Logf("answer: %s", got)
+					if got != c.want {
+						t.Errorf("answer\n got %s\nwant %s", got, c.want)
+					}
+					if strings.Contains(c.want, "H265") && !strings.Contains(body, "profile-id=1;tier-flag=0;tx-mode=SRST") {
+						t.Errorf("H.265 answer lacks the offer's profile-id, tier-flag and tx-mode=SRST:\n%s", body)
+					}
+				})
+			}
+			for _, file := range []string{"chromium-default.sdp", "firefox-maxbundle.sdp"} {
+				t.Run(file+" on live/hevc", func(t *testing.T) {
+					resp, body := post(t, hs.URL+"/live/hevc/whep", "application/sdp", readOfferFixture(t, file))
+					var p struct {
+						Type, Detail string
+						Status       int
+					}
+					if err := json.Unmarshal([]byte(body), &p); err != nil {
+						t.Fatalf("got %d %q: %v", resp.StatusCode, body, err)
+					}
+					t.Logf("%d %s: %s", resp.StatusCode, p.Type, p.Detail)
+					if resp.StatusCode != http.StatusConflict || p.Status != http.StatusConflict ||
+						p.Type != ProblemTypeBase+probVideoCodec ||
+						!strings.Contains(p.Detail, "publishes H.265") || !strings.Contains(p.Detail, "-c:v libx264 -bf 0") {
+						t.Errorf("got %d %+v, want 409 %s naming H.265 and the encoder fix", resp.StatusCode, p, probVideoCodec)
+					}
+				})
+			}
+		})
+	}
+}
