@@ -89,8 +89,8 @@ test: ## deps, tidy go.mod, go vet, gofmt, shellcheck, go test -race, fuzz, offl
 	log=$$(mktemp); \
 	if ! $(GO) test -race -count=1 -timeout 11m -v ./cmd/srtwhep >"$$log" 2>&1; then \
 		grep -v '^time=' "$$log" | tail -150; \
-		echo "== failed tests (parallel tests report far above the tail):"; \
-		grep -E -A12 -e '--- FAIL' "$$log" | grep -v '^time=' || true; rm -f "$$log"; exit 1; \
+		echo "== what the failed tests logged (parallel tests log far above the tail):"; \
+		awk -f scripts/failed-tests.awk "$$log" "$$log" | tail -400 || true; rm -f "$$log"; exit 1; \
 	fi; \
 	grep -E '^(browser:|--- (PASS|FAIL)|ok )' "$$log"; rm -f "$$log"
 	@# Every fuzz target for a few seconds from its checked-in corpus: no
