@@ -57,6 +57,9 @@ type ViewerConfig struct {
 	// janitor, the demultiplexer, a handshake, Close): it must not block.
 	// By then, and once Close has returned, OnRTCP is not called again.
 	OnDone func(err error)
+	// OnICEStart, when set, is called once, on the goroutine that read
+	// the viewer's first valid ICE check; it must not block.
+	OnICEStart func()
 	// Log receives the viewer's events (connected, closed); nil means
 	// the server's logger. Give it the caller's keys (path, session).
 	Log *slog.Logger

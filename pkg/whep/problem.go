@@ -41,6 +41,7 @@ const (
 	probUnauthorized    = "unauthorized"
 	probForbidden       = "forbidden"
 	probThrottled       = "throttled"
+	probOfferRate       = "offer-rate"
 	probNoSession       = "no-session"
 	probEmptyFrag       = "empty-sdpfrag"
 	probBadFrag         = "bad-sdpfrag"
@@ -71,6 +72,7 @@ var problemTitles = map[string]string{
 	probUnauthorized:    "Unauthorized",
 	probForbidden:       "Forbidden",
 	probThrottled:       "Too many failed attempts",
+	probOfferRate:       "Too many offers",
 	probNoSession:       "No such session",
 	probEmptyFrag:       "Empty sdpfrag",
 	probBadFrag:         "Malformed sdpfrag",

@@ -24,9 +24,13 @@ type session struct {
 	log              *slog.Logger
 	reader           Reader
 
-	// clientKey is whose handshake slot the session holds until it is
-	// connected (see awaitConnected).
+	// clientKey is whose pending slot, then handshake slot, the session
+	// holds until it is connected (see awaitConnected).
 	clientKey string
+	// iceStarted is closed, once (iceOnce), when the plane reports the
+	// viewer's ICE has started (plane.Offer.OnICEStart).
+	iceStarted chan struct{}
+	iceOnce    sync.Once
 
 	// tr is set before the session is registered and never changes.
 	tr plane.Conn
@@ -76,6 +80,7 @@ func (sess *session) info() SessionInfo {
 // is left open.
 func (sess *session) answer(ctx, base context.Context, p Plane, audio bool) (string, error) {
 	sess.ctx, sess.cancel = context.WithCancelCause(base)
+	sess.iceStarted = make(chan struct{})
 	o := sess.offer
 	po := plane.Offer{
 		Session: sess.ctx,
@@ -85,8 +90,9 @@ func (sess *session) answer(ctx, base context.Context, p Plane, audio bool) (str
 		OnRTCP:  sess.onRTCP,
 		// Whatever ends the connection on its own ends the session, whose
 		// sender may be waiting for a frame.
-		OnDone: func(reason error) { sess.cancel(endReason(reason)) },
-		Log:    sess.log,
+		OnDone:     func(reason error) { sess.cancel(endReason(reason)) },
+		OnICEStart: func() { sess.iceOnce.Do(func() { close(sess.iceStarted) }) },
+		Log:        sess.log,
 	}
 	if audio {
 		po.Audio = &plane.Codec{PayloadType: o.audioPT, Fmtp: plane.OpusFmtp}
@@ -150,7 +156,8 @@ func (sess *session) onRTCP(pkts []rtcp.Packet) {
 }
 
 // runSession is the session's goroutine, counted in s.wg by addSession. It
-// owns the handshake slot taken at POST, the connection and the reader.
+// owns the pending slot taken at POST (and the handshake slot that
+// replaces it when ICE starts), the connection and the reader.
 // Once the viewer is connected it hands the session's sender to the
 // connection, which runs it, and ends; the session's end then runs on a
 // goroutine the sender's OnEnd starts when it finishes.
