@@ -21,6 +21,15 @@ func (v *validator) http() {
 	if h.MaxHandshakesPerClient < 1 {
 		v.fail("http.maxHandshakesPerClient", "%d allows no WHEP handshake at all; use 1 or more, e.g. 16", h.MaxHandshakesPerClient)
 	}
+	if h.OfferRate < 1 {
+		v.fail("http.offerRate", "%d lets a client post no WHEP offer at all; use 1 or more offers a second, e.g. 5", h.OfferRate)
+	}
+	if h.OfferBurst < 1 {
+		v.fail("http.offerBurst", "%d lets a client post no WHEP offer at all; use 1 or more, e.g. 20", h.OfferBurst)
+	}
+	if h.MaxPendingOffers < 1 {
+		v.fail("http.maxPendingOffers", "%d allows no answered WHEP offer at all; use 1 or more, e.g. 512", h.MaxPendingOffers)
+	}
 	v.positive("http.idleTimeout", h.IdleTimeout, "15s")
 	v.positive("http.bodyTimeout", h.BodyTimeout, "5s")
 	if h.MaxConns < 1 {
