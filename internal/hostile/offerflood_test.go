@@ -59,6 +59,7 @@ func TestOfferFlood(t *testing.T) {
 	}
 
 	rssBefore := rss(t, srv)
+	linesBefore := len(srv.Log.Lines())
 	var mu sync.Mutex
 	attack := map[int]int{} // status → count; 0: the POST failed
 	var wg sync.WaitGroup
@@ -119,6 +120,7 @@ func TestOfferFlood(t *testing.T) {
 		return metric(t, srv, `srtwhep_webrtc_sessions{state="connecting"}`) == "0"
 	})
 	rssAfter := rss(t, srv)
+	lines := len(srv.Log.Lines()) - linesBefore
 
 	pct := 100 * float64(created) / float64(posts)
 	t.Logf("offer flood: %d attackers × %d offers/s for %.1f s: %d posted; attackers got %d × 201, %d × 429, %d × 503, %d other (%v)",
@@ -127,6 +129,13 @@ func TestOfferFlood(t *testing.T) {
 		attackers*perSecond*seconds-attack[http.StatusCreated]-attack[http.StatusTooManyRequests]-attack[http.StatusServiceUnavailable], attack)
 	t.Logf("offer flood: legitimate client: %d of %d POSTs got 201 (%.0f %%), %d played (%v); server RSS %.1f MB → %.1f MB at the end of the flood (+%.1f MB), %.1f MB once its offers were closed",
 		created, posts, pct, played, legitCodes, float64(rssBefore)/1e6, float64(rssPeak)/1e6, float64(rssPeak-rssBefore)/1e6, float64(rssAfter)/1e6)
+	t.Logf("offer flood: %d log lines in %.1f s", lines, elapsed.Seconds())
+	// The legitimate viewers' own lines (a few each) and one line a
+	// second per refusal kind; a line per flooding offer would be ~200 a
+	// second.
+	if max := 15*seconds + 20; lines > max {
+		t.Errorf("%d log lines for the flood, want at most %d", lines, max)
+	}
 	if pct < 90 {
 		t.Errorf("the legitimate client got 201 for %.0f %% of its POSTs, want ≥ 90 %%", pct)
 	}

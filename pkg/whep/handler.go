@@ -284,8 +284,9 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 		return
 	}
 	pendingOwned = false // runSession releases it
+	// "viewer opened" is logged once its ICE starts (awaitConnected): an
+	// offer nobody connects costs no line of its own.
 	s.stats.opened.Add(1)
-	sess.log.Info("viewer opened")
 	// Read before the session runs: a PATCH may change them from then on.
 	etag, answer := sess.etag, sess.answeredSDP
 	go s.runSession(sess)

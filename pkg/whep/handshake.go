@@ -120,16 +120,24 @@ func (s *Server) awaitConnected(sess *session) error {
 	iceStart := time.NewTimer(s.cfg.ICEStartTimeout)
 	defer iceStart.Stop()
 	connected, started := sess.tr.Connected(), sess.iceStarted
+	logged := false
+	opened := func() {
+		if !logged {
+			logged = true
+			sess.log.Info("viewer opened")
+		}
+	}
 	// toHandshake moves the session from its pending slot to a handshake
 	// slot.
 	toHandshake := func() error {
+		opened()
 		started = nil
 		slots.release(sess.clientKey)
 		slots = nil
 		if s.handshakes.acquire(sess.clientKey) != handshakeOK {
 			s.stats.reject(rejectHandshakeLimit)
 			s.stats.handshakeFailures.Add(1)
-			s.refusals.refused(nil, sess.path, http.StatusServiceUnavailable, probHandshakes, errNoHandshakeSlot.Error(), "")
+			s.refusals.refusedFrom(sess.remote, sess.path, http.StatusServiceUnavailable, probHandshakes, errNoHandshakeSlot.Error(), "")
 			return errNoHandshakeSlot
 		}
 		slots = s.handshakes
@@ -138,6 +146,7 @@ func (s *Server) awaitConnected(sess *session) error {
 	for {
 		select {
 		case <-connected:
+			opened()
 			return nil
 		case <-started:
 			if err := toHandshake(); err != nil {

@@ -42,13 +42,16 @@ const (
 	probForbidden       = "forbidden"
 	probThrottled       = "throttled"
 	probOfferRate       = "offer-rate"
-	probNoSession       = "no-session"
-	probEmptyFrag       = "empty-sdpfrag"
-	probBadFrag         = "bad-sdpfrag"
-	probETagMismatch    = "etag-mismatch"
-	probIfMatchNeeded   = "if-match-required"
-	probRestartFailed   = "ice-restart-failed"
-	probInternal        = "internal"
+	// probICENotStarted names, in the log only, an answered offer closed
+	// because its viewer sent no ICE check: the client had its 201.
+	probICENotStarted = "ice-not-started"
+	probNoSession     = "no-session"
+	probEmptyFrag     = "empty-sdpfrag"
+	probBadFrag       = "bad-sdpfrag"
+	probETagMismatch  = "etag-mismatch"
+	probIfMatchNeeded = "if-match-required"
+	probRestartFailed = "ice-restart-failed"
+	probInternal      = "internal"
 )
 
 var problemTitles = map[string]string{

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -231,6 +232,12 @@ func (s *Server) endSession(sess *session, reason error) {
 	s.stats.closedPackets.Add(packets)
 	s.stats.closedBytes.Add(bytes)
 	s.readerClosed(sess, reason)
+	if errors.Is(reason, errICENotStarted) {
+		// One line a second for all of them, with the count it held back.
+		s.silentClosed.refusedFrom(sess.remote, sess.path, http.StatusCreated, probICENotStarted,
+			reason.Error()+": its checks never reached the server (a firewall, or webrtc.publicIPs missing behind NAT), or it never meant to connect", "")
+		return
+	}
 	attrs := []any{"reason", reason.Error(),
 		"duration", time.Since(sess.since).Round(time.Millisecond).String(), "packets", packets}
 	if snd := sess.snd.Load(); snd != nil && snd.CongestionSkips() > 0 { // the connection delivers no more RTCP

@@ -224,6 +224,10 @@ type Server struct {
 	sse *eventStreams
 	// sseRefusals logs refused event stream requests like refusals.
 	sseRefusals *refusalLog
+	// silentClosed logs the sessions closed because their viewer never
+	// started ICE like refusals, one line a second: a flood of such
+	// offers must not flood the log with a line per offer.
+	silentClosed *refusalLog
 	// draining: Drain was called; new offers are refused.
 	draining atomic.Bool
 }
@@ -278,21 +282,18 @@ func New(cfg Config) (*Server, error) {
 		sse = newEventStreams(cfg.PathState, cfg.MaxEventStreams)
 	}
 	return &Server{
-		sse:        sse,
-		cfg:        cfg,
-		log:        log,
-		ready:      make(chan struct{}),
-		handshakes: newHandshakes(cfg.MaxHandshakes, cfg.MaxHandshakesPerClient),
-		pending:    newHandshakes(cfg.MaxPendingOffers, min(cfg.MaxHandshakesPerClient, cfg.MaxPendingOffers)),
-		offers:     newOfferBuckets(cfg.OfferRate, cfg.OfferBurst, maxOfferClients),
-		sessions:   make(map[string]*session),
-		ended:      newEndedSessions(endedWindow, endedMax),
-		refusals:   newRefusalLog(log),
-		sseRefusals: func() *refusalLog {
-			l := newRefusalLog(log)
-			l.msg = "event stream refused"
-			return l
-		}(),
+		sse:          sse,
+		cfg:          cfg,
+		log:          log,
+		ready:        make(chan struct{}),
+		handshakes:   newHandshakes(cfg.MaxHandshakes, cfg.MaxHandshakesPerClient),
+		pending:      newHandshakes(cfg.MaxPendingOffers, min(cfg.MaxHandshakesPerClient, cfg.MaxPendingOffers)),
+		offers:       newOfferBuckets(cfg.OfferRate, cfg.OfferBurst, maxOfferClients),
+		sessions:     make(map[string]*session),
+		ended:        newEndedSessions(endedWindow, endedMax),
+		refusals:     newRefusalLog(log),
+		sseRefusals:  namedRefusalLog(log, "event stream refused"),
+		silentClosed: namedRefusalLog(log, "viewer closed"),
 	}, nil
 }
 
@@ -332,11 +333,13 @@ func (s *Server) Run(ctx context.Context) error {
 		select {
 		case now := <-tick.C:
 			s.refusals.flush(now, false)
+			s.silentClosed.flush(now, false)
 			s.offers.expire()
 		case <-ctx.Done():
 		}
 	}
 	s.refusals.flush(time.Now(), true)
+	s.silentClosed.flush(time.Now(), true)
 
 	s.mu.Lock()
 	s.closing = true
