@@ -44,8 +44,11 @@
 # loopback, with their figures in the report: an endless PES (TS packets on
 # the video PID that never start a new unit) at HOSTILE_ENDLESS
 # (MBITS:SECONDS,…, default 20:60,50:60), the server's RSS before and at
-# its peak; and three floods of HOSTILE_SRTFLOOD (default 30) seconds of
-# 100 SRT handshakes a second with a wrong passphrase, the RSS after each.
+# its peak; three floods of HOSTILE_SRTFLOOD (default 30) seconds of
+# 100 SRT handshakes a second with a wrong passphrase, the RSS after each;
+# and HOSTILE_OFFERFLOOD (default 60) seconds of 16 addresses each posting
+# 10 WHEP offers a second that never start ICE, with the share of a
+# legitimate client's POSTs answered 201 meanwhile.
 #
 # Before the ladders, on the idle server: glass-to-glass latency from a
 # generated 640x360@30 clip whose frames carry their creation time in their
@@ -193,6 +196,9 @@ srt:
   listen: "127.0.0.1:$SRT_PORT"
 http:
   listen: "127.0.0.1:$HTTP_PORT"
+  # Every generated viewer posts from 127.0.0.1, at the ramp's rate.
+  offerRate: 1000
+  offerBurst: 1000
 webrtc:
   listenIP: "127.0.0.1"
   udpPort: $MEDIA_PORT
@@ -440,13 +446,13 @@ done
 
 if [[ ${HOSTILE:-1} != 0 ]]; then
 	echo "hostile: endless PES at ${HOSTILE_ENDLESS:-20:60,50:60} (Mbit/s:s) ..." >&2
-	HOSTILE_ENDLESS=${HOSTILE_ENDLESS:-20:60,50:60} HOSTILE_SRTFLOOD=${HOSTILE_SRTFLOOD:-30} go test -count=1 -timeout 20m -v \
-		-run '^(TestEndlessPES|TestSRTHandshakeFlood)$' ./internal/hostile >"$out/hostile.txt" 2>&1 || echo "hostile: FAILED (see $out/hostile.txt)" >&2
+	HOSTILE_ENDLESS=${HOSTILE_ENDLESS:-20:60,50:60} HOSTILE_SRTFLOOD=${HOSTILE_SRTFLOOD:-30} HOSTILE_OFFERFLOOD=${HOSTILE_OFFERFLOOD:-60} go test -count=1 -timeout 20m -v \
+		-run '^(TestEndlessPES|TestSRTHandshakeFlood|TestOfferFlood)$' ./internal/hostile >"$out/hostile.txt" 2>&1 || echo "hostile: FAILED (see $out/hostile.txt)" >&2
 	{
 		echo
 		echo "## Hostile input (long runs)"
 		echo
-		grep -oE 'endless PES: .*|round [0-9]+: .*|SRT flood: .*|bystander: .*|--- (PASS|FAIL): Test(EndlessPES|SRTHandshakeFlood).*' "$out/hostile.txt" | sed 's/^/- /' || echo "- n/a (no figures in $out/hostile.txt)"
+		grep -oE 'endless PES: .*|round [0-9]+: .*|SRT flood: .*|offer flood: .*|bystander: .*|--- (PASS|FAIL): Test(EndlessPES|SRTHandshakeFlood|OfferFlood).*' "$out/hostile.txt" | sed 's/^/- /' || echo "- n/a (no figures in $out/hostile.txt)"
 	} | tee -a "$out/report.md"
 fi
 

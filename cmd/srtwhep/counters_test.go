@@ -45,8 +45,12 @@ func TestCountersMove(t *testing.T) {
 	requireNetns(t, "iptables")
 	held, release := stallOnce(t, func(c *config.Config) {
 		c.Metrics.Listen = "127.0.0.1:0"
-		c.Readers.QueueSize = 20 // a stalled viewer overflows in under a second
-		c.HTTP.MaxHandshakes = 1 // one never-connecting offer fills it
+		c.Readers.QueueSize = 20    // a stalled viewer overflows in under a second
+		c.HTTP.MaxHandshakes = 1    // one viewer stuck after ICE fills it
+		c.HTTP.MaxPendingOffers = 1 // one never-connecting offer fills it
+		// The defaults, for offer_rate; the test's own POSTs stay below.
+		def := config.Default()
+		c.HTTP.OfferRate, c.HTTP.OfferBurst = def.HTTP.OfferRate, def.HTTP.OfferBurst
 		c.WebRTC.HandshakeTimeout = config.Duration(2 * time.Second)
 		c.Paths = map[string]config.Path{
 			"live/idle": {},
@@ -124,6 +128,7 @@ func TestCountersMove(t *testing.T) {
 		w.waitAbove(t, "srtwhep_webrtc_send_syscalls_total")
 		w.waitAbove(t, "srtwhep_webrtc_send_messages_total")
 		forgeDatagrams(t, ts, w)
+		dropAtICEStart(t, ts, w)
 	})
 
 	t.Run("srt loss, retransmission and late drops", func(t *testing.T) {
@@ -194,15 +199,35 @@ func TestCountersMove(t *testing.T) {
 		ts.apply(running)
 
 		// An offer whose peer is gone before ICE: answered (201), it holds
-		// the only handshake slot until the handshake timeout fails it.
+		// the only pending slot until the ICE start timeout fails it.
 		gone := testkit.Offer(t, testkit.OfferOptions{Codecs: h264Only})
 		if err := gone.PC.Close(); err != nil {
 			t.Fatal(err)
 		}
 		post("live/m", gone.SDP, http.StatusCreated)
 		post("live/m", offer, http.StatusServiceUnavailable)
-		w.waitAbove(t, "srtwhep_webrtc_rejected_total", "reason", "handshake_limit")
+		w.waitAbove(t, "srtwhep_webrtc_rejected_total", "reason", "pending_limit")
 		w.waitAbove(t, "srtwhep_webrtc_handshakes_failed_total")
+
+		// Another address past its offer bucket (20 at once): 429. Junk
+		// bodies cost a token too; bounded, the bucket empties long before.
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 77)}}
+		flooder := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext}}
+		limited := false
+		for range 100 {
+			resp, err := flooder.Post(url("live/m"), "text/plain", strings.NewReader("x"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if limited = resp.StatusCode == http.StatusTooManyRequests; limited {
+				break
+			}
+		}
+		if !limited {
+			t.Error("100 POSTs at once from one address and never a 429")
+		}
+		w.waitAbove(t, "srtwhep_webrtc_rejected_total", "reason", "offer_rate")
 
 		// Last: a refusal makes the next attempts from loopback wait.
 		post("live/priv", offer, http.StatusUnauthorized)
@@ -243,7 +268,7 @@ func forgeDatagrams(t *testing.T, ts *testServer, w *counterWatch) {
 	t.Helper()
 	// A viewer whose ICE credentials the test knows: its offer and our
 	// answer carry them.
-	free := func() bool { return ts.whep.Stats().HandshakesInFlight == 0 }
+	free := ts.slotsFree
 	testkit.WaitFor(t, 15*time.Second, "a free handshake slot", free)
 	offer := testkit.Offer(t, testkit.OfferOptions{Codecs: h264Only})
 	code, _, answer := request(t, http.MethodPost, ts.httpURL("/live/m/whep"), "", "application/sdp", offer.SDP)
@@ -257,11 +282,7 @@ func forgeDatagrams(t *testing.T, ts *testServer, w *counterWatch) {
 		return offer.PC.ConnectionState() == webrtc.PeerConnectionStateConnected
 	})
 	testkit.WaitFor(t, 15*time.Second, "the server to see the viewer connected", free)
-	username := sdpValue(t, answer, "ice-ufrag") + ":" + sdpValue(t, offer.SDP, "ice-ufrag")
-	check := func(pwd string) []byte {
-		return stun.MustBuild(stun.TransactionID, stun.BindingRequest, stun.NewUsername(username),
-			stun.NewShortTermIntegrity(pwd), stun.Fingerprint).Raw
-	}
+	check := func(pwd string) []byte { return iceCheck(t, offer.SDP, answer, pwd) }
 
 	conn, err := net.Dial("udp4", ts.addrs.Load().WebRTCUDP)
 	if err != nil {
@@ -305,6 +326,54 @@ func forgeDatagrams(t *testing.T, ts *testServer, w *counterWatch) {
 		return err == nil && m.Decode() == nil && m.Type == stun.BindingSuccess
 	})
 	send("bad_srtcp", srtcp)
+}
+
+// iceCheck is an ICE connectivity check from the viewer that made offer
+// to the server that gave answer, signed with pwd.
+func iceCheck(t *testing.T, offer, answer, pwd string) []byte {
+	t.Helper()
+	username := sdpValue(t, answer, "ice-ufrag") + ":" + sdpValue(t, offer, "ice-ufrag")
+	return stun.MustBuild(stun.TransactionID, stun.BindingRequest, stun.NewUsername(username),
+		stun.NewShortTermIntegrity(pwd), stun.Fingerprint).Raw
+}
+
+// dropAtICEStart makes the own plane's server close a viewer whose ICE
+// starts while the only handshake slot is taken (handshake_limit). The
+// slot is held by an offer whose ICE check the test sends itself and
+// which never starts DTLS, until the handshake timeout fails it.
+func dropAtICEStart(t *testing.T, ts *testServer, w *counterWatch) {
+	t.Helper()
+	testkit.WaitFor(t, 15*time.Second, "free slots", ts.slotsFree)
+	holder := testkit.Offer(t, testkit.OfferOptions{Codecs: h264Only})
+	_ = holder.PC.Close()
+	code, _, answer := request(t, http.MethodPost, ts.httpURL("/live/m/whep"), "", "application/sdp", holder.SDP)
+	if code != http.StatusCreated {
+		t.Fatalf("POST live/m: %d %q", code, answer)
+	}
+	conn, err := net.Dial("udp4", ts.addrs.Load().WebRTCUDP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	good := iceCheck(t, holder.SDP, answer, sdpValue(t, answer, "ice-pwd"))
+	testkit.WaitFor(t, 15*time.Second, "the ICE check to take the handshake slot", func() bool {
+		if _, err := conn.Write(good); err != nil {
+			t.Fatal(err)
+		}
+		st := ts.whep.Stats()
+		return st.HandshakesInFlight == 1 && st.PendingOffers == 0
+	})
+	v := testkit.Offer(t, testkit.OfferOptions{Codecs: h264Only})
+	code, _, answer = request(t, http.MethodPost, ts.httpURL("/live/m/whep"), "", "application/sdp", v.SDP)
+	if code != http.StatusCreated {
+		t.Fatalf("POST live/m: %d %q", code, answer)
+	}
+	if err := v.PC.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: answer}); err != nil {
+		t.Fatal(err)
+	}
+	w.waitAbove(t, "srtwhep_webrtc_rejected_total", "reason", "handshake_limit")
+	_ = v.PC.Close()
+	testkit.WaitFor(t, 15*time.Second, "the holder's handshake to time out", ts.slotsFree)
 }
 
 // sdpValue returns the value of the first a=key: line of sdp.

@@ -119,14 +119,20 @@ func counterKey(family string, m *dto.Metric, skip ...string) string {
 	return family + "{" + strings.Join(labels, ",") + "}"
 }
 
-// dialOne dials a viewer when the server's only handshake slot is free,
-// and returns once the server has it too: the slot is taken from the
-// offer until the server sees the connection.
+// dialOne dials a viewer when the server's only pending and handshake
+// slots are free, and returns once the server has it too: a slot is taken
+// from the offer until the server sees the connection.
 func (ts *testServer) dialOne(t *testing.T, path string) *viewer {
 	t.Helper()
-	free := func() bool { return ts.whep.Stats().HandshakesInFlight == 0 }
+	free := ts.slotsFree
 	testkit.WaitFor(t, 15*time.Second, "a free handshake slot", free)
 	v := dialViewer(t, ts, path, func(o *whepclient.Options) { o.Audio = true })
 	testkit.WaitFor(t, 15*time.Second, "the server to see the viewer connected", free)
 	return v
+}
+
+// slotsFree reports that no offer is pending and no handshake in flight.
+func (ts *testServer) slotsFree() bool {
+	st := ts.whep.Stats()
+	return st.HandshakesInFlight == 0 && st.PendingOffers == 0
 }

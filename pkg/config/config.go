@@ -65,6 +65,13 @@ type HTTP struct {
 	// MaxHandshakesPerClient caps them per client address (per /64 for
 	// IPv6).
 	MaxHandshakesPerClient int `yaml:"maxHandshakesPerClient" reload:"restart"`
+	// OfferRate and OfferBurst are each client's token bucket for WHEP
+	// POSTs (per /64 for IPv6): offers a second sustained, and at once.
+	OfferRate  int `yaml:"offerRate" reload:"restart"`
+	OfferBurst int `yaml:"offerBurst" reload:"restart"`
+	// MaxPendingOffers caps the answered offers whose viewer has not
+	// started ICE yet.
+	MaxPendingOffers int `yaml:"maxPendingOffers" reload:"restart"`
 	// IdleTimeout closes a kept-alive connection without a new request;
 	// BodyTimeout cuts a request body that has not fully arrived in time.
 	IdleTimeout Duration `yaml:"idleTimeout" reload:"restart"`
@@ -286,7 +293,10 @@ func Default() *Config {
 			MaxConnsPerClient: 128,
 			TLS:               TLS{CacheDir: "/var/lib/srtwhep/acme"},
 
-			MaxHandshakesPerClient: 16, // whep.DefaultMaxHandshakesPerClient
+			MaxHandshakesPerClient: 16,  // whep.DefaultMaxHandshakesPerClient
+			OfferRate:              5,   // whep.DefaultOfferRate
+			OfferBurst:             20,  // whep.DefaultOfferBurst
+			MaxPendingOffers:       512, // whep.DefaultMaxPendingOffers
 			DrainTimeout:           Duration(5 * time.Second),
 			MaxEventStreams:        1024, // whep.DefaultMaxEventStreams
 		},

@@ -15,12 +15,11 @@ func (v *validator) http() {
 	if h.MaxBodyBytes < 1024 {
 		v.fail("http.maxBodyBytes", "%d is too small for an SDP offer (browsers send 3 to 10 KB); use at least 1024, e.g. 65536", h.MaxBodyBytes)
 	}
-	if h.MaxHandshakes < 1 {
-		v.fail("http.maxHandshakes", "%d allows no WHEP handshake at all; use 1 or more, e.g. 32", h.MaxHandshakes)
-	}
-	if h.MaxHandshakesPerClient < 1 {
-		v.fail("http.maxHandshakesPerClient", "%d allows no WHEP handshake at all; use 1 or more, e.g. 16", h.MaxHandshakesPerClient)
-	}
+	v.atLeastOne("http.maxHandshakes", h.MaxHandshakes, "WHEP handshake", "32")
+	v.atLeastOne("http.maxHandshakesPerClient", h.MaxHandshakesPerClient, "WHEP handshake", "16")
+	v.atLeastOne("http.offerRate", h.OfferRate, "WHEP offer from any client (offers a second)", "5")
+	v.atLeastOne("http.offerBurst", h.OfferBurst, "WHEP offer from any client", "20")
+	v.atLeastOne("http.maxPendingOffers", h.MaxPendingOffers, "answered WHEP offer", "512")
 	v.positive("http.idleTimeout", h.IdleTimeout, "15s")
 	v.positive("http.bodyTimeout", h.BodyTimeout, "5s")
 	if h.MaxConns < 1 {
@@ -41,10 +40,15 @@ func (v *validator) http() {
 	if h.DrainTimeout < 0 {
 		v.fail("http.drainTimeout", "%s is negative; use 0 (end the sessions at once) or a duration such as 5s", h.DrainTimeout)
 	}
-	if h.MaxEventStreams < 1 {
-		v.fail("http.maxEventStreams", "%d allows no WHEP event stream at all; use 1 or more, e.g. 1024", h.MaxEventStreams)
-	}
+	v.atLeastOne("http.maxEventStreams", h.MaxEventStreams, "WHEP event stream", "1024")
 	v.listen("metrics.listen", v.c.Metrics.Listen, "127.0.0.1:9998", true)
+}
+
+// atLeastOne refuses a cap below 1, which would allow no what at all.
+func (v *validator) atLeastOne(key string, n int, what, example string) {
+	if n < 1 {
+		v.fail(key, "%d allows no %s at all; use 1 or more, e.g. %s", n, what, example)
+	}
 }
 
 func (v *validator) tls(t TLS) {

@@ -148,7 +148,9 @@ func (s *Server) triggeredCheck(d *demuxState, c *iceCreds, from route) {
 func (s *Server) checked(c *iceCreds, from route, nominated bool, now int64) {
 	v := c.v
 	v.lastSeen.Store(now)
-	v.state.CompareAndSwap(stateNew, stateChecking)
+	if v.state.CompareAndSwap(stateNew, stateChecking) && v.cfg.OnICEStart != nil {
+		v.cfg.OnICEStart()
+	}
 
 	s.mu.RLock()
 	known := s.byAddr[from] == v && v.creds == c

@@ -130,8 +130,9 @@ func (p *Plane) Answer(_ context.Context, o plane.Offer) (plane.Conn, plane.Answ
 		// Whatever ends the viewer (consent lost, a DTLS alert, the
 		// handshake timing out) ends the session, whose sender may be
 		// waiting for a frame.
-		OnDone: func(err error) { o.OnDone(endReason(err)) },
-		Log:    o.Log,
+		OnDone:     func(err error) { o.OnDone(endReason(err)) },
+		OnICEStart: o.OnICEStart,
+		Log:        o.Log,
 	}
 	if o.Audio != nil {
 		a := Codec{PayloadType: o.Audio.PayloadType, Fmtp: o.Audio.Fmtp}

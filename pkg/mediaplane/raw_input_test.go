@@ -3,6 +3,7 @@ package mediaplane
 import (
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,7 +21,10 @@ import (
 func TestMalformedInput(t *testing.T) {
 	srv, _ := newServer(t, nil)
 	p := newRawPeer(t, srv)
-	v := p.join(srv, h264Codec)
+	vc := h264Codec
+	var iceStarts atomic.Int32
+	vc.OnICEStart = func() { iceStarts.Add(1) }
+	v := p.join(srv, vc)
 	stranger := newRawPeer(t, srv)
 
 	noUser, _ := stun.Build(stun.TransactionID, stun.BindingRequest, stun.Fingerprint)
@@ -51,12 +55,13 @@ func TestMalformedInput(t *testing.T) {
 			return tc.want(srv.Stats()) == before+1
 		})
 	}
-	if v.ICEStarted() {
-		t.Error("a refused check started ICE")
+	if v.ICEStarted() || iceStarts.Load() != 0 {
+		t.Errorf("a refused check started ICE (OnICEStart called %d times)", iceStarts.Load())
 	}
 	p.check(true)
-	if !v.ICEStarted() {
-		t.Error("a valid check did not start ICE")
+	p.check(true)
+	if !v.ICEStarted() || iceStarts.Load() != 1 {
+		t.Errorf("two valid checks: ICEStarted %v, OnICEStart called %d times, want once", v.ICEStarted(), iceStarts.Load())
 	}
 	s := srv.Stats()
 	handled := s.STUNAnswered + s.DTLSRecords + s.RTCPPackets + s.DroppedMalformed + s.DroppedUnknownUfrag +

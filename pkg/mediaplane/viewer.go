@@ -57,6 +57,9 @@ type ViewerConfig struct {
 	// janitor, the demultiplexer, a handshake, Close): it must not block.
 	// By then, and once Close has returned, OnRTCP is not called again.
 	OnDone func(err error)
+	// OnICEStart, when set, is called once, on the goroutine that read
+	// the viewer's first valid ICE check; it must not block.
+	OnICEStart func()
 	// Log receives the viewer's events (connected, closed); nil means
 	// the server's logger. Give it the caller's keys (path, session).
 	Log *slog.Logger
@@ -238,7 +241,14 @@ func (v *Viewer) end(reason error) {
 		v.inMu.Unlock()
 		v.err = reason
 		close(v.done)
-		v.log().Info("viewer closed", "media_remote", v.remoteString(), "reason", reason.Error(),
+		// A viewer that never sent a check has nothing to tell per viewer
+		// (the WHEP layer sums those up, one line a second): at Info a
+		// flood of offers that never start ICE would be a line each.
+		level := slog.LevelInfo
+		if prev == stateNew {
+			level = slog.LevelDebug
+		}
+		v.log().Log(context.Background(), level, "viewer closed", "media_remote", v.remoteString(), "reason", reason.Error(),
 			"packets", v.packets.Load())
 		if v.cfg.OnDone != nil {
 			v.cfg.OnDone(reason)

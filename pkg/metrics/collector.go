@@ -60,6 +60,7 @@ const (
 	srtRecommendedLatency
 	webrtcSessions
 	webrtcHandshakesInFlight
+	webrtcOffersPending
 	webrtcHandshakesFailed
 	webrtcSessionsTotal
 	webrtcRejected
@@ -136,13 +137,15 @@ var defs = [numDefs]def{
 	webrtcSessions: {"srtwhep_webrtc_sessions",
 		"WHEP sessions by state: connecting = ICE/DTLS in progress, connected = receiving media.", gauge, []string{"state"}},
 	webrtcHandshakesInFlight: {"srtwhep_webrtc_handshakes_in_flight",
-		"WHEP offers being answered or connections still in ICE/DTLS.", gauge, nil},
+		"WHEP connections whose viewer has started ICE and that are not connected yet (the DTLS work http.maxHandshakes bounds).", gauge, nil},
+	webrtcOffersPending: {"srtwhep_webrtc_offers_pending",
+		"WHEP offers answered whose viewer has not started ICE yet (bounded by http.maxPendingOffers; closed after 2 s without an ICE check).", gauge, nil},
 	webrtcHandshakesFailed: {"srtwhep_webrtc_handshakes_failed_total",
 		"WHEP sessions that never reached the connected state (ICE or DTLS failure or timeout).", counter, nil},
 	webrtcSessionsTotal: {"srtwhep_webrtc_sessions_total",
 		"WHEP sessions created since the process started.", counter, nil},
 	webrtcRejected: {"srtwhep_webrtc_rejected_total",
-		"WHEP offers refused, by reason: reader_cap = path at its viewer cap, server_full = server at its session cap, no_publisher = nothing published on the path, bad_offer = unusable SDP, auth = refused by the access policy, handshake_limit = too many handshakes in flight.", counter, []string{"reason"}},
+		"WHEP offers refused, by reason: reader_cap = path at its viewer cap, server_full = server at its session cap, no_publisher = nothing published on the path, bad_offer = unusable SDP, auth = refused by the access policy, handshake_limit = viewer closed because its ICE started while every handshake slot was taken, offer_rate = client over its offer rate (429), pending_limit = too many answered offers waiting for ICE.", counter, []string{"reason"}},
 	webrtcUDPDatagrams: {"srtwhep_webrtc_udp_datagrams_sent_total",
 		"Datagrams the shared WebRTC media socket handed to the kernel.", counter, nil},
 	webrtcUDPRefused: {"srtwhep_webrtc_udp_datagrams_refused_total",
@@ -292,6 +295,7 @@ func (c *collector) collectWebRTC(ch chan<- prometheus.Metric, s WebRTCSample) {
 		c.emit(ch, webrtcSessions, float64(n), st)
 	}
 	c.emit(ch, webrtcHandshakesInFlight, float64(s.HandshakesInFlight))
+	c.emit(ch, webrtcOffersPending, float64(s.OffersPending))
 	c.emit(ch, webrtcHandshakesFailed, float64(s.HandshakesFailed))
 	c.emit(ch, webrtcSessionsTotal, float64(s.SessionsTotal))
 	for reason, n := range withZeros(s.RejectedTotal, RejectReasons) {

@@ -132,12 +132,15 @@ srtwhep_path_video_transcode_cpu_seconds_total{path="live/cam2"} 0
 ` + helpOf("srtwhep_webrtc_sessions") + `srtwhep_webrtc_sessions{state="connected"} 2
 srtwhep_webrtc_sessions{state="connecting"} 1
 ` + helpOf("srtwhep_webrtc_handshakes_in_flight") + `srtwhep_webrtc_handshakes_in_flight 1
+` + helpOf("srtwhep_webrtc_offers_pending") + `srtwhep_webrtc_offers_pending 0
 ` + helpOf("srtwhep_webrtc_handshakes_failed_total") + `srtwhep_webrtc_handshakes_failed_total 4
 ` + helpOf("srtwhep_webrtc_sessions_total") + `srtwhep_webrtc_sessions_total 7
 ` + helpOf("srtwhep_webrtc_rejected_total") + `srtwhep_webrtc_rejected_total{reason="auth"} 1
 srtwhep_webrtc_rejected_total{reason="bad_offer"} 0
 srtwhep_webrtc_rejected_total{reason="handshake_limit"} 0
 srtwhep_webrtc_rejected_total{reason="no_publisher"} 0
+srtwhep_webrtc_rejected_total{reason="offer_rate"} 0
+srtwhep_webrtc_rejected_total{reason="pending_limit"} 0
 srtwhep_webrtc_rejected_total{reason="reader_cap"} 2
 srtwhep_webrtc_rejected_total{reason="server_full"} 0
 ` + helpOf("srtwhep_webrtc_udp_datagrams_refused_total") + `srtwhep_webrtc_udp_datagrams_refused_total 3

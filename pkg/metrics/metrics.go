@@ -86,6 +86,9 @@ type WebRTCSample struct {
 	// SessionsByState maps a state (see SessionStates) to its session count.
 	SessionsByState    map[string]int
 	HandshakesInFlight int
+	// OffersPending are the offers answered whose viewer has not started
+	// ICE yet.
+	OffersPending int
 	// Counters for the life of the process.
 	HandshakesFailed, SessionsTotal uint64
 	// RejectedTotal maps a reason (see RejectReasons) to the number of WHEP
@@ -169,7 +172,7 @@ type Sources struct {
 var (
 	DropReasons   = []string{"slow_reader", "congested", "decode_error", "srt_late", "bframes"}
 	SessionStates = []string{"connecting", "connected"}
-	RejectReasons = []string{"reader_cap", "server_full", "no_publisher", "bad_offer", "auth", "handshake_limit"}
+	RejectReasons = []string{"reader_cap", "server_full", "no_publisher", "bad_offer", "auth", "handshake_limit", "offer_rate", "pending_limit"}
 	HookResults   = []string{"sent", "dropped", "failed"}
 )
 

@@ -162,6 +162,18 @@ func (p *Plane) answer(ctx context.Context, o plane.Offer) (*conn, plane.Answer,
 		}
 	})
 
+	// pion tells of no single check, and its ICE state goes "checking" on
+	// its own once the offer is applied; ICE connected is the first sign
+	// of a viewer that takes part, and DTLS starts right after it.
+	if o.OnICEStart != nil {
+		var once sync.Once
+		pc.OnICEConnectionStateChange(func(st webrtc.ICEConnectionState) {
+			if st == webrtc.ICEConnectionStateConnected {
+				once.Do(o.OnICEStart)
+			}
+		})
+	}
+
 	// The answer's ufrag is the ICE transport's, which every BUNDLEd
 	// section shares; CreateAnswer reads the same. It is read before the
 	// offer is applied: that starts the transport on pion's operations

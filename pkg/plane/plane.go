@@ -152,7 +152,13 @@ type Offer struct {
 	// the Err values below, or another error: a failure), on whatever
 	// goroutine noticed; it must not block.
 	OnDone func(reason error)
-	Log    *slog.Logger
+	// OnICEStart, when set, is called once when the viewer starts taking
+	// part in ICE (the own plane: its first valid check; pion: ICE
+	// connected, the moment before DTLS), so the caller can count the
+	// expensive handshake from then and not from the answer. It must not
+	// block: on the own plane it runs on the demultiplexer.
+	OnICEStart func()
+	Log        *slog.Logger
 }
 
 // ICE is a side's ICE credentials and candidates ("candidate:…" values).

@@ -35,6 +35,9 @@ func fuzzServer(f *testing.F) http.Handler {
 		// faster than they time out; every 201 is deleted at once anyway.
 		MaxHandshakes:          1 << 20,
 		MaxHandshakesPerClient: 1 << 20,
+		MaxPendingOffers:       1 << 20,
+		OfferRate:              1 << 20,
+		OfferBurst:             1 << 20,
 		Logger:                 slog.New(slog.DiscardHandler),
 		MediaPlane:             testkit.MediaPlane(),
 	})

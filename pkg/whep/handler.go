@@ -156,6 +156,16 @@ func checkSDP(raw string) (slug, detail string) {
 }
 
 func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string) {
+	// First of all, so a flood from one address costs a map lookup per
+	// POST and nothing else: no auth hook, no parsing, no slot.
+	clientKey := handshakeKey(r)
+	if ok, wait := s.offers.take(clientKey); !ok {
+		s.stats.reject(rejectOfferRate)
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter(wait)))
+		s.refuse(w, r, "", http.StatusTooManyRequests, probOfferRate,
+			fmt.Sprintf("too many offers from your address (%d a second, bursts of %d); retry after the Retry-After seconds", s.cfg.OfferRate, s.cfg.OfferBurst), "")
+		return
+	}
 	// A name no publisher could use is refused before anything keyed by
 	// it (the auth hook's cache, the hub, a log line) sees it.
 	if err := pathname.Check(path); err != nil {
@@ -199,25 +209,27 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 			return
 		}
 	}
-	clientKey := handshakeKey(r)
-	switch s.handshakes.acquire(clientKey) {
+	// An answered offer costs a reader and a connection waiting for a
+	// check, nothing more, until its viewer starts ICE (awaitConnected);
+	// the DTLS slot is taken only then.
+	switch s.pending.acquire(clientKey) {
 	case handshakeServerFull:
-		s.stats.reject(rejectHandshakeLimit)
+		s.stats.reject(rejectPendingLimit)
 		w.Header().Set("Retry-After", retryAfterHandshakes)
 		s.refuse(w, r, path, http.StatusServiceUnavailable, probHandshakes,
-			fmt.Sprintf("too many WebRTC handshakes in progress (limit %d); retry in a moment", s.cfg.MaxHandshakes), raw)
+			fmt.Sprintf("too many WebRTC offers waiting for ICE to start (limit %d); retry in a moment", s.cfg.MaxPendingOffers), raw)
 		return
 	case handshakeClientFull:
-		s.stats.reject(rejectHandshakeLimit)
+		s.stats.reject(rejectPendingLimit)
 		w.Header().Set("Retry-After", retryAfterHandshakes)
 		s.refuse(w, r, path, http.StatusServiceUnavailable, probHandshakes,
-			fmt.Sprintf("too many WebRTC handshakes in progress from your address (limit %d); retry in a moment", s.cfg.MaxHandshakesPerClient), raw)
+			fmt.Sprintf("too many WebRTC offers from your address waiting for ICE to start (limit %d); start ICE on the ones you have, or retry in a moment", s.pending.perClient), raw)
 		return
 	}
-	handshakeOwned := true
+	pendingOwned := true
 	defer func() {
-		if handshakeOwned {
-			s.handshakes.release(clientKey)
+		if pendingOwned {
+			s.pending.release(clientKey)
 		}
 	}()
 
@@ -271,9 +283,10 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 		s.refuse(w, r, path, http.StatusServiceUnavailable, probUnavailable, errServerShutdown.Error(), raw)
 		return
 	}
-	handshakeOwned = false // runSession releases it
+	pendingOwned = false // runSession releases it
+	// "viewer opened" is logged once its ICE starts (awaitConnected): an
+	// offer nobody connects costs no line of its own.
 	s.stats.opened.Add(1)
-	sess.log.Info("viewer opened")
 	// Read before the session runs: a PATCH may change them from then on.
 	etag, answer := sess.etag, sess.answeredSDP
 	go s.runSession(sess)

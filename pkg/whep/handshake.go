@@ -20,9 +20,17 @@ const DefaultICEStartTimeout = 2 * time.Second
 // errICENotStarted ends a session whose viewer never sent an ICE check.
 var errICENotStarted = errors.New("no ICE check from the viewer within the ICE start timeout")
 
-// handshakes counts the offers in flight (POST → connected), in total and
-// per client, so that neither one client nor everyone together can hold
-// more than their share of the handshake work. The per-client table has
+// errNoHandshakeSlot ends a session whose viewer started ICE while every
+// handshake slot was taken. It is dropped rather than kept waiting: its
+// ICE and DTLS timers run in the browser, the slots free only as fast as
+// handshakes finish, and a player retries a failed connection anyway,
+// where a held one would sit in pending with its reader for seconds.
+var errNoHandshakeSlot = errors.New("ICE started while every WebRTC handshake slot was taken")
+
+// handshakes counts slots in total and per client, so that neither one
+// client nor everyone together can hold more than their share: the
+// server keeps one for the offers answered and waiting for ICE (pending)
+// and one for those whose ICE has started (the DTLS work). The per-client table has
 // an entry only while that client has a handshake in flight, so it never
 // holds more entries than the total cap.
 type handshakes struct {
@@ -61,8 +69,12 @@ func (h *handshakes) acquire(key string) handshakeRefusal {
 	return handshakeOK
 }
 
-// release gives back a slot acquire granted to key.
+// release gives back a slot acquire granted to key; on nil (no slot
+// held) it does nothing.
 func (h *handshakes) release(key string) {
+	if h == nil {
+		return
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.n--
@@ -84,34 +96,73 @@ func (h *handshakes) clientCount() int {
 	return len(h.clients)
 }
 
-// handshakeKey is the client a POST's handshake slot is counted against:
+// handshakeKey is the client a POST's token and slots are counted against:
 // the address the HTTP listener derived (the real client behind a trusted
 // proxy), per /64 for IPv6 like every other per-client limit.
 func handshakeKey(r *http.Request) string {
 	return auth.Key(auth.ClientOf(r).Addr)
 }
 
-// awaitConnected waits until sess is connected and gives its handshake
-// slot back whatever the outcome. A viewer that has not sent a single ICE
-// check ICEStartTimeout after the answer is closed then: without this an
-// offer nobody means to complete would hold its slot for the whole
-// handshake timeout. Once checks have arrived the full HandshakeTimeout
-// applies, since DTLS and a relayed path may take a while.
+// awaitConnected waits until sess is connected. The session holds a
+// pending slot (taken at POST) until its viewer starts ICE, then a
+// handshake slot until it is connected or gives up; whatever the outcome
+// it gives back the slot it holds. A viewer that has not sent a single
+// ICE check ICEStartTimeout after the answer is closed then: an offer
+// nobody means to complete costs its reader and connection for that long
+// and no handshake slot at all. Once ICE has started the full
+// HandshakeTimeout applies, since DTLS and a relayed path may take a
+// while.
 func (s *Server) awaitConnected(sess *session) error {
-	defer s.handshakes.release(sess.clientKey)
+	slots := s.pending
+	defer func() { slots.release(sess.clientKey) }()
 	deadline := time.NewTimer(s.cfg.HandshakeTimeout)
 	defer deadline.Stop()
 	iceStart := time.NewTimer(s.cfg.ICEStartTimeout)
 	defer iceStart.Stop()
-	connected := sess.tr.Connected()
+	connected, started := sess.tr.Connected(), sess.iceStarted
+	logged := false
+	opened := func() {
+		if !logged {
+			logged = true
+			sess.log.Info("viewer opened")
+		}
+	}
+	// toHandshake moves the session from its pending slot to a handshake
+	// slot.
+	toHandshake := func() error {
+		opened()
+		started = nil
+		slots.release(sess.clientKey)
+		slots = nil
+		if s.handshakes.acquire(sess.clientKey) != handshakeOK {
+			s.stats.reject(rejectHandshakeLimit)
+			s.stats.handshakeFailures.Add(1)
+			s.refusals.refusedFrom(sess.remote, sess.path, http.StatusServiceUnavailable, probHandshakes, errNoHandshakeSlot.Error(), "")
+			return errNoHandshakeSlot
+		}
+		slots = s.handshakes
+		return nil
+	}
 	for {
 		select {
 		case <-connected:
+			opened()
 			return nil
+		case <-started:
+			if err := toHandshake(); err != nil {
+				return err
+			}
 		case <-iceStart.C:
+			if started == nil {
+				continue
+			}
+			// The callback and the state may race; the state decides.
 			if !sess.tr.ICEStarted() {
 				s.stats.handshakeFailures.Add(1)
 				return errICENotStarted
+			}
+			if err := toHandshake(); err != nil {
+				return err
 			}
 		case <-deadline.C:
 			s.stats.handshakeFailures.Add(1)

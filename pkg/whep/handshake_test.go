@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pion/webrtc/v4"
-
 	"github.com/srtwhep/srtwhep/internal/testkit"
 )
 
@@ -82,15 +80,10 @@ func TestHandshakesPerClient(t *testing.T) {
 		}
 	}
 	code, body := postFrom(t, a, url, testkit.Offer(t, testkit.OfferOptions{}).SDP)
-	if code != http.StatusServiceUnavailable || !strings.Contains(body, "from your address (limit 2)") {
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "from your address waiting for ICE to start (limit 2)") {
 		t.Fatalf("third offer from a: %d %q", code, body)
 	}
-	if code, body := postFrom(t, b, url, testkit.Offer(t, testkit.OfferOptions{}).SDP); code != http.StatusCreated {
-		t.Fatalf("offer from b while a is at its cap: %d %q", code, body)
-	}
-	if got := srv.Stats().Rejected["handshake_limit"]; got != 1 {
-		t.Errorf("handshake_limit rejections %d, want 1", got)
-	}
+	othersGetIn(t, srv, b, url, "pending_limit")
 }
 
 // An offer whose viewer never starts ICE gives its slot back after the ICE
@@ -112,7 +105,7 @@ func TestICENotStartedFreesSlot(t *testing.T) {
 	start := time.Now()
 	testkit.WaitFor(t, 5*time.Second, "the silent offer's slot to come back", func() bool {
 		st := srv.Stats()
-		return st.HandshakesInFlight == 0 && st.Sessions == 0 && p.readerCount() == 0
+		return st.PendingOffers == 0 && st.HandshakesInFlight == 0 && st.Sessions == 0 && p.readerCount() == 0
 	})
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("slot came back after %v, want about the ICE start timeout", d)
@@ -123,20 +116,7 @@ func TestICENotStartedFreesSlot(t *testing.T) {
 
 	// A real viewer: ICE starts at once, so the short ICE start timeout
 	// never ends it.
-	off := testkit.Offer(t, testkit.OfferOptions{})
-	code, answer := postFrom(t, c, url, off.SDP)
-	if code != http.StatusCreated {
-		t.Fatalf("viewer: %d %q", code, answer)
-	}
-	connected := make(chan struct{})
-	off.PC.OnConnectionStateChange(func(s webrtc.PeerConnectionState) {
-		if s == webrtc.PeerConnectionStateConnected {
-			close(connected)
-		}
-	})
-	if err := off.PC.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: answer}); err != nil {
-		t.Fatal(err)
-	}
+	connected := applyAnswer(t, c, url)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	select {

@@ -228,6 +228,10 @@ func startServerOn(t *testing.T, src Source, planeName string, netMod func(*plan
 		Source:     src,
 		Logger:     testLogger(t),
 		MediaPlane: planeName,
+		// Every test posts from 127.0.0.1, many of them more often than a
+		// viewer would; the offer bucket has its own tests (offerrate_test.go).
+		OfferRate:  1 << 20,
+		OfferBurst: 1 << 20,
 	}
 	if mod != nil {
 		mod(&cfg)

@@ -41,13 +41,17 @@ const (
 	probUnauthorized    = "unauthorized"
 	probForbidden       = "forbidden"
 	probThrottled       = "throttled"
-	probNoSession       = "no-session"
-	probEmptyFrag       = "empty-sdpfrag"
-	probBadFrag         = "bad-sdpfrag"
-	probETagMismatch    = "etag-mismatch"
-	probIfMatchNeeded   = "if-match-required"
-	probRestartFailed   = "ice-restart-failed"
-	probInternal        = "internal"
+	probOfferRate       = "offer-rate"
+	// probICENotStarted names, in the log only, an answered offer closed
+	// because its viewer sent no ICE check: the client had its 201.
+	probICENotStarted = "ice-not-started"
+	probNoSession     = "no-session"
+	probEmptyFrag     = "empty-sdpfrag"
+	probBadFrag       = "bad-sdpfrag"
+	probETagMismatch  = "etag-mismatch"
+	probIfMatchNeeded = "if-match-required"
+	probRestartFailed = "ice-restart-failed"
+	probInternal      = "internal"
 )
 
 var problemTitles = map[string]string{
@@ -71,6 +75,7 @@ var problemTitles = map[string]string{
 	probUnauthorized:    "Unauthorized",
 	probForbidden:       "Forbidden",
 	probThrottled:       "Too many failed attempts",
+	probOfferRate:       "Too many offers",
 	probNoSession:       "No such session",
 	probEmptyFrag:       "Empty sdpfrag",
 	probBadFrag:         "Malformed sdpfrag",

@@ -33,13 +33,28 @@ type refusalKind struct {
 }
 
 func newRefusalLog(log *slog.Logger) *refusalLog {
-	return &refusalLog{log: log, now: time.Now, msg: "offer refused", kinds: make(map[string]*refusalKind)}
+	return namedRefusalLog(log, "offer refused")
+}
+
+// namedRefusalLog is a refusalLog whose lines read msg.
+func namedRefusalLog(log *slog.Logger, msg string) *refusalLog {
+	return &refusalLog{log: log, now: time.Now, msg: msg, kinds: make(map[string]*refusalKind)}
 }
 
 // refused logs (or counts, within the slug's second) one refused request.
 // offer is the body, "" when none was read; its codecs are read only for
 // a line that is written, so a flood of refusals costs no scans.
 func (l *refusalLog) refused(r *http.Request, path string, status int, slug, detail, offer string) {
+	remote := ""
+	if r != nil {
+		remote = r.RemoteAddr
+	}
+	l.refusedFrom(remote, path, status, slug, detail, offer)
+}
+
+// refusedFrom is refused for a request already answered: remote is its
+// client's address.
+func (l *refusalLog) refusedFrom(remote, path string, status int, slug, detail, offer string) {
 	now := l.now()
 	l.mu.Lock()
 	k := l.kinds[slug]
@@ -56,10 +71,6 @@ func (l *refusalLog) refused(r *http.Request, path string, status int, slug, det
 	suppressed := k.suppressed
 	k.last, k.suppressed = now, 0
 	l.mu.Unlock()
-	remote := ""
-	if r != nil {
-		remote = r.RemoteAddr
-	}
 	l.log.Warn(l.msg, "reason", slug, "status", status, "path", path, "remote", remote,
 		"codecs", offeredCodecs(offer), "detail", strings.Join(strings.Fields(detail), " "), "suppressed", suppressed)
 }
@@ -89,7 +100,7 @@ func (l *refusalLog) flush(now time.Time, final bool) {
 		// Not itself a refusal, so a line of its own: "offer refused"
 		// still finds it, and counting stays exact (a refusal line is
 		// one refusal plus those it held back, this one only those).
-		l.log.Warn("offer refused: held back", "reason", h.slug, "status", h.status, "suppressed", h.suppressed)
+		l.log.Warn(l.msg+": held back", "reason", h.slug, "status", h.status, "suppressed", h.suppressed)
 	}
 }
 

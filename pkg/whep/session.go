@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,9 +25,13 @@ type session struct {
 	log              *slog.Logger
 	reader           Reader
 
-	// clientKey is whose handshake slot the session holds until it is
-	// connected (see awaitConnected).
+	// clientKey is whose pending slot, then handshake slot, the session
+	// holds until it is connected (see awaitConnected).
 	clientKey string
+	// iceStarted is closed, once (iceOnce), when the plane reports the
+	// viewer's ICE has started (plane.Offer.OnICEStart).
+	iceStarted chan struct{}
+	iceOnce    sync.Once
 
 	// tr is set before the session is registered and never changes.
 	tr plane.Conn
@@ -76,6 +81,7 @@ func (sess *session) info() SessionInfo {
 // is left open.
 func (sess *session) answer(ctx, base context.Context, p Plane, audio bool) (string, error) {
 	sess.ctx, sess.cancel = context.WithCancelCause(base)
+	sess.iceStarted = make(chan struct{})
 	o := sess.offer
 	po := plane.Offer{
 		Session: sess.ctx,
@@ -85,8 +91,9 @@ func (sess *session) answer(ctx, base context.Context, p Plane, audio bool) (str
 		OnRTCP:  sess.onRTCP,
 		// Whatever ends the connection on its own ends the session, whose
 		// sender may be waiting for a frame.
-		OnDone: func(reason error) { sess.cancel(endReason(reason)) },
-		Log:    sess.log,
+		OnDone:     func(reason error) { sess.cancel(endReason(reason)) },
+		OnICEStart: func() { sess.iceOnce.Do(func() { close(sess.iceStarted) }) },
+		Log:        sess.log,
 	}
 	if audio {
 		po.Audio = &plane.Codec{PayloadType: o.audioPT, Fmtp: plane.OpusFmtp}
@@ -150,7 +157,8 @@ func (sess *session) onRTCP(pkts []rtcp.Packet) {
 }
 
 // runSession is the session's goroutine, counted in s.wg by addSession. It
-// owns the handshake slot taken at POST, the connection and the reader.
+// owns the pending slot taken at POST (and the handshake slot that
+// replaces it when ICE starts), the connection and the reader.
 // Once the viewer is connected it hands the session's sender to the
 // connection, which runs it, and ends; the session's end then runs on a
 // goroutine the sender's OnEnd starts when it finishes.
@@ -224,6 +232,12 @@ func (s *Server) endSession(sess *session, reason error) {
 	s.stats.closedPackets.Add(packets)
 	s.stats.closedBytes.Add(bytes)
 	s.readerClosed(sess, reason)
+	if errors.Is(reason, errICENotStarted) {
+		// One line a second for all of them, with the count it held back.
+		s.silentClosed.refusedFrom(sess.remote, sess.path, http.StatusCreated, probICENotStarted,
+			reason.Error()+": its checks never reached the server (a firewall, or webrtc.publicIPs missing behind NAT), or it never meant to connect", "")
+		return
+	}
 	attrs := []any{"reason", reason.Error(),
 		"duration", time.Since(sess.since).Round(time.Millisecond).String(), "packets", packets}
 	if snd := sess.snd.Load(); snd != nil && snd.CongestionSkips() > 0 { // the connection delivers no more RTCP

@@ -25,6 +25,8 @@ const (
 	rejectBadOffer
 	rejectAuth
 	rejectHandshakeLimit
+	rejectOfferRate
+	rejectPendingLimit
 )
 
 var rejectReasons = [...]string{
@@ -34,6 +36,8 @@ var rejectReasons = [...]string{
 	rejectBadOffer:       "bad_offer",
 	rejectAuth:           "auth",
 	rejectHandshakeLimit: "handshake_limit",
+	rejectOfferRate:      "offer_rate",
+	rejectPendingLimit:   "pending_limit",
 }
 
 func (c *serverCounters) reject(r rejectReason) { c.rejected[r].Add(1) }
@@ -41,7 +45,8 @@ func (c *serverCounters) reject(r rejectReason) { c.rejected[r].Add(1) }
 // Stats is a snapshot for metrics.
 type Stats struct {
 	Sessions           int    // sessions open now (any state)
-	HandshakesInFlight int    // offers answered but not yet connected
+	HandshakesInFlight int    // viewers whose ICE has started, not yet connected
+	PendingOffers      int    // offers answered whose viewer has not started ICE
 	SessionsOpened     uint64 // 201s sent
 	HandshakeFailures  uint64 // answered sessions that never connected
 	PacketsSent        uint64
@@ -54,7 +59,9 @@ type Stats struct {
 	// way in (a full receive buffer: viewers' RTCP, NACKs, keepalives).
 	UDPReceiveDrops uint64
 	// Rejected counts refused offers by reason (reader_cap, server_full,
-	// no_publisher, bad_offer, auth, handshake_limit).
+	// no_publisher, bad_offer, auth, handshake_limit, offer_rate,
+	// pending_limit). handshake_limit counts viewers closed because no
+	// DTLS slot was free when their ICE started: they had their 201.
 	Rejected map[string]uint64
 	// StateCounts counts open sessions by state ("connecting", "connected").
 	StateCounts map[string]int
@@ -97,6 +104,7 @@ func (s *Server) KickSession(id string) bool {
 func (s *Server) Stats() Stats {
 	st := Stats{
 		HandshakesInFlight: s.handshakes.inFlight(),
+		PendingOffers:      s.pending.inFlight(),
 		SessionsOpened:     s.stats.opened.Load(),
 		HandshakeFailures:  s.stats.handshakeFailures.Load(),
 		PacketsSent:        s.stats.closedPackets.Load(),

@@ -35,6 +35,7 @@ func (s *Server) MetricsSample() metrics.WebRTCSample {
 	return metrics.WebRTCSample{
 		SessionsByState:    states,
 		HandshakesInFlight: st.HandshakesInFlight,
+		OffersPending:      st.PendingOffers,
 		HandshakesFailed:   st.HandshakeFailures,
 		SessionsTotal:      st.SessionsOpened,
 		RejectedTotal:      st.Rejected,

@@ -113,17 +113,28 @@ type Config struct {
 	AllowOrigin string
 	// MaxBodyBytes bounds offers and PATCH bodies; default 64 KiB.
 	MaxBodyBytes int64
-	// MaxHandshakes bounds the offers in flight (POST → connected); beyond
-	// it a POST gets 503 + Retry-After. Default 32.
+	// MaxHandshakes bounds the handshakes in flight (the viewer's first
+	// ICE check → connected: the DTLS work); a viewer whose ICE starts
+	// while every slot is taken is closed. Default 32.
 	MaxHandshakes int
 	// MaxHandshakesPerClient bounds them per client address (per /64 for
 	// IPv6), so one client cannot take every slot. Default
 	// DefaultMaxHandshakesPerClient, at most MaxHandshakes.
 	MaxHandshakesPerClient int
 	// ICEStartTimeout closes an answered offer whose viewer sent no ICE
-	// check within it, giving its handshake slot back early. Default
+	// check within it, freeing its pending slot and its reader. Default
 	// DefaultICEStartTimeout, at most HandshakeTimeout.
 	ICEStartTimeout time.Duration
+	// OfferRate and OfferBurst are each client's token bucket for POSTs
+	// (per /64 for IPv6): OfferRate a second sustained, OfferBurst at
+	// once; beyond it a POST gets 429 + Retry-After. Defaults
+	// DefaultOfferRate, DefaultOfferBurst.
+	OfferRate, OfferBurst int
+	// MaxPendingOffers bounds the answered offers whose viewer has not
+	// started ICE yet; beyond it a POST gets 503 + Retry-After. Per
+	// client they are bounded by MaxHandshakesPerClient as well. Default
+	// DefaultMaxPendingOffers.
+	MaxPendingOffers int
 
 	Source Source
 	// Demand, when set, is asked before a viewer's reader is added, so an
@@ -174,6 +185,10 @@ const (
 	// rarely starts more viewers at the same moment, and what is left is
 	// enough for everyone else.
 	DefaultMaxHandshakesPerClient = 16
+	// A pending offer holds a reader and a connection that waits for a
+	// check: memory only. 512 of them leave room for 32 clients each at
+	// its per-client cap before a newcomer is refused.
+	DefaultMaxPendingOffers = 512
 )
 
 // Server is the WHEP server. New validates, Run binds and serves.
@@ -186,8 +201,12 @@ type Server struct {
 	// bound is set by Run once the plane has bound its sockets.
 	bound   atomic.Bool
 	baseCtx context.Context // set by Run before ready closes
-	// handshakes are the offers in flight, capped in total and per client.
-	handshakes *handshakes
+	// offers is the per-client token bucket every POST passes first.
+	offers *offerBuckets
+	// pending are the answered offers waiting for their viewer's first
+	// ICE check, handshakes those whose DTLS is under way; each capped in
+	// total and per client.
+	pending, handshakes *handshakes
 
 	mu       sync.Mutex
 	closing  bool
@@ -205,6 +224,10 @@ type Server struct {
 	sse *eventStreams
 	// sseRefusals logs refused event stream requests like refusals.
 	sseRefusals *refusalLog
+	// silentClosed logs the sessions closed because their viewer never
+	// started ICE like refusals, one line a second: a flood of such
+	// offers must not flood the log with a line per offer.
+	silentClosed *refusalLog
 	// draining: Drain was called; new offers are refused.
 	draining atomic.Bool
 }
@@ -236,29 +259,20 @@ func New(cfg Config) (*Server, error) {
 			cfg.PathState = st.State
 		}
 	}
-	if cfg.MaxEventStreams <= 0 {
-		cfg.MaxEventStreams = DefaultMaxEventStreams
-	}
-	if cfg.HandshakeTimeout <= 0 {
-		cfg.HandshakeTimeout = DefaultHandshakeTimeout
-	}
+	positiveOr(&cfg.MaxEventStreams, DefaultMaxEventStreams)
+	positiveOr(&cfg.HandshakeTimeout, DefaultHandshakeTimeout)
 	if cfg.AllowOrigin == "" {
 		cfg.AllowOrigin = "*"
 	}
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if cfg.MaxHandshakes <= 0 {
-		cfg.MaxHandshakes = DefaultMaxHandshakes
-	}
-	if cfg.MaxHandshakesPerClient <= 0 {
-		cfg.MaxHandshakesPerClient = DefaultMaxHandshakesPerClient
-	}
+	positiveOr(&cfg.MaxBodyBytes, DefaultMaxBodyBytes)
+	positiveOr(&cfg.MaxHandshakes, DefaultMaxHandshakes)
+	positiveOr(&cfg.MaxHandshakesPerClient, DefaultMaxHandshakesPerClient)
 	cfg.MaxHandshakesPerClient = min(cfg.MaxHandshakesPerClient, cfg.MaxHandshakes)
-	if cfg.ICEStartTimeout <= 0 {
-		cfg.ICEStartTimeout = DefaultICEStartTimeout
-	}
+	positiveOr(&cfg.ICEStartTimeout, DefaultICEStartTimeout)
 	cfg.ICEStartTimeout = min(cfg.ICEStartTimeout, cfg.HandshakeTimeout)
+	positiveOr(&cfg.OfferRate, DefaultOfferRate)
+	positiveOr(&cfg.OfferBurst, DefaultOfferBurst)
+	positiveOr(&cfg.MaxPendingOffers, DefaultMaxPendingOffers)
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -268,19 +282,18 @@ func New(cfg Config) (*Server, error) {
 		sse = newEventStreams(cfg.PathState, cfg.MaxEventStreams)
 	}
 	return &Server{
-		sse:        sse,
-		cfg:        cfg,
-		log:        log,
-		ready:      make(chan struct{}),
-		handshakes: newHandshakes(cfg.MaxHandshakes, cfg.MaxHandshakesPerClient),
-		sessions:   make(map[string]*session),
-		ended:      newEndedSessions(endedWindow, endedMax),
-		refusals:   newRefusalLog(log),
-		sseRefusals: func() *refusalLog {
-			l := newRefusalLog(log)
-			l.msg = "event stream refused"
-			return l
-		}(),
+		sse:          sse,
+		cfg:          cfg,
+		log:          log,
+		ready:        make(chan struct{}),
+		handshakes:   newHandshakes(cfg.MaxHandshakes, cfg.MaxHandshakesPerClient),
+		pending:      newHandshakes(cfg.MaxPendingOffers, min(cfg.MaxHandshakesPerClient, cfg.MaxPendingOffers)),
+		offers:       newOfferBuckets(cfg.OfferRate, cfg.OfferBurst, maxOfferClients),
+		sessions:     make(map[string]*session),
+		ended:        newEndedSessions(endedWindow, endedMax),
+		refusals:     newRefusalLog(log),
+		sseRefusals:  namedRefusalLog(log, "event stream refused"),
+		silentClosed: namedRefusalLog(log, "viewer closed"),
 	}, nil
 }
 
@@ -320,10 +333,13 @@ func (s *Server) Run(ctx context.Context) error {
 		select {
 		case now := <-tick.C:
 			s.refusals.flush(now, false)
+			s.silentClosed.flush(now, false)
+			s.offers.expire()
 		case <-ctx.Done():
 		}
 	}
 	s.refusals.flush(time.Now(), true)
+	s.silentClosed.flush(time.Now(), true)
 
 	s.mu.Lock()
 	s.closing = true
@@ -411,3 +427,10 @@ var (
 	errICEFailed        = errors.New("connection failed (no traffic within the disconnect timeout)")
 	errPCClosed         = errors.New("peer connection closed")
 )
+
+// positiveOr sets a zero or negative limit to its default d.
+func positiveOr[T int | int64 | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
+	}
+}
