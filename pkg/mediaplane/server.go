@@ -24,8 +24,8 @@ const (
 	// DefaultHandshakeTimeout bounds the time from the answer to working
 	// SRTP keys: ICE checks and the DTLS handshake, over a slow link.
 	DefaultHandshakeTimeout = 10 * time.Second
-	// DefaultConsentTimeout is RFC 7675's: a viewer that sent no valid
-	// STUN check and no valid RTCP for this long is gone.
+	// DefaultConsentTimeout is RFC 7675's: a viewer whose media address
+	// answered none of our checks for this long is gone.
 	DefaultConsentTimeout = 30 * time.Second
 )
 
@@ -59,8 +59,9 @@ type Config struct {
 	// HandshakeTimeout ends a viewer that has no SRTP keys this long after
 	// its answer; 0 means DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
-	// ConsentTimeout ends a connected viewer that sent no valid STUN check
-	// or RTCP for this long; 0 means DefaultConsentTimeout.
+	// ConsentTimeout ends a connected viewer whose media address answered
+	// none of our consent checks for this long (over ICE-TCP: that sent
+	// no valid check or RTCP); 0 means DefaultConsentTimeout.
 	ConsentTimeout time.Duration
 	// Certificate is the DTLS certificate; nil generates an ECDSA P-256 one.
 	Certificate *tls.Certificate
@@ -103,6 +104,8 @@ type Server struct {
 	// segmented send.
 	gso   atomic.Bool
 	stats counters
+	// consentLogAt is when the last consent failure was logged (unix ns).
+	consentLogAt atomic.Int64
 
 	// Used by the demultiplexer goroutine only.
 	demux demuxState
@@ -251,28 +254,35 @@ func (s *Server) Fingerprint() string { return s.fingerprint }
 // answer carries: what an ICE restart's answer fragment lists again.
 func (s *Server) Candidates() []string { return append([]string(nil), s.candidates...) }
 
-// janitor ends viewers whose handshake or consent ran out.
+// janitor ends viewers whose handshake or consent ran out, and drives
+// every viewer's consent checks (consentTick): one goroutine for all.
 func (s *Server) janitor() {
 	t := time.NewTicker(janitorInterval)
 	defer t.Stop()
-	var expired []*Viewer
-	var reasons []error
+	var all []*Viewer
+	var creds []*iceCreds
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
 		case now := <-t.C:
-			expired, reasons = expired[:0], reasons[:0]
+			// Collected under the lock, checked and sent outside it.
+			all, creds = all[:0], creds[:0]
 			s.mu.RLock()
 			for v := range s.viewers {
-				if err := v.expired(now, s.cfg.HandshakeTimeout, s.cfg.ConsentTimeout); err != nil {
-					expired = append(expired, v)
-					reasons = append(reasons, err)
-				}
+				all = append(all, v)
+				creds = append(creds, v.creds)
 			}
 			s.mu.RUnlock()
-			for i, v := range expired {
-				v.end(reasons[i])
+			for i, v := range all {
+				err := v.expired(now, s.cfg.HandshakeTimeout, s.cfg.ConsentTimeout)
+				if err == nil {
+					err = s.consentTick(v, creds[i], now.UnixNano())
+				}
+				if err != nil {
+					v.end(err)
+				}
+				all[i], creds[i] = nil, nil
 			}
 		}
 	}

@@ -30,9 +30,9 @@ var (
 	ErrViewerClosed = errors.New("mediaplane: viewer closed")
 	// ErrHandshakeTimeout: no SRTP keys within Config.HandshakeTimeout.
 	ErrHandshakeTimeout = errors.New("mediaplane: ICE and DTLS did not complete within the handshake timeout")
-	// ErrConsentExpired: no valid STUN check or RTCP within
-	// Config.ConsentTimeout (RFC 7675).
-	ErrConsentExpired = errors.New("mediaplane: consent expired: nothing valid from the viewer within the consent timeout")
+	// ErrConsentExpired: the viewer's media address answered no consent
+	// check within Config.ConsentTimeout (RFC 7675).
+	ErrConsentExpired = errors.New("mediaplane: consent expired: the viewer answered no consent check within the consent timeout")
 	// ErrPeerClosed: the viewer sent a DTLS alert (close_notify or fatal).
 	ErrPeerClosed = errors.New("mediaplane: the viewer closed the DTLS association")
 )
@@ -90,8 +90,9 @@ type Viewer struct {
 
 	created  time.Time
 	state    atomic.Int32
-	lastSeen atomic.Int64 // unix nanoseconds of the last valid check or RTCP
-	remote   atomic.Pointer[peerAddr]
+	lastSeen atomic.Int64             // unix nanoseconds of the last valid check or RTCP; only ICE-TCP expiry reads it
+	remote   atomic.Pointer[peerAddr] // only ever a proven address (consent.go)
+	consent  consentState
 
 	// answerUfrag is our ICE ufrag in the answer NewViewer returned; set
 	// once, before the viewer is shared.
@@ -284,7 +285,10 @@ func (v *Viewer) expired(now time.Time, handshake, consent time.Duration) error 
 			return ErrHandshakeTimeout
 		}
 	case stateConnected:
-		if now.UnixNano()-v.lastSeen.Load() > int64(consent) {
+		// Over UDP consentTick decides, on proof of receipt; over ICE-TCP
+		// a spoofer cannot reach the connection, so its own traffic is
+		// proof enough.
+		if r := v.remote.Load(); r != nil && r.tcp != nil && now.UnixNano()-v.lastSeen.Load() > int64(consent) {
 			return ErrConsentExpired
 		}
 	}
