@@ -133,6 +133,19 @@ func TestSpoofedNomination(t *testing.T) {
 	logs.WaitLog(t, time.Second, "ICE nomination unanswered", "remote=127.0.0.9:")
 }
 
+// joinPion offers pv's offer to srv with vc, gives pv the answer and
+// waits until both ends are connected.
+func joinPion(t *testing.T, srv *Server, pv *pionViewer, vc ViewerConfig) (*Viewer, string) {
+	t.Helper()
+	v, answer, err := srv.NewViewer(mustOffer(t, pv.offer), vc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv.accept(t, answer)
+	waitConnected(t, v, pv)
+	return v, answer
+}
+
 // TestPionAnswersConsent: pion, a full agent as browsers are, answers the
 // consent checks of an ICE-lite server, so consent holds on its own
 // answers for several consent timeouts.
@@ -140,12 +153,7 @@ func TestPionAnswersConsent(t *testing.T) {
 	const timeout = 2 * time.Second
 	srv, _ := newServer(t, func(c *Config) { c.ConsentTimeout = timeout })
 	pv := newPionViewer(t, false)
-	v, answer, err := srv.NewViewer(mustOffer(t, pv.offer), codecsFor(t, pv.offer))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pv.accept(t, answer)
-	waitConnected(t, v, pv)
+	v, _ := joinPion(t, srv, pv, codecsFor(t, pv.offer))
 	start, before := time.Now(), srv.Stats().ConsentAnswers
 	// Checks go every quarter timeout: twelve answers span three timeouts.
 	testkit.WaitFor(t, 30*time.Second, "pion to answer twelve consent checks", func() bool {
@@ -223,12 +231,7 @@ func TestPionViewerMoves(t *testing.T) {
 	srv, logs := newServer(t, nil)
 	pv := newPionViewer(t, false)
 	vc := codecsFor(t, pv.offer)
-	v, answer, err := srv.NewViewer(mustOffer(t, pv.offer), vc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pv.accept(t, answer)
-	waitConnected(t, v, pv)
+	v, answer := joinPion(t, srv, pv, vc)
 	first := v.Remote()
 
 	snd := srv.NewSender(0)
