@@ -77,12 +77,13 @@ func (v *Viewer) consentProven(now int64) {
 }
 
 // checkWait is the wait before the next periodic check: RFC 7675's
-// interval, or a quarter of a shorter consent timeout (tests), so that a
-// live viewer is always checked several times within the timeout.
+// interval, or a sixth of a shorter proof timeout (tests), so that a live
+// viewer is checked several times within the timeout.
 func (s *Server) checkWait() int64 {
-	iv := min(consentInterval, s.cfg.ConsentTimeout/4)
-	return int64(iv) * int64(80+mrand.IntN(41)) / 100
+	return s.checkInterval() * int64(80+mrand.IntN(41)) / 100
 }
+
+func (s *Server) checkInterval() int64 { return int64(min(consentInterval, s.cfg.ProofTimeout/6)) }
 
 // sendCheck sends our Binding request to to with c's credentials and
 // remembers its transaction, so that only an answer from there proves it.
@@ -169,7 +170,7 @@ func (s *Server) nominate(c *iceCreds, from route, now int64) {
 	if cur != nil && cur.route == from {
 		return
 	}
-	if cur == nil || from.tcp != nil || v.answeredSince(from, now-int64(s.cfg.ConsentTimeout)) {
+	if cur == nil || from.tcp != nil || v.answeredSince(from, now-int64(s.cfg.ProofTimeout)) {
 		v.moveTo(from, s.inet6, now)
 		return
 	}
@@ -234,8 +235,13 @@ func (s *Server) consentTick(v *Viewer, c *iceCreds, now int64) error {
 	periodic := connected && now >= cs.nextCheck
 	if periodic {
 		cs.nextCheck = now + s.checkWait()
+		if iv := s.checkInterval(); now-cs.provenAt > iv*13/10 {
+			// The last check went unanswered: on a lossy link, check
+			// five times as often rather than let consent lapse.
+			cs.nextCheck = now + iv/5
+		}
 	}
-	stale := connected && now-cs.provenAt > int64(s.cfg.ConsentTimeout)
+	stale := connected && now-cs.provenAt > int64(s.cfg.ProofTimeout)
 	cs.mu.Unlock()
 
 	if retry != (route{}) {
@@ -247,7 +253,7 @@ func (s *Server) consentTick(v *Viewer, c *iceCreds, now int64) error {
 	}
 	if stale {
 		s.stats.consentFailures.Add(1)
-		s.logConsent(v, "consent check unanswered within the consent timeout: media stops", r.route, now)
+		s.logConsent(v, "consent checks unanswered for the proof timeout: media stops", r.route, now)
 		return ErrConsentExpired
 	}
 	if periodic {

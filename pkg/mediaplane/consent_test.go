@@ -151,11 +151,11 @@ func joinPion(t *testing.T, srv *Server, pv *pionViewer, vc ViewerConfig) (*View
 // answers for several consent timeouts.
 func TestPionAnswersConsent(t *testing.T) {
 	const timeout = 2 * time.Second
-	srv, _ := newServer(t, func(c *Config) { c.ConsentTimeout = timeout })
+	srv, _ := newServer(t, func(c *Config) { c.ProofTimeout = timeout })
 	pv := newPionViewer(t, false)
 	v, _ := joinPion(t, srv, pv, codecsFor(t, pv.offer))
 	start, before := time.Now(), srv.Stats().ConsentAnswers
-	// Checks go every quarter timeout: twelve answers span three timeouts.
+	// Checks go every sixth of the timeout: twelve answers span two.
 	testkit.WaitFor(t, 30*time.Second, "pion to answer twelve consent checks", func() bool {
 		return srv.Stats().ConsentAnswers-before >= 12 || v.Err() != nil
 	})
@@ -310,4 +310,37 @@ func TestPionViewerMoves(t *testing.T) {
 		t.Fatalf("viewer ended: %v", err)
 	}
 	logs.WaitLog(t, time.Second, "viewer route changed", "media_remote="+rb.outAddr().String())
+}
+
+// TestConsentNeedsAnswers: a viewer that keeps sending valid checks (which
+// anyone who knows its password can forge from any address) but answers
+// none of ours loses its media after the proof timeout.
+func TestConsentNeedsAnswers(t *testing.T) {
+	const timeout = time.Second
+	srv, logs := newServer(t, func(c *Config) { c.ProofTimeout = timeout })
+	p := newRawPeer(t, srv)
+	v := p.join(srv, h264Codec)
+	p.connect(srv, v)
+	p.silent.Store(true)
+	start := time.Now()
+	for i := 0; ; i++ {
+		if i == 200 {
+			t.Fatalf("viewer alive %v after its last answer, with a %v proof timeout", time.Since(start), timeout)
+		}
+		select {
+		case <-v.Done():
+		case <-time.After(50 * time.Millisecond): // the viewer's check pace
+			p.check(false)
+			continue
+		}
+		break
+	}
+	if v.Err() != ErrConsentExpired {
+		t.Fatalf("Err() = %v, want ErrConsentExpired", v.Err())
+	}
+	t.Logf("ended %v after its last answer", time.Since(start).Round(10*time.Millisecond))
+	if srv.Stats().ConsentFailures != 1 {
+		t.Errorf("consent failures %d, want 1", srv.Stats().ConsentFailures)
+	}
+	logs.WaitLog(t, time.Second, "consent checks unanswered for the proof timeout", "remote="+p.conn.LocalAddr().String())
 }

@@ -24,9 +24,12 @@ const (
 	// DefaultHandshakeTimeout bounds the time from the answer to working
 	// SRTP keys: ICE checks and the DTLS handshake, over a slow link.
 	DefaultHandshakeTimeout = 10 * time.Second
-	// DefaultConsentTimeout is RFC 7675's: a viewer whose media address
-	// answered none of our checks for this long is gone.
+	// DefaultConsentTimeout is RFC 7675's: a viewer that sent no valid
+	// STUN check and no valid RTCP for this long is gone.
 	DefaultConsentTimeout = 30 * time.Second
+	// DefaultProofTimeout is RFC 7675's consent expiry: media stops to an
+	// address that answered none of our consent checks for this long.
+	DefaultProofTimeout = 30 * time.Second
 )
 
 // janitorInterval is how often timeouts are checked; the timeouts are
@@ -59,10 +62,14 @@ type Config struct {
 	// HandshakeTimeout ends a viewer that has no SRTP keys this long after
 	// its answer; 0 means DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
-	// ConsentTimeout ends a connected viewer whose media address answered
-	// none of our consent checks for this long (over ICE-TCP: that sent
-	// no valid check or RTCP); 0 means DefaultConsentTimeout.
+	// ConsentTimeout ends a connected viewer that sent no valid STUN check
+	// or RTCP for this long; 0 means DefaultConsentTimeout.
 	ConsentTimeout time.Duration
+	// ProofTimeout ends a connected UDP viewer whose media address
+	// answered none of our consent checks for this long (RFC 7675: what
+	// a viewer sends proves nothing, since it may spoof its source; see
+	// consent.go); 0 means DefaultProofTimeout.
+	ProofTimeout time.Duration
 	// Certificate is the DTLS certificate; nil generates an ECDSA P-256 one.
 	Certificate *tls.Certificate
 	// Logger receives one line per viewer event; nil discards them.
@@ -134,6 +141,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.ConsentTimeout <= 0 {
 		cfg.ConsentTimeout = DefaultConsentTimeout
+	}
+	if cfg.ProofTimeout <= 0 {
+		cfg.ProofTimeout = DefaultProofTimeout
 	}
 	log := cfg.Logger
 	if log == nil {

@@ -30,9 +30,10 @@ var (
 	ErrViewerClosed = errors.New("mediaplane: viewer closed")
 	// ErrHandshakeTimeout: no SRTP keys within Config.HandshakeTimeout.
 	ErrHandshakeTimeout = errors.New("mediaplane: ICE and DTLS did not complete within the handshake timeout")
-	// ErrConsentExpired: the viewer's media address answered no consent
-	// check within Config.ConsentTimeout (RFC 7675).
-	ErrConsentExpired = errors.New("mediaplane: consent expired: the viewer answered no consent check within the consent timeout")
+	// ErrConsentExpired: no valid STUN check or RTCP within
+	// Config.ConsentTimeout, or no answer to our consent checks from the
+	// media address within Config.ProofTimeout (RFC 7675).
+	ErrConsentExpired = errors.New("mediaplane: consent expired: nothing valid from the viewer, or no answer to our consent checks, within the consent timeout")
 	// ErrPeerClosed: the viewer sent a DTLS alert (close_notify or fatal).
 	ErrPeerClosed = errors.New("mediaplane: the viewer closed the DTLS association")
 )
@@ -285,10 +286,9 @@ func (v *Viewer) expired(now time.Time, handshake, consent time.Duration) error 
 			return ErrHandshakeTimeout
 		}
 	case stateConnected:
-		// Over UDP consentTick decides, on proof of receipt; over ICE-TCP
-		// a spoofer cannot reach the connection, so its own traffic is
-		// proof enough.
-		if r := v.remote.Load(); r != nil && r.tcp != nil && now.UnixNano()-v.lastSeen.Load() > int64(consent) {
+		// A quick end for a viewer gone silent; that what it sends comes
+		// from where media goes is proven separately (consentTick).
+		if now.UnixNano()-v.lastSeen.Load() > int64(consent) {
 			return ErrConsentExpired
 		}
 	}
