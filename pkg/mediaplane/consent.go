@@ -170,11 +170,16 @@ func (s *Server) nominate(c *iceCreds, from route, now int64) {
 	if cur != nil && cur.route == from {
 		return
 	}
+	cs := &v.consent
 	if cur == nil || from.tcp != nil || v.answeredSince(from, now-int64(s.cfg.ProofTimeout)) {
+		// The latest nomination wins: an earlier one still unproven must
+		// not pull media back when its answer comes.
+		cs.mu.Lock()
+		cs.want = route{}
+		cs.mu.Unlock()
 		v.moveTo(from, s.inet6, now)
 		return
 	}
-	cs := &v.consent
 	cs.mu.Lock()
 	if cs.want == from {
 		cs.mu.Unlock()

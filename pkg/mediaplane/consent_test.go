@@ -344,3 +344,24 @@ func TestConsentNeedsAnswers(t *testing.T) {
 	}
 	logs.WaitLog(t, time.Second, "consent checks unanswered for the proof timeout", "remote="+p.conn.LocalAddr().String())
 }
+
+// TestNominationOfAnsweredPair: a pair whose address already answered our
+// triggered check (sent while the viewer checks pairs) is proven, so its
+// nomination moves media at once, without another round trip.
+func TestNominationOfAnsweredPair(t *testing.T) {
+	srv, _ := newServer(t, nil)
+	p := newRawPeer(t, srv)
+	v := p.join(srv, h264Codec)
+	second, _ := p.secondSocket(net.IPv4(127, 0, 0, 3))
+	p.check(false) // the first address: media's stand-in until a nomination
+	p.checkWith(second, p.srvUfrag, p.srvPwd, false)
+	testkit.WaitFor(t, 5*time.Second, "both triggered checks answered", func() bool {
+		return srv.Stats().ConsentAnswers >= 2
+	})
+	p.checkWith(second, p.srvUfrag, p.srvPwd, true)
+	// checkWith returned with the answer, which the server sends after
+	// acting on the nomination.
+	if got, want := v.Remote(), second.LocalAddr().(*net.UDPAddr).AddrPort(); got != want {
+		t.Fatalf("media goes to %v after nominating the answered pair %v", got, want)
+	}
+}

@@ -103,6 +103,36 @@ func (p *rawPeer) read() {
 	}
 }
 
+// secondSocket is another socket of the peer's, on ip: it answers the
+// server's checks there as the main one does and hands on the RTP and
+// RTCP that arrive, until the test ends.
+func (p *rawPeer) secondSocket(ip net.IP) (*net.UDPConn, <-chan []byte) {
+	p.t.Helper()
+	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: ip})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	got := make(chan []byte, 64)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		buf := make([]byte, 2048)
+		for {
+			n, _, err := conn.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			b := append([]byte(nil), buf[:n]...)
+			if n > 0 && b[0] >= 128 {
+				trySend(got, b)
+			} else if n > 0 && b[0] <= 3 {
+				p.takeSTUN(conn, b)
+			}
+		}
+	})
+	p.t.Cleanup(func() { conn.Close(); wg.Wait() })
+	return conn, got
+}
+
 // takeSTUN answers the server's checks that arrive on conn, as a full
 // agent does (unless silent), and queues every STUN message for the test.
 func (p *rawPeer) takeSTUN(conn *net.UDPConn, b []byte) {

@@ -233,27 +233,7 @@ func TestICERestart(t *testing.T) {
 	p.check(false)
 	p.ufrag = newUfrag
 
-	moved, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer moved.Close()
-	got := make(chan []byte, 64)
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			n, _, err := moved.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				close(got)
-				return
-			}
-			if n > 0 && buf[0] >= 128 {
-				got <- append([]byte(nil), buf[:n]...)
-			} else if n > 0 && buf[0] <= 3 {
-				p.takeSTUN(moved, append([]byte(nil), buf[:n]...))
-			}
-		}
-	}()
+	moved, got := p.secondSocket(net.IPv4(127, 0, 0, 1))
 	p.checkWith(moved, ufrag, pwd, true)
 	// Media moves once the new address answers our consent check.
 	testkit.WaitFor(t, 5*time.Second, "media to move to the nominated address", func() bool {
@@ -278,7 +258,4 @@ func TestICERestart(t *testing.T) {
 		t.Fatal("no media at the new address")
 	}
 	v.Close()
-	moved.Close()
-	for range got {
-	}
 }
