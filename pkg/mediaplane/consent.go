@@ -86,7 +86,8 @@ func (s *Server) checkWait() int64 {
 func (s *Server) checkInterval() int64 { return int64(min(consentInterval, s.cfg.ProofTimeout/6)) }
 
 // sendCheck sends our Binding request to to with c's credentials and
-// remembers its transaction, so that only an answer from there proves it.
+// remembers its transaction (stun.TransactionID draws 96 bits from
+// crypto/rand), so that only an answer from there proves it.
 func (s *Server) sendCheck(c *iceCreds, to route) {
 	if c == nil || c.remoteKey == nil {
 		return
@@ -130,14 +131,18 @@ func (s *Server) handleAnswer(resp *stun.Message, from route, now int64) {
 		return
 	}
 	key := cs.txs[i].key
-	cs.txs[i] = consentTx{}
 	cs.mu.Unlock()
 	if key.Check(resp) != nil || stun.Fingerprint.Check(resp) != nil {
+		// The transaction stays open: a forged answer must not use up
+		// the real one's.
 		s.stats.badIntegrity.Add(1)
 		return
 	}
 	s.stats.consentAnswers.Add(1)
 	cs.mu.Lock()
+	if i = cs.find(resp.TransactionID, from); i >= 0 {
+		cs.txs[i] = consentTx{}
+	}
 	cs.answered[cs.nextAns], cs.answerAt[cs.nextAns] = from, now
 	cs.nextAns = (cs.nextAns + 1) % maxAddrsPerViewer
 	move := cs.want != (route{}) && cs.want == from
