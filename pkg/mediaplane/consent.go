@@ -259,11 +259,11 @@ func (s *Server) consentTick(v *Viewer, c *iceCreds, now int64) error {
 	}
 	if failed != (route{}) {
 		s.stats.consentFailures.Add(1)
-		s.logConsent(v, "ICE nomination unanswered: media stays at the proven address", failed, now)
+		s.logConsent(v, "ICE nomination unanswered: media stays at the proven address", now, "nominated", failed.String())
 	}
 	if stale {
 		s.stats.consentFailures.Add(1)
-		s.logConsent(v, "consent checks unanswered for the proof timeout: media stops", r.route, now)
+		s.logConsent(v, "consent checks unanswered for the proof timeout: media stops", now)
 		return ErrConsentExpired
 	}
 	if periodic {
@@ -274,11 +274,13 @@ func (s *Server) consentTick(v *Viewer, c *iceCreds, now int64) error {
 
 // logConsent writes a consent failure line, at most one a second for the
 // whole server, so that a flood of spoofed nominations costs one line.
-func (s *Server) logConsent(v *Viewer, msg string, remote route, now int64) {
+// The viewer's logger already carries path, session and remote (the
+// HTTP client's address), so the addresses here have keys of their own.
+func (s *Server) logConsent(v *Viewer, msg string, now int64, attrs ...any) {
 	last := s.consentLogAt.Load()
 	if now-last < int64(consentLogEvery) || !s.consentLogAt.CompareAndSwap(last, now) {
 		return
 	}
-	v.log().Warn(msg, "remote", remote.String(), "media_remote", v.remoteString(),
-		"consent_failures", s.stats.consentFailures.Load())
+	attrs = append(attrs, "media_remote", v.remoteString(), "consent_failures", s.stats.consentFailures.Load())
+	v.log().Warn(msg, attrs...)
 }

@@ -130,7 +130,7 @@ func TestSpoofedNomination(t *testing.T) {
 	if max := 2*spoofed + 3*maxWantChecks*200; vt.bytes.Load() > max {
 		t.Errorf("victim received %d bytes, over the bound %d", vt.bytes.Load(), max)
 	}
-	logs.WaitLog(t, time.Second, "ICE nomination unanswered", "remote=127.0.0.9:")
+	logs.WaitLog(t, time.Second, "ICE nomination unanswered", "nominated=127.0.0.9:")
 }
 
 // joinPion offers pv's offer to srv with vc, gives pv the answer and
@@ -342,7 +342,7 @@ func TestConsentNeedsAnswers(t *testing.T) {
 	if srv.Stats().ConsentFailures != 1 {
 		t.Errorf("consent failures %d, want 1", srv.Stats().ConsentFailures)
 	}
-	logs.WaitLog(t, time.Second, "consent checks unanswered for the proof timeout", "remote="+p.conn.LocalAddr().String())
+	logs.WaitLog(t, time.Second, "consent checks unanswered for the proof timeout", "media_remote="+p.conn.LocalAddr().String())
 }
 
 // TestNominationOfAnsweredPair: a pair whose address already answered our

@@ -199,9 +199,10 @@ var errRestartUfrag = errors.New("mediaplane: ICE restart needs the viewer's new
 
 // RestartICE starts a new ICE generation (RFC 8445 §9): remoteUfrag and
 // remotePwd are the viewer's new credentials, and the returned ufrag and
-// pwd are ours for the answer. The DTLS association and SRTP keys stay. Media keeps flowing
-// to the current address; the old credentials answer checks until the
-// first valid check with the new ones, which replaces them.
+// pwd are ours for the answer. The DTLS association and SRTP keys stay.
+// Media keeps flowing to the current address until a new one is
+// nominated and proven (consent.go); the old credentials answer checks
+// until the first valid check with the new ones, which replaces them.
 func (v *Viewer) RestartICE(remoteUfrag, remotePwd string) (ufrag, pwd string, err error) {
 	if remoteUfrag == "" || remotePwd == "" {
 		return "", "", errRestartUfrag
