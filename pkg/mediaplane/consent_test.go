@@ -1,6 +1,7 @@
 package mediaplane
 
 import (
+	"math"
 	"net"
 	"net/netip"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/pion/rtcp"
 	"github.com/pion/sdp/v3"
+	"github.com/pion/stun/v4"
 	"github.com/pion/webrtc/v4"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
@@ -150,14 +152,15 @@ func joinPion(t *testing.T, srv *Server, pv *pionViewer, vc ViewerConfig) (*View
 // consent checks of an ICE-lite server, so consent holds on its own
 // answers for several consent timeouts.
 func TestPionAnswersConsent(t *testing.T) {
-	const timeout = 2 * time.Second
+	const timeout = 3 * time.Second
 	srv, _ := newServer(t, func(c *Config) { c.ProofTimeout = timeout })
 	pv := newPionViewer(t, false)
 	v, _ := joinPion(t, srv, pv, codecsFor(t, pv.offer))
 	start, before := time.Now(), srv.Stats().ConsentAnswers
-	// Checks go every sixth of the timeout: twelve answers span two.
-	testkit.WaitFor(t, 30*time.Second, "pion to answer twelve consent checks", func() bool {
-		return srv.Stats().ConsentAnswers-before >= 12 || v.Err() != nil
+	// Checks go every sixth of the timeout: eight answers span more than
+	// one.
+	testkit.WaitFor(t, 30*time.Second, "pion to answer eight consent checks", func() bool {
+		return srv.Stats().ConsentAnswers-before >= 8 || v.Err() != nil
 	})
 	if err := v.Err(); err != nil {
 		t.Fatalf("viewer ended: %v", err)
@@ -363,5 +366,59 @@ func TestNominationOfAnsweredPair(t *testing.T) {
 	// acting on the nomination.
 	if got, want := v.Remote(), second.LocalAddr().(*net.UDPAddr).AddrPort(); got != want {
 		t.Fatalf("media goes to %v after nominating the answered pair %v", got, want)
+	}
+}
+
+// TestConsentTransactionsBounded: a viewer holds at most maxConsentTx of
+// our checks open; answers to older ones, pushed out, prove nothing.
+func TestConsentTransactionsBounded(t *testing.T) {
+	srv, _ := newServer(t, nil)
+	p := newRawPeer(t, srv)
+	v := p.join(srv, h264Codec)
+	p.connect(srv, v)
+	p.silent.Store(true)
+	// No periodic check of the janitor's may join ours, however slow the
+	// machine.
+	v.consent.mu.Lock()
+	v.consent.nextCheck = math.MaxInt64
+	v.consent.mu.Unlock()
+	for len(p.stunIn) > 0 {
+		<-p.stunIn
+	}
+	const n = 3 * maxConsentTx
+	home := route{ap: p.conn.LocalAddr().(*net.UDPAddr).AddrPort()}
+	for range n {
+		srv.sendCheck(v.creds, home)
+	}
+	var reqs []*stun.Message
+	timeout := time.After(10 * time.Second)
+	for len(reqs) < n {
+		select {
+		case m := <-p.stunIn:
+			if m.Type == stun.BindingRequest {
+				reqs = append(reqs, m)
+			}
+		case <-timeout:
+			t.Fatalf("%d of our %d checks arrived", len(reqs), n)
+		}
+	}
+	before := srv.Stats()
+	for _, m := range reqs {
+		resp, err := stun.Build(stun.NewTransactionIDSetter(m.TransactionID), stun.BindingSuccess,
+			stun.NewShortTermIntegrity(p.pwd), stun.Fingerprint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.conn.WriteToUDPAddrPort(resp.Raw, p.srv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testkit.WaitFor(t, 10*time.Second, "every answer accounted for", func() bool {
+		s := srv.Stats()
+		return s.ConsentAnswers+s.DroppedOther-before.ConsentAnswers-before.DroppedOther >= n
+	})
+	s := srv.Stats()
+	if got := s.ConsentAnswers - before.ConsentAnswers; got != maxConsentTx {
+		t.Errorf("%d answers proved consent, want the last %d checks' only", got, maxConsentTx)
 	}
 }
