@@ -122,7 +122,7 @@ func TestCountersMove(t *testing.T) {
 		}
 		// The viewers so far checked, shook hands and reported (the
 		// congested one sends receiver reports every second).
-		for _, kind := range []string{"stun", "dtls", "rtcp"} {
+		for _, kind := range []string{"stun", "dtls", "rtcp", "consent"} {
 			w.waitAbove(t, "srtwhep_webrtc_received_datagrams_total", "kind", kind)
 		}
 		w.waitAbove(t, "srtwhep_webrtc_send_syscalls_total")
@@ -257,13 +257,14 @@ func TestCountersMove(t *testing.T) {
 
 // ownPlaneFamilies are exported by the own media plane only.
 var ownPlaneFamilies = []string{"srtwhep_webrtc_received_datagrams_total", "srtwhep_webrtc_received_dropped_total",
-	"srtwhep_webrtc_send_syscalls_total", "srtwhep_webrtc_send_messages_total"}
+	"srtwhep_webrtc_send_syscalls_total", "srtwhep_webrtc_send_messages_total", "srtwhep_webrtc_consent_failures_total"}
 
 // forgeDatagrams sends the own media plane, from a socket of the test's,
 // a datagram for each reason it drops one: junk, RTCP from an address no
 // ICE check validated, checks for no viewer and with a wrong password, a
 // STUN response nobody asked for and, once a correct check has validated
-// the socket for a connected viewer of live/m, SRTCP with a forged tag.
+// the socket for a connected viewer of live/m, SRTCP with a forged tag;
+// then a nomination of that socket, which never answers consent checks.
 func forgeDatagrams(t *testing.T, ts *testServer, w *counterWatch) {
 	t.Helper()
 	// A viewer whose ICE credentials the test knows: its offer and our
@@ -326,6 +327,15 @@ func forgeDatagrams(t *testing.T, ts *testServer, w *counterWatch) {
 		return err == nil && m.Decode() == nil && m.Type == stun.BindingSuccess
 	})
 	send("bad_srtcp", srtcp)
+
+	// The viewer's own credentials nominate the test's socket, which never
+	// answers the server's consent checks: no media, one consent failure.
+	nominate := stun.MustBuild(stun.TransactionID, stun.BindingRequest, stun.NewUsername(username),
+		stun.RawAttribute{Type: stun.AttrUseCandidate}, stun.NewShortTermIntegrity(sdpValue(t, answer, "ice-pwd")), stun.Fingerprint).Raw
+	if _, err := conn.Write(nominate); err != nil {
+		t.Fatal(err)
+	}
+	w.waitAbove(t, "srtwhep_webrtc_consent_failures_total")
 }
 
 // iceCheck is an ICE connectivity check from the viewer that made offer

@@ -214,6 +214,8 @@ func (s *server) mediaPlaneSample() (metrics.MediaPlaneSample, bool) {
 		DroppedOther:        st.DroppedOther,
 		SendSyscalls:        st.Syscalls,
 		SendMessages:        st.Messages,
+		ConsentAnswers:      st.ConsentAnswers,
+		ConsentFailures:     st.ConsentFailures,
 	}, true
 }
 

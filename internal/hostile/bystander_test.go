@@ -60,22 +60,29 @@ type bystander struct {
 func startBystander(t *testing.T, srv *testkit.Server) *bystander {
 	t.Helper()
 	publishTestPattern(t, srv, bystanderPath)
+	s := dialViewer(t, srv, bystanderPath, "bystander", whepclient.Options{Decode: true, NACK: true, ReceiverReports: true})
+	return &bystander{viewer: s, since: time.Now(), before: s.Stats()}
+}
+
+// dialViewer connects a loopback WHEP viewer (who names it in failures)
+// to path, retrying while the publisher starts, and returns once it has
+// its first IDR; the test's end closes it.
+func dialViewer(t *testing.T, srv *testkit.Server, path, who string, opt whepclient.Options) *whepclient.Session {
+	t.Helper()
+	opt.SettingEngine = func(se *webrtc.SettingEngine) { testkit.LoopbackOnly(se) }
 	var s *whepclient.Session
-	testkit.WaitFor(t, 15*time.Second, "the bystander viewer connects", func() bool {
+	testkit.WaitFor(t, 15*time.Second, "the "+who+" viewer connects", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		var err error
-		s, err = whepclient.Dial(ctx, srv.URL("/"+bystanderPath+"/whep"), whepclient.Options{
-			Decode: true, NACK: true, ReceiverReports: true,
-			SettingEngine: func(se *webrtc.SettingEngine) { testkit.LoopbackOnly(se) },
-		})
+		s, err = whepclient.Dial(ctx, srv.URL("/"+path+"/whep"), opt)
 		return err == nil
 	})
 	t.Cleanup(func() { _ = s.Close() })
-	testkit.WaitFor(t, 10*time.Second, "the bystander viewer's first IDR", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the "+who+" viewer's first IDR", func() bool {
 		return s.Stats().IDRs > 0
 	})
-	return &bystander{viewer: s, since: time.Now(), before: s.Stats()}
+	return s
 }
 
 // Check fails the test unless the bystander viewer decoded at least 90 %

@@ -283,6 +283,19 @@ func (s *Session) SessionURL() string { return s.sessionURL }
 // Links are the Link header fields of the server's 201, as sent.
 func (s *Session) Links() []string { return s.links }
 
+// SDP returns the session's offer and answer as applied: what an attack
+// test needs to forge this viewer's ICE checks (its ufrag and password,
+// the server's, and the server's candidates).
+func (s *Session) SDP() (offer, answer string) {
+	if d := s.pc.LocalDescription(); d != nil {
+		offer = d.SDP
+	}
+	if d := s.pc.RemoteDescription(); d != nil {
+		answer = d.SDP
+	}
+	return offer, answer
+}
+
 // Close sends DELETE for the session (best effort: the PeerConnection is
 // closed whatever the server answers) and waits for the read goroutine.
 // It returns the DELETE or close error, if any; later calls return the same.

@@ -130,7 +130,7 @@ func (c *conn) RestartICE(_ context.Context, _ string, remote plane.ICE) (plane.
 	if err := c.Trickle(remote.Candidates); err != nil {
 		return plane.ICE{}, sdpoffer.Errorf("%v", err)
 	}
-	ufrag, pwd, err := c.v.RestartICE(remote.Ufrag)
+	ufrag, pwd, err := c.v.RestartICE(remote.Ufrag, remote.Pwd)
 	if err != nil {
 		return plane.ICE{}, err
 	}

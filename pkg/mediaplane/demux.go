@@ -30,8 +30,7 @@ func (r route) String() string {
 // next: the UDP demultiplexer has one, and so has each ICE-TCP connection.
 type demuxState struct {
 	req, resp stun.Message
-	check     stun.Message // our triggered checks
-	rtcp      []byte       // decrypted RTCP
+	rtcp      []byte // decrypted RTCP
 }
 
 func newDemuxState() *demuxState {

@@ -81,4 +81,10 @@
 // a full agent's triggered check: a controlling agent with regular
 // nomination (pion) then nominates at once instead of at its next check
 // tick, which took 200 ms off every viewer's first packet.
+//
+// Media goes only where it is wanted (consent.go, RFC 7675): a nomination
+// moves media only to an address that has answered one of our own checks,
+// since a viewer can forge its checks and SRTCP from any source address
+// but cannot receive at one that is not its own. The janitor sends every
+// viewer's periodic consent check, so consent costs no goroutine.
 package mediaplane

@@ -163,6 +163,9 @@ func (v *Viewer) handshake(p *pipe, conn *dtls.Conn) {
 	v.sendMu.Unlock()
 	v.in.Store(in)
 	v.lastSeen.Store(time.Now().UnixNano())
+	// Finishing the handshake needed the random values our flights carried
+	// to the media address, so it proves that address (consent.go).
+	v.consentProven(time.Now().UnixNano())
 	if !v.state.CompareAndSwap(stateChecking, stateConnected) {
 		// Ended while the keys were being made: end saw no connected
 		// viewer, so say goodbye here and drop the keys it missed.

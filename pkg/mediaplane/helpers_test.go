@@ -332,7 +332,9 @@ func keyedViewer(t testing.TB, srv *Server, remote netip.AddrPort, profile srtp.
 		done: make(chan struct{}), out: out}
 	v.ctx, v.cancel = context.WithCancel(srv.ctx)
 	v.setRemote(route{ap: remote}, srv.inet6)
-	v.lastSeen.Store(time.Now().Add(time.Hour).UnixNano()) // no consent checks come
+	v.lastSeen.Store(time.Now().Add(time.Hour).UnixNano())    // no consent checks come
+	v.consent.provenAt = time.Now().Add(time.Hour).UnixNano() // nor answers to ours
+	v.consent.nextCheck = v.consent.provenAt
 	v.state.Store(stateConnected)
 	close(v.connected)
 	srv.mu.Lock()

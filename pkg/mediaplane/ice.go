@@ -3,11 +3,9 @@ package mediaplane
 import (
 	"bytes"
 	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"sync/atomic"
 
-	"github.com/pion/ice/v4"
 	"github.com/pion/stun/v4"
 )
 
@@ -23,9 +21,8 @@ type iceCreds struct {
 	ufrag, pwd  string // ours
 	remoteUfrag string
 	key         stun.MessageIntegrity // short-term, from pwd
-	// remoteKey is the viewer's short-term key, from its offer's ice-pwd,
-	// for our triggered checks; nil after a restart, whose PATCH carries
-	// only the ufrag we need.
+	// remoteKey is the viewer's short-term key, from its offer's (or its
+	// restart's) ice-pwd, for our triggered and consent checks.
 	remoteKey stun.MessageIntegrity
 	triggered atomic.Int32 // triggered checks sent with these credentials
 }
@@ -72,10 +69,13 @@ func (s *Server) handleSTUN(d *demuxState, b []byte, from route, now int64) {
 		s.stats.malformed.Add(1)
 		return
 	}
+	if req.Type == stun.BindingSuccess {
+		// The answer to one of our checks: proof of consent (consent.go).
+		s.handleAnswer(req, from, now)
+		return
+	}
 	if req.Type != stun.BindingRequest {
-		// Indications and responses: the only requests we send are
-		// triggered checks, whose answers teach us nothing.
-		s.stats.droppedOther.Add(1)
+		s.stats.droppedOther.Add(1) // indications, error responses
 		return
 	}
 	user, err := req.Get(stun.AttrUsername)
@@ -115,7 +115,7 @@ func (s *Server) handleSTUN(d *demuxState, b []byte, from route, now int64) {
 	s.writeTo(resp.Raw, from)
 	if !nominated && c.remoteKey != nil && c.v.state.Load() == stateChecking &&
 		c.triggered.Add(1) <= maxTriggeredChecks {
-		s.triggeredCheck(d, c, from)
+		s.triggeredCheck(c, from)
 	}
 }
 
@@ -124,27 +124,17 @@ func (s *Server) handleSTUN(d *demuxState, b []byte, from route, now int64) {
 // not, but a controlling agent with regular nomination (pion's) nominates
 // when a check arrives on a pair that already succeeded, instead of at its
 // next check tick, 200 ms later: connecting, and the first frame, wait that
-// much less. The viewer's answer is dropped like every STUN response.
-func (s *Server) triggeredCheck(d *demuxState, c *iceCreds, from route) {
-	var tie [8]byte
-	_, _ = rand.Read(tie[:])
-	req := &d.check
-	err := req.Build(stun.TransactionID, stun.BindingRequest,
-		stun.NewUsername(c.remoteUfrag+":"+c.ufrag),
-		ice.AttrControlled(binary.BigEndian.Uint64(tie[:])),
-		ice.PriorityAttr(hostPriority),
-		c.remoteKey, stun.Fingerprint)
-	if err != nil {
-		return
-	}
-	s.writeTo(req.Raw, from)
+// much less. The viewer's answer also proves the address for consent, so
+// a later nomination of this pair moves media at once.
+func (s *Server) triggeredCheck(c *iceCreds, from route) {
+	s.sendCheck(c, from)
 }
 
 // checked records a valid check: consent is fresh, the address is the
 // viewer's, a new ICE generation replaces the old one, and a nominated
-// pair (USE-CANDIDATE) becomes where media goes. Before any nomination the
-// first validated address stands in, so a viewer that starts DTLS on it
-// is answered there.
+// pair (USE-CANDIDATE) becomes where media goes once it is proven (see
+// nominate). Before any nomination the first validated address stands
+// in, so a viewer that starts DTLS on it is answered there.
 func (s *Server) checked(c *iceCreds, from route, nominated bool, now int64) {
 	v := c.v
 	v.lastSeen.Store(now)
@@ -181,13 +171,8 @@ func (s *Server) checked(c *iceCreds, from route, nominated bool, now int64) {
 		}
 		s.mu.Unlock()
 	}
-	if cur := v.remote.Load(); cur == nil || (nominated && cur.route != from) {
-		v.setRemote(from, s.inet6)
-		if cur != nil && v.state.Load() == stateConnected {
-			// An ICE restart (or a NAT rebinding the browser nominated)
-			// moved the media: worth a line, since ICE-TCP costs more.
-			v.log().Info("viewer route changed", "media_remote", from.String(), "was", cur.route.String())
-		}
+	if nominated || v.remote.Load() == nil {
+		s.nominate(c, from, now)
 	}
 }
 
@@ -209,20 +194,24 @@ func (s *Server) viewerAt(from route) *Viewer {
 	return v
 }
 
-// errRestartUfrag refuses an ICE restart without the viewer's new ufrag.
-var errRestartUfrag = errors.New("mediaplane: ICE restart needs the viewer's new ice-ufrag")
+// errRestartUfrag refuses an ICE restart without the viewer's new ufrag
+// and password: the password signs our consent checks, without which
+// media could not move to a new address.
+var errRestartUfrag = errors.New("mediaplane: ICE restart needs the viewer's new ice-ufrag and ice-pwd")
 
-// RestartICE starts a new ICE generation (RFC 8445 §9): remoteUfrag is the
-// viewer's new ufrag, and the returned ufrag and pwd are ours for the
-// answer. The DTLS association and SRTP keys stay. Media keeps flowing
-// to the current address; the old credentials answer checks until the
-// first valid check with the new ones, which replaces them.
-func (v *Viewer) RestartICE(remoteUfrag string) (ufrag, pwd string, err error) {
-	if remoteUfrag == "" {
+// RestartICE starts a new ICE generation (RFC 8445 §9): remoteUfrag and
+// remotePwd are the viewer's new credentials, and the returned ufrag and
+// pwd are ours for the answer. The DTLS association and SRTP keys stay.
+// Media keeps flowing to the current address until a new one is
+// nominated and proven (consent.go); the old credentials answer checks
+// until the first valid check with the new ones, which replaces them.
+func (v *Viewer) RestartICE(remoteUfrag, remotePwd string) (ufrag, pwd string, err error) {
+	if remoteUfrag == "" || remotePwd == "" {
 		return "", "", errRestartUfrag
 	}
 	s := v.srv
 	c := newCreds(v, remoteUfrag)
+	c.remoteKey = stun.NewShortTermIntegrity(remotePwd)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, live := s.viewers[v]; !live {

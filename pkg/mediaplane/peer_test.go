@@ -40,6 +40,9 @@ type rawPeer struct {
 	media  chan []byte
 	dtlsN  atomic.Int64 // DTLS datagrams received
 	wg     sync.WaitGroup
+	// silent stops the peer answering the server's checks, as a viewer
+	// that went away (or an address that never wanted the stream).
+	silent atomic.Bool
 
 	dtls    *dtls.Conn
 	dec     *srtp.Context // decrypts what the server sends
@@ -90,10 +93,7 @@ func (p *rawPeer) read() {
 		b := append([]byte(nil), buf[:n]...)
 		switch {
 		case n > 0 && b[0] <= 3:
-			m := &stun.Message{Raw: b}
-			if m.Decode() == nil {
-				trySend(p.stunIn, m)
-			}
+			p.takeSTUN(p.conn, b)
 		case n > 0 && b[0] >= 20 && b[0] <= 63:
 			p.dtlsN.Add(1)
 			trySend(p.dtlsIn, b)
@@ -101,6 +101,54 @@ func (p *rawPeer) read() {
 			trySend(p.media, b)
 		}
 	}
+}
+
+// secondSocket is another socket of the peer's, on ip: it answers the
+// server's checks there as the main one does and hands on the RTP and
+// RTCP that arrive, until the test ends.
+func (p *rawPeer) secondSocket(ip net.IP) (*net.UDPConn, <-chan []byte) {
+	p.t.Helper()
+	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: ip})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	got := make(chan []byte, 64)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		buf := make([]byte, 2048)
+		for {
+			n, _, err := conn.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			b := append([]byte(nil), buf[:n]...)
+			if n > 0 && b[0] >= 128 {
+				trySend(got, b)
+			} else if n > 0 && b[0] <= 3 {
+				p.takeSTUN(conn, b)
+			}
+		}
+	})
+	p.t.Cleanup(func() { conn.Close(); wg.Wait() })
+	return conn, got
+}
+
+// takeSTUN answers the server's checks that arrive on conn, as a full
+// agent does (unless silent), and queues every STUN message for the test.
+func (p *rawPeer) takeSTUN(conn *net.UDPConn, b []byte) {
+	m := &stun.Message{Raw: b}
+	if m.Decode() != nil {
+		return
+	}
+	if m.Type == stun.BindingRequest && !p.silent.Load() {
+		resp, err := stun.Build(stun.NewTransactionIDSetter(m.TransactionID), stun.BindingSuccess,
+			&stun.XORMappedAddress{IP: p.srv.Addr().AsSlice(), Port: int(p.srv.Port())},
+			stun.NewShortTermIntegrity(p.pwd), stun.Fingerprint)
+		if err == nil {
+			_, _ = conn.WriteToUDPAddrPort(resp.Raw, p.srv)
+		}
+	}
+	trySend(p.stunIn, m)
 }
 
 func trySend[T any](ch chan T, v T) {

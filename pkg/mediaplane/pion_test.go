@@ -229,12 +229,7 @@ func TestPionViewer(t *testing.T) {
 func TestViewerLeaves(t *testing.T) {
 	srv, _ := newServer(t, nil)
 	pv := newPionViewer(t, false)
-	v, answer, err := srv.NewViewer(mustOffer(t, pv.offer), codecsFor(t, pv.offer))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pv.accept(t, answer)
-	waitConnected(t, v, pv)
+	v, _ := joinPion(t, srv, pv, codecsFor(t, pv.offer))
 	if err := pv.pc.Close(); err != nil {
 		t.Fatal(err)
 	}

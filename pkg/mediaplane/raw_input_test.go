@@ -65,7 +65,7 @@ func TestMalformedInput(t *testing.T) {
 	}
 	s := srv.Stats()
 	handled := s.STUNAnswered + s.DTLSRecords + s.RTCPPackets + s.DroppedMalformed + s.DroppedUnknownUfrag +
-		s.DroppedBadIntegrity + s.DroppedUnknownAddr + s.DroppedBadSRTCP + s.DroppedOther
+		s.DroppedBadIntegrity + s.DroppedUnknownAddr + s.DroppedBadSRTCP + s.DroppedOther + s.ConsentAnswers
 	if handled != s.Datagrams {
 		t.Errorf("%d datagrams read but %d accounted for: %+v", s.Datagrams, handled, s)
 	}

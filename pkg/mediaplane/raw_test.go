@@ -12,7 +12,6 @@ import (
 
 	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
-	"github.com/pion/stun/v4"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/pkg/rtph264"
@@ -131,13 +130,14 @@ func TestRawPeer(t *testing.T) {
 	t.Logf("peer's DTLS after Close: %v", err)
 }
 
-// TestConsentExpires: a connected viewer that stops sending checks and
-// RTCP is ended after the consent timeout, and its state is released.
+// TestConsentExpires: a connected viewer that stops answering our consent
+// checks is ended after the consent timeout, and its state is released.
 func TestConsentExpires(t *testing.T) {
 	srv, logs := newServer(t, func(c *Config) { c.ConsentTimeout = time.Second })
 	p := newRawPeer(t, srv)
 	v := p.join(srv, h264Codec)
 	p.connect(srv, v)
+	p.silent.Store(true)
 	start := time.Now()
 	select {
 	case <-v.Done():
@@ -211,12 +211,15 @@ func TestICERestart(t *testing.T) {
 	p := newRawPeer(t, srv)
 	v := p.join(srv, h264Codec)
 	p.connect(srv, v)
-	if _, _, err := v.RestartICE(""); err == nil {
+	if _, _, err := v.RestartICE("", p.pwd); err == nil {
 		t.Error("RestartICE without a ufrag succeeded")
+	}
+	if _, _, err := v.RestartICE(randomICEString(8), ""); err == nil {
+		t.Error("RestartICE without a password succeeded")
 	}
 	oldUfrag, oldPwd, oldRemote := p.srvUfrag, p.srvPwd, p.ufrag
 	p.ufrag = randomICEString(8) // the viewer's new generation
-	ufrag, pwd, err := v.RestartICE(p.ufrag)
+	ufrag, pwd, err := v.RestartICE(p.ufrag, p.pwd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,34 +233,12 @@ func TestICERestart(t *testing.T) {
 	p.check(false)
 	p.ufrag = newUfrag
 
-	moved, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer moved.Close()
-	got := make(chan []byte, 64)
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			n, _, err := moved.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				close(got)
-				return
-			}
-			if n > 0 && buf[0] >= 128 {
-				got <- append([]byte(nil), buf[:n]...)
-			} else if n > 0 && buf[0] <= 3 {
-				m := &stun.Message{Raw: append([]byte(nil), buf[:n]...)}
-				if m.Decode() == nil {
-					trySend(p.stunIn, m)
-				}
-			}
-		}
-	}()
+	moved, got := p.secondSocket(net.IPv4(127, 0, 0, 1))
 	p.checkWith(moved, ufrag, pwd, true)
-	if v.Remote() != moved.LocalAddr().(*net.UDPAddr).AddrPort() {
-		t.Fatalf("media goes to %v after the nominating check from %v", v.Remote(), moved.LocalAddr())
-	}
+	// Media moves once the new address answers our consent check.
+	testkit.WaitFor(t, 5*time.Second, "media to move to the nominated address", func() bool {
+		return v.Remote() == moved.LocalAddr().(*net.UDPAddr).AddrPort()
+	})
 	before := srv.Stats().DroppedUnknownUfrag
 	_, _ = p.conn.WriteToUDPAddrPort(p.request(oldUfrag, oldPwd, false).Raw, p.srv)
 	testkit.WaitFor(t, 5*time.Second, "the old generation's check to be refused", func() bool {
@@ -277,7 +258,4 @@ func TestICERestart(t *testing.T) {
 		t.Fatal("no media at the new address")
 	}
 	v.Close()
-	moved.Close()
-	for range got {
-	}
 }

@@ -27,6 +27,9 @@ const (
 	// DefaultConsentTimeout is RFC 7675's: a viewer that sent no valid
 	// STUN check and no valid RTCP for this long is gone.
 	DefaultConsentTimeout = 30 * time.Second
+	// DefaultProofTimeout is RFC 7675's consent expiry: media stops to an
+	// address that answered none of our consent checks for this long.
+	DefaultProofTimeout = 30 * time.Second
 )
 
 // janitorInterval is how often timeouts are checked; the timeouts are
@@ -62,6 +65,11 @@ type Config struct {
 	// ConsentTimeout ends a connected viewer that sent no valid STUN check
 	// or RTCP for this long; 0 means DefaultConsentTimeout.
 	ConsentTimeout time.Duration
+	// ProofTimeout ends a connected UDP viewer whose media address
+	// answered none of our consent checks for this long (RFC 7675: what
+	// a viewer sends proves nothing, since it may spoof its source; see
+	// consent.go); 0 means DefaultProofTimeout.
+	ProofTimeout time.Duration
 	// Certificate is the DTLS certificate; nil generates an ECDSA P-256 one.
 	Certificate *tls.Certificate
 	// Logger receives one line per viewer event; nil discards them.
@@ -103,6 +111,8 @@ type Server struct {
 	// segmented send.
 	gso   atomic.Bool
 	stats counters
+	// consentLogAt is when the last consent failure was logged (unix ns).
+	consentLogAt atomic.Int64
 
 	// Used by the demultiplexer goroutine only.
 	demux demuxState
@@ -131,6 +141,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.ConsentTimeout <= 0 {
 		cfg.ConsentTimeout = DefaultConsentTimeout
+	}
+	if cfg.ProofTimeout <= 0 {
+		cfg.ProofTimeout = DefaultProofTimeout
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -251,28 +264,35 @@ func (s *Server) Fingerprint() string { return s.fingerprint }
 // answer carries: what an ICE restart's answer fragment lists again.
 func (s *Server) Candidates() []string { return append([]string(nil), s.candidates...) }
 
-// janitor ends viewers whose handshake or consent ran out.
+// janitor ends viewers whose handshake or consent ran out, and drives
+// every viewer's consent checks (consentTick): one goroutine for all.
 func (s *Server) janitor() {
 	t := time.NewTicker(janitorInterval)
 	defer t.Stop()
-	var expired []*Viewer
-	var reasons []error
+	var all []*Viewer
+	var creds []*iceCreds
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
 		case now := <-t.C:
-			expired, reasons = expired[:0], reasons[:0]
+			// Collected under the lock, checked and sent outside it.
+			all, creds = all[:0], creds[:0]
 			s.mu.RLock()
 			for v := range s.viewers {
-				if err := v.expired(now, s.cfg.HandshakeTimeout, s.cfg.ConsentTimeout); err != nil {
-					expired = append(expired, v)
-					reasons = append(reasons, err)
-				}
+				all = append(all, v)
+				creds = append(creds, v.creds)
 			}
 			s.mu.RUnlock()
-			for i, v := range expired {
-				v.end(reasons[i])
+			for i, v := range all {
+				err := v.expired(now, s.cfg.HandshakeTimeout, s.cfg.ConsentTimeout)
+				if err == nil {
+					err = s.consentTick(v, creds[i], now.UnixNano())
+				}
+				if err != nil {
+					v.end(err)
+				}
+				all[i], creds[i] = nil, nil
 			}
 		}
 	}

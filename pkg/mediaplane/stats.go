@@ -11,6 +11,9 @@ type Stats struct {
 	STUNAnswered uint64 // binding requests answered (ICE checks, consent)
 	DTLSRecords  uint64 // DTLS datagrams taken by a handshake or its aftermath
 	RTCPPackets  uint64 // SRTCP datagrams decrypted and handed to a viewer
+	// ConsentAnswers are answers to our own checks that proved an
+	// address (RFC 7675; consent.go).
+	ConsentAnswers uint64
 
 	DroppedMalformed    uint64 // no known protocol, or a truncated or unparsable one
 	DroppedUnknownUfrag uint64 // STUN for no viewer, or for a stale ICE generation
@@ -23,12 +26,18 @@ type Stats struct {
 	Messages    uint64 // sendmmsg entries that carried them (GSO groups)
 	Syscalls    uint64 // sendmmsg calls
 	SendErrors  uint64 // datagrams the kernel refused
+
+	// ConsentFailures are nominated addresses that never answered our
+	// checks (so got no media), and viewers whose media address stopped
+	// answering for the consent timeout (so were ended).
+	ConsentFailures uint64
 }
 
 type counters struct {
 	datagrams, stunAnswered, dtlsRecords, rtcpPackets            atomic.Uint64
 	malformed, unknownUfrag, badIntegrity, unknownAddr, badSRTCP atomic.Uint64
 	droppedOther                                                 atomic.Uint64
+	consentAnswers, consentFailures                              atomic.Uint64
 	packetsSent, messages, syscalls, sendErrors                  atomic.Uint64
 }
 
@@ -41,6 +50,8 @@ func (s *Server) Stats() Stats {
 		DTLSRecords:  c.dtlsRecords.Load(),
 		RTCPPackets:  c.rtcpPackets.Load(),
 
+		ConsentAnswers: c.consentAnswers.Load(),
+
 		DroppedMalformed:    c.malformed.Load(),
 		DroppedUnknownUfrag: c.unknownUfrag.Load(),
 		DroppedBadIntegrity: c.badIntegrity.Load(),
@@ -52,5 +63,7 @@ func (s *Server) Stats() Stats {
 		Messages:    c.messages.Load(),
 		Syscalls:    c.syscalls.Load(),
 		SendErrors:  c.sendErrors.Load(),
+
+		ConsentFailures: c.consentFailures.Load(),
 	}
 }

@@ -31,8 +31,9 @@ var (
 	// ErrHandshakeTimeout: no SRTP keys within Config.HandshakeTimeout.
 	ErrHandshakeTimeout = errors.New("mediaplane: ICE and DTLS did not complete within the handshake timeout")
 	// ErrConsentExpired: no valid STUN check or RTCP within
-	// Config.ConsentTimeout (RFC 7675).
-	ErrConsentExpired = errors.New("mediaplane: consent expired: nothing valid from the viewer within the consent timeout")
+	// Config.ConsentTimeout, or no answer to our consent checks from the
+	// media address within Config.ProofTimeout (RFC 7675).
+	ErrConsentExpired = errors.New("mediaplane: consent expired: nothing valid from the viewer, or no answer to our consent checks, within the consent timeout")
 	// ErrPeerClosed: the viewer sent a DTLS alert (close_notify or fatal).
 	ErrPeerClosed = errors.New("mediaplane: the viewer closed the DTLS association")
 )
@@ -93,8 +94,9 @@ type Viewer struct {
 
 	created  time.Time
 	state    atomic.Int32
-	lastSeen atomic.Int64 // unix nanoseconds of the last valid check or RTCP
-	remote   atomic.Pointer[peerAddr]
+	lastSeen atomic.Int64             // unix nanoseconds of the last valid check or RTCP; only ICE-TCP expiry reads it
+	remote   atomic.Pointer[peerAddr] // only ever a proven address (consent.go)
+	consent  consentState
 
 	// answerUfrag is our ICE ufrag in the answer NewViewer returned; set
 	// once, before the viewer is shared.
@@ -294,6 +296,8 @@ func (v *Viewer) expired(now time.Time, handshake, consent time.Duration) error 
 			return ErrHandshakeTimeout
 		}
 	case stateConnected:
+		// A quick end for a viewer gone silent; that what it sends comes
+		// from where media goes is proven separately (consentTick).
 		if now.UnixNano()-v.lastSeen.Load() > int64(consent) {
 			return ErrConsentExpired
 		}

@@ -73,6 +73,7 @@ const (
 	webrtcReceiveDropped
 	webrtcSendSyscalls
 	webrtcSendMessages
+	webrtcConsentFailures
 	serverLatency
 	hookEvents
 	buildInfo
@@ -157,13 +158,15 @@ var defs = [numDefs]def{
 	sseEvents: {"srtwhep_sse_events_total",
 		"Server-sent events written to viewers, by type: active, inactive, reconnect, viewercount.", counter, []string{"type"}},
 	webrtcReceived: {"srtwhep_webrtc_received_datagrams_total",
-		"Datagrams from viewers that the own media plane (webrtc.mediaPlane: own) handled, by kind: stun = ICE connectivity and consent checks answered, dtls = DTLS handshake records, rtcp = SRTCP packets (receiver reports, NACKs, keyframe requests) decrypted. rtcp flat while viewers are connected means their reports do not reach the server, so NACKs and congestion control are blind. Not exported on the pion plane.", counter, []string{"kind"}},
+		"Datagrams from viewers that the own media plane (webrtc.mediaPlane: own) handled, by kind: stun = ICE connectivity and consent checks answered, dtls = DTLS handshake records, rtcp = SRTCP packets (receiver reports, NACKs, keyframe requests) decrypted, consent = answers to the server's own consent checks (RFC 7675), which prove that a viewer's address wants its media. rtcp flat while viewers are connected means their reports do not reach the server, so NACKs and congestion control are blind. Not exported on the pion plane.", counter, []string{"kind"}},
 	webrtcReceiveDropped: {"srtwhep_webrtc_received_dropped_total",
 		"Datagrams the own media plane read and threw away, by reason: malformed = not STUN, DTLS or RTP/RTCP, or truncated (scanners, stray traffic); unknown_ufrag = ICE check for no current viewer (one that left or restarted ICE; a steady stream is a probe); bad_integrity = ICE check whose MESSAGE-INTEGRITY or FINGERPRINT failed; unknown_addr = DTLS or RTCP from an address no ICE check validated (a NAT that changed the viewer's port; the viewer's next check repairs it); bad_srtcp = SRTCP that failed authentication or replay checks; other = valid but unwanted (RTP from a viewer, STUN responses, RTCP before the keys, a full handshake queue). bad_integrity or bad_srtcp growing means forged or corrupted packets reach the media port; unknown_addr growing while viewers fail points at a middlebox rewriting ports. Not exported on the pion plane.", counter, []string{"reason"}},
 	webrtcSendSyscalls: {"srtwhep_webrtc_send_syscalls_total",
 		"System calls the own media plane made to send media (sendmmsg, and one writev per frame for ICE-TCP viewers). srtwhep_webrtc_udp_datagrams_sent_total divided by this is the datagrams per call. Not exported on the pion plane.", counter, nil},
 	webrtcSendMessages: {"srtwhep_webrtc_send_messages_total",
 		"Messages the own media plane's system calls carried: UDP GSO groups (packets of one frame for one viewer, sent as one message) and ICE-TCP frames. srtwhep_webrtc_udp_datagrams_sent_total divided by this is the datagrams per GSO message: near 1 while frames span several packets means GSO batching is off (the kernel or network device refused UDP GSO) and each packet costs its own trip through the kernel. Not exported on the pion plane.", counter, nil},
+	webrtcConsentFailures: {"srtwhep_webrtc_consent_failures_total",
+		"Consent checks (RFC 7675) that went unanswered on the own media plane: an address a viewer nominated that never answered the server's check, so got no media (a viewer spoofing a third party's address to aim its stream there, or a path that broke while moving), and viewers ended because their media address stopped answering for webrtc.disconnectTimeout (a tab that died without closing). Not exported on the pion plane.", counter, nil},
 	serverLatency: {"srtwhep_server_latency_seconds",
 		"The server's own share of the delay, per video frame and viewer: from the demuxer having the whole frame from SRT to the write of its last RTP packet (the cached GOP a new viewer starts with is left out).", histogram, nil},
 	hookEvents: {"srtwhep_hook_events_total",
@@ -325,6 +328,7 @@ func (c *collector) collectMediaPlane(ch chan<- prometheus.Metric, s MediaPlaneS
 	c.emit(ch, webrtcReceived, float64(s.STUNAnswered), "stun")
 	c.emit(ch, webrtcReceived, float64(s.DTLSRecords), "dtls")
 	c.emit(ch, webrtcReceived, float64(s.RTCPPackets), "rtcp")
+	c.emit(ch, webrtcReceived, float64(s.ConsentAnswers), "consent")
 	c.emit(ch, webrtcReceiveDropped, float64(s.DroppedMalformed), "malformed")
 	c.emit(ch, webrtcReceiveDropped, float64(s.DroppedUnknownUfrag), "unknown_ufrag")
 	c.emit(ch, webrtcReceiveDropped, float64(s.DroppedBadIntegrity), "bad_integrity")
@@ -333,6 +337,7 @@ func (c *collector) collectMediaPlane(ch chan<- prometheus.Metric, s MediaPlaneS
 	c.emit(ch, webrtcReceiveDropped, float64(s.DroppedOther), "other")
 	c.emit(ch, webrtcSendSyscalls, float64(s.SendSyscalls))
 	c.emit(ch, webrtcSendMessages, float64(s.SendMessages))
+	c.emit(ch, webrtcConsentFailures, float64(s.ConsentFailures))
 }
 
 func (c *collector) emit(ch chan<- prometheus.Metric, i int, v float64, labels ...string) {

@@ -51,6 +51,7 @@ func fixedSources() Sources {
 				DroppedMalformed: 1, DroppedUnknownUfrag: 2, DroppedBadIntegrity: 3,
 				DroppedUnknownAddr: 4, DroppedBadSRTCP: 5, DroppedOther: 6,
 				SendSyscalls: 250, SendMessages: 300,
+				ConsentAnswers: 7, ConsentFailures: 2,
 			}, true
 		},
 		Build: BuildInfo{Version: "v0.1.0", GoVersion: "go1.26.8"},
@@ -151,7 +152,8 @@ srtwhep_webrtc_rejected_total{reason="server_full"} 0
 srtwhep_sse_events_total{type="inactive"} 0
 srtwhep_sse_events_total{type="reconnect"} 0
 srtwhep_sse_events_total{type="viewercount"} 5
-` + helpOf("srtwhep_webrtc_received_datagrams_total") + `srtwhep_webrtc_received_datagrams_total{kind="dtls"} 8
+` + helpOf("srtwhep_webrtc_received_datagrams_total") + `srtwhep_webrtc_received_datagrams_total{kind="consent"} 7
+srtwhep_webrtc_received_datagrams_total{kind="dtls"} 8
 srtwhep_webrtc_received_datagrams_total{kind="rtcp"} 120
 srtwhep_webrtc_received_datagrams_total{kind="stun"} 30
 ` + helpOf("srtwhep_webrtc_received_dropped_total") + `srtwhep_webrtc_received_dropped_total{reason="bad_integrity"} 3
@@ -162,6 +164,7 @@ srtwhep_webrtc_received_dropped_total{reason="unknown_addr"} 4
 srtwhep_webrtc_received_dropped_total{reason="unknown_ufrag"} 2
 ` + helpOf("srtwhep_webrtc_send_syscalls_total") + `srtwhep_webrtc_send_syscalls_total 250
 ` + helpOf("srtwhep_webrtc_send_messages_total") + `srtwhep_webrtc_send_messages_total 300
+` + helpOf("srtwhep_webrtc_consent_failures_total") + `srtwhep_webrtc_consent_failures_total 2
 ` + helpOf("srtwhep_server_latency_seconds") + `srtwhep_server_latency_seconds_bucket{le="0.001"} 5
 srtwhep_server_latency_seconds_bucket{le="0.01"} 9
 srtwhep_server_latency_seconds_bucket{le="+Inf"} 10
@@ -201,7 +204,7 @@ func TestCollectMediaPlaneAbsent(t *testing.T) {
 	m := New(Sources{MediaPlane: func() (MediaPlaneSample, bool) { return MediaPlaneSample{STUNAnswered: 5}, false }})
 	got := gatheredNames(t, m)
 	for _, name := range []string{"srtwhep_webrtc_received_datagrams_total", "srtwhep_webrtc_received_dropped_total",
-		"srtwhep_webrtc_send_syscalls_total", "srtwhep_webrtc_send_messages_total"} {
+		"srtwhep_webrtc_send_syscalls_total", "srtwhep_webrtc_send_messages_total", "srtwhep_webrtc_consent_failures_total"} {
 		if got[name] {
 			t.Errorf("%s exported although the source reports no own media plane", name)
 		}

@@ -126,6 +126,11 @@ type MediaPlaneSample struct {
 	// SendSyscalls are the system calls that sent media, SendMessages the
 	// messages they carried (UDP GSO groups, ICE-TCP frame runs).
 	SendSyscalls, SendMessages uint64
+	// ConsentAnswers are viewers' answers to the server's own consent
+	// checks (RFC 7675), a handled kind; ConsentFailures are nominated
+	// addresses that never answered (and got no media) plus viewers ended
+	// because their media address stopped answering.
+	ConsentAnswers, ConsentFailures uint64
 }
 
 // HookSample counts the events posted to hooks.url for the life of the
