@@ -78,6 +78,12 @@ type Manager struct {
 	mu   sync.Mutex
 	live map[string]*publisher // by path; at most one publisher per path
 	past map[string]*history   // by path: totals of ended publishers
+
+	// problems says, per path, why viewers get no picture (refusals.go).
+	problems problems
+	// pictureWait is how long video may come without a decodable IDR
+	// before the warning; 0 is defaultPictureWait (tests shorten it).
+	pictureWait time.Duration
 }
 
 // history is what remains of a path's ended publishers.
@@ -134,12 +140,14 @@ func New(cfg Config) *Manager {
 	if cfg.Keep == nil {
 		cfg.Keep = func() []string { return nil }
 	}
-	return &Manager{
+	m := &Manager{
 		cfg:  cfg,
 		log:  log.With("component", "ingest"),
 		live: map[string]*publisher{},
 		past: map[string]*history{},
 	}
+	m.problems.init()
+	return m
 }
 
 // Admit is srt.Config.Admit: it runs in the SRT listen callback on
@@ -232,19 +240,30 @@ func (m *Manager) serve(ctx context.Context, c conn) error {
 	if m.cfg.MaxUnitBytes != nil {
 		maxUnit = m.cfg.MaxUnitBytes(path)
 	}
+	var profileWarned bool
+	sinceIDR := 0 // pictures from the first IDR on, up to provenAfter
 	d := tsdemux.New(c, tsdemux.Config{Logger: log, MaxUnitBytes: maxUnit, OnStart: start, OnInfo: func(info av.StreamInfo) {
 		pub.SetInfo(info)
 		p.info.Store(&info)
 		p.video.setInfo(info)
+		m.checkProfile(c, video.Mode, info, &profileWarned)
 		log.Info("stream parameters", "codec", info.Codec, "profile", info.Profile,
 			"width", info.Width, "height", info.Height, "fps", info.FPS)
 	}, OnAudioFound: p.audio.found, OnAudioTrack: p.audio.track, OnAudio: p.audio.write,
 		OnSkip: p.loss.skip, OnSkipped: p.loss.skipped, OnBFrames: p.video.bframes})
 	p.demux.Store(d)
+	watch := m.watchPicture(c, d)
 	err := d.Run(ctx, func(au *av.AccessUnit) error {
+		if (au.IDR || sinceIDR > 0) && sinceIDR < provenAfter {
+			if sinceIDR++; sinceIDR == provenAfter {
+				watch.proven()
+			}
+		}
 		p.video.write(au)
 		return nil
 	})
+	watch.stop()
+	m.noteEnd(c, err)
 	p.loss.flush(c.Stats(), time.Now())
 	if pub != nil {
 		m.publisherEvent(events.PublisherDisconnected, c, endReason(ctx, c, err))
@@ -285,14 +304,21 @@ func (m *Manager) pruneLocked(now time.Time) {
 			delete(m.past, name)
 		}
 	}
-	for len(m.past) > maxRemembered {
+	evictOldest(m.past, maxRemembered, func(h *history) time.Time { return h.lastSeen })
+}
+
+// evictOldest deletes the entries of m with the earliest times until at
+// most n are left: the bound on what probing path names can make a
+// manager remember.
+func evictOldest[V any](m map[string]V, n int, at func(V) time.Time) {
+	for len(m) > n {
 		var oldest string
-		for name, h := range m.past {
-			if oldest == "" || h.lastSeen.Before(m.past[oldest].lastSeen) {
+		for name, v := range m {
+			if oldest == "" || at(v).Before(at(m[oldest])) {
 				oldest = name
 			}
 		}
-		delete(m.past, oldest)
+		delete(m, oldest)
 	}
 }
 

@@ -1,0 +1,149 @@
+package ingest
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bluenviron/mediacommon/v2/pkg/formats/mpegts"
+)
+
+// TestRefusalIsRemembered: a publisher refused for its stream leaves, per
+// path, the reason and the fix for every encoder the issue names, for
+// the viewers' POST and /v1/paths, and counts it; the next publisher
+// whose stream plays clears it.
+func TestRefusalIsRemembered(t *testing.T) {
+	r := newRig(t, Config{Video: func(string) VideoSettings { return VideoSettings{Mode: VideoPassthrough} }})
+	for range 2 {
+		_ = wait(t, r.serve(t, newMemConn("live/bad", 3, clip(t, "h264_bframes.ts"))))
+	}
+	p, ok := r.m.Problem("live/bad")
+	if !ok || p.Live || p.Reason != ReasonBFrames || p.Count != 2 || p.Remote != "192.0.2.7:4000" {
+		t.Fatalf("Problem = %+v, %v; want a refusal for bframes, counted twice", p, ok)
+	}
+	for _, fix := range []string{"ffmpeg -bf 0", "OBS Simple output mode", "OBS Advanced output mode", "GStreamer: x264enc bframes=0", "video: auto"} {
+		if !strings.Contains(p.Text, fix) {
+			t.Errorf("text %q does not name %q", p.Text, fix)
+		}
+	}
+	if n := r.m.Refusals()[ReasonBFrames]; n != 2 {
+		t.Errorf("Refusals()[bframes] = %d, want 2", n)
+	}
+	var shown bool
+	for _, ap := range r.m.APIPaths() {
+		if ap.Name == "live/bad" {
+			shown = ap.Refused != nil && ap.Refused.Reason == ReasonBFrames && ap.Refused.Detail == p.Text && ap.Warning == nil
+		}
+	}
+	if !shown {
+		t.Errorf("/v1/paths does not show the refusal: %+v", r.m.APIPaths())
+	}
+
+	// A publisher that cannot even start (no H.264) is listed too.
+	_ = wait(t, r.serve(t, newMemConn("live/h265", 4, clip(t, "h265_aac.ts"))))
+	if p, ok := r.m.Problem("live/h265"); !ok || p.Reason != ReasonNoH264 {
+		t.Errorf("Problem(live/h265) = %+v, %v; want no-h264", p, ok)
+	}
+	if ps, ok := pathStats(r.m, "live/h265"); !ok || ps.Problem == nil || ps.Publisher != nil {
+		t.Errorf("stats of live/h265 = %+v, %v; want the refusal and no publisher", ps, ok)
+	}
+
+	good := newMemConn("live/bad", 5, clip(t, "h264.ts"))
+	good.holdEOF = make(chan struct{})
+	done := r.serve(t, good)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, ok := r.m.Problem("live/bad"); !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a publisher whose stream plays did not clear the refusal within 10 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(good.holdEOF)
+	_ = wait(t, done)
+}
+
+// TestNoPictureWarning: video without a single IDR (what GStreamer's
+// srtsink delivers from mpegtsmux without alignment=7) gives one warning
+// with the fix, a live problem for the viewers' POST, /v1/paths and the
+// metric, while the publisher streams; it goes with the publisher.
+func TestNoPictureWarning(t *testing.T) {
+	var buf bytes.Buffer
+	tr := &mpegts.Track{Codec: &mpegts.CodecH264{}}
+	w := mpegts.Writer{W: &buf, Tracks: []*mpegts.Track{tr}}
+	if err := w.Initialize(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 60 {
+		pts := int64(i) * 3000
+		if err := w.WriteH264(tr, pts, pts, [][]byte{{0x41, 0x9a, 0x02, 0x10, byte(i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := newRig(t, Config{})
+	r.m.pictureWait = 50 * time.Millisecond
+	c := newMemConn("live/black", 3, buf.Bytes())
+	c.holdEOF = make(chan struct{})
+	done := r.serve(t, c)
+	line := r.logs.WaitLog(t, 10*time.Second, "no decodable picture", "reason=no-idr")
+	for _, fix := range []string{"mpegtsmux alignment=7", "h264parse config-interval=-1", "-bsf:v dump_extra"} {
+		if !strings.Contains(line, fix) {
+			t.Errorf("warning %q does not name %q", line, fix)
+		}
+	}
+	p, ok := r.m.Problem("live/black")
+	if !ok || !p.Live || p.Reason != ReasonNoPicture {
+		t.Errorf("Problem = %+v, %v; want a live no-idr problem", p, ok)
+	}
+	var sampled, shown bool
+	for _, s := range r.m.PathSamples() {
+		sampled = sampled || s.Path == "live/black" && s.NoPicture == ReasonNoPicture
+	}
+	for _, ap := range r.m.APIPaths() {
+		shown = shown || ap.Name == "live/black" && ap.Warning != nil && ap.Warning.Reason == ReasonNoPicture && ap.Publisher != nil
+	}
+	if !sampled || !shown {
+		t.Errorf("metric sample %v, /v1/paths warning %v; want both", sampled, shown)
+	}
+	close(c.holdEOF)
+	_ = wait(t, done)
+	if n := len(r.logs.Lines("no decodable picture")); n != 1 {
+		t.Errorf("%d warnings, want 1", n)
+	}
+	if p, ok := r.m.Problem("live/black"); ok {
+		t.Errorf("the warning outlived its publisher: %+v", p)
+	}
+}
+
+// TestProblemsBounded: probing path names cannot grow the record past
+// maxProblems, and a refusal expires after problemFor while a live
+// problem lasts as long as its publisher.
+func TestProblemsBounded(t *testing.T) {
+	var b problems
+	b.init()
+	t0 := time.Unix(1e9, 0)
+	for i := range maxProblems + 50 {
+		b.note("live/p"+strconv.Itoa(i), "192.0.2.1:1", ReasonNoH264, false, t0.Add(time.Duration(i)*time.Millisecond), "x")
+	}
+	if n := len(b.snapshot(t0.Add(time.Second))); n != maxProblems {
+		t.Errorf("%d records, want the bound %d", n, maxProblems)
+	}
+	if _, ok := b.get("live/p0", t0.Add(time.Second)); ok {
+		t.Error("the oldest record survived past the bound")
+	}
+	b.note("live/live", "192.0.2.1:1", ReasonNoPicture, true, t0.Add(2*time.Second), "x")
+	later := t0.Add(problemFor + 2*time.Second)
+	if _, ok := b.get("live/p60", later); ok {
+		t.Error("a refusal outlived problemFor")
+	}
+	if _, ok := b.get("live/live", later); !ok {
+		t.Error("a live problem expired while its publisher streams")
+	}
+	if n := b.totals()[ReasonNoH264]; n != maxProblems+50 {
+		t.Errorf("count %d, want %d", n, maxProblems+50)
+	}
+}
