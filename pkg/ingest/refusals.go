@@ -66,7 +66,7 @@ var problemTexts = map[string]string{
 	ReasonProfile: "the stream's H.264 profile is 10-bit or 4:2:2/4:4:4, which browsers cannot decode, and this path passes video through (video: passthrough). " +
 		"Fix on the encoder: ffmpeg -pix_fmt yuv420p; OBS Simple and Advanced output mode: Settings > Advanced > Video > Color Format NV12; " +
 		"GStreamer: videoconvert ! video/x-raw,format=I420 before x264enc. Or set video: auto on the server to transcode.",
-	ReasonNoPicture: "video arrives but no IDR picture with SPS/PPS did within %s, so viewers would get sound and a black picture; " +
+	ReasonNoPicture: "video arrives but no IDR picture with SPS/PPS came within %s, so viewers would get sound and a black picture; " +
 		"the muxer most likely drops the stream headers. Fix on the encoder: GStreamer: mpegtsmux alignment=7 and h264parse config-interval=-1 before it; " +
 		"ffmpeg: -bsf:v dump_extra (and -g 60 for a keyframe every 2 s); OBS Simple and Advanced output mode: Keyframe Interval 2 s.",
 }
