@@ -125,6 +125,7 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		Passphrase:   func(path string) string { return s.config().Passphrase(path) },
 		Admit:        s.ingest.Admit,
 		Serve:        s.ingest.Serve,
+		PublisherLog: s.ingest.PublisherLog,
 		AdmitRead:    s.srtRd.Admit,
 		ServeRead:    s.srtRd.Serve,
 		Logger:       log,

@@ -81,6 +81,10 @@ type Manager struct {
 
 	// problems says, per path, why viewers get no picture (refusals.go).
 	problems problems
+	// held: lines held back for publishers between PublisherLog and
+	// serve (one entry per connection, taken at its start).
+	heldMu sync.Mutex
+	held   map[string]*heldLog
 	// pictureWait is how long video may come without a decodable IDR
 	// before the warning; 0 is defaultPictureWait (tests shorten it).
 	pictureWait time.Duration
@@ -147,6 +151,7 @@ func New(cfg Config) *Manager {
 		past: map[string]*history{},
 	}
 	m.problems.init()
+	m.held = map[string]*heldLog{}
 	return m
 }
 
@@ -177,8 +182,16 @@ func (m *Manager) Serve(ctx context.Context, c *srt.Conn) error { return m.serve
 // serve is Serve for any conn.
 func (m *Manager) serve(ctx context.Context, c conn) error {
 	p := &publisher{conn: c, since: time.Now()}
-	p.loss = newLossAdvisor(c.Stats, m.log.With("path", c.Path(), "remote", c.Remote()))
 	path := c.Path()
+	held := m.holdFor(path, c.Remote())
+	// Any end but the same refusal again writes what was held (an early
+	// return included); noteEnd decides first when it gets there.
+	defer held.release(true)
+	base := m.log
+	if held != nil {
+		base = held.logger(m.log)
+	}
+	p.loss = newLossAdvisor(c.Stats, base.With("path", path, "remote", c.Remote()))
 	ho := m.handover(path)
 	m.mu.Lock()
 	old := m.live[path]
@@ -202,7 +215,7 @@ func (m *Manager) serve(ctx context.Context, c conn) error {
 			return err
 		}
 	}
-	log := m.log.With("path", path, "remote", c.Remote())
+	log := base.With("path", path, "remote", c.Remote())
 	settings := AudioSettings{}
 	if m.cfg.Audio != nil {
 		settings = m.cfg.Audio(path)
@@ -257,13 +270,14 @@ func (m *Manager) serve(ctx context.Context, c conn) error {
 		if (au.IDR || sinceIDR > 0) && sinceIDR < provenAfter {
 			if sinceIDR++; sinceIDR == provenAfter {
 				watch.proven()
+				held.release(true)
 			}
 		}
 		p.video.write(au)
 		return nil
 	})
 	watch.stop()
-	m.noteEnd(c, err)
+	m.noteEnd(c, err, held)
 	p.loss.flush(c.Stats(), time.Now())
 	if pub != nil {
 		m.publisherEvent(events.PublisherDisconnected, c, endReason(ctx, c, err))

@@ -3,6 +3,7 @@ package ingest
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -29,18 +30,26 @@ type Problem struct {
 	// Count is how many publishers in a row were refused (or warned) for
 	// Reason on this path since the record was made.
 	Count int
+
+	// The refusal loop's summary: refusals not logged since lastLine.
+	suppressed int
+	lastLine   time.Time
 }
 
 // The reasons a publisher is refused or its picture is undecodable.
 const (
-	ReasonBFrames      = "bframes"
-	ReasonNoH264       = "no-h264"
-	ReasonNotMPEGTS    = "not-mpegts"
-	ReasonProfile      = "unplayable-profile"
-	ReasonNoPicture    = "no-idr"
-	problemFor         = 60 * time.Second // a refusal record's life without a new refusal
-	maxProblems        = 1000             // paths with a record; probing names cannot grow memory
-	defaultPictureWait = 5 * time.Second
+	ReasonBFrames   = "bframes"
+	ReasonNoH264    = "no-h264"
+	ReasonNotMPEGTS = "not-mpegts"
+	ReasonProfile   = "unplayable-profile"
+	ReasonNoPicture = "no-idr"
+	problemFor      = 60 * time.Second // a refusal record's life without a new refusal
+	// refusalSummaryEvery: an encoder refused in a loop (srtsink
+	// reconnects every 200 ms, OBS every few seconds) is logged in full
+	// once, then in one line per interval with the count.
+	refusalSummaryEvery = 10 * time.Second
+	maxProblems         = 1000 // paths with a record; probing names cannot grow memory
+	defaultPictureWait  = 5 * time.Second
 	// provenAfter is how many pictures from its first IDR on a stream
 	// must pass before it counts as playable: the demuxer refuses
 	// B-frames at the first B slice, which comes after the IDR and a P
@@ -100,19 +109,45 @@ func (b *problems) init() {
 }
 
 // note records a problem of path; the count goes on while the same reason
-// repeats, and restarts with another one.
-func (b *problems) note(path, remote, reason string, live bool, now time.Time, text string) {
+// repeats, and restarts with another one. again says the previous
+// record was the same reason from the same address: the caller then
+// logs nothing but, every refusalSummaryEvery, the summary, which
+// summary > 0 asks for (the refusals since the last line).
+func (b *problems) note(path, remote, reason string, live bool, now time.Time, text string) (again bool, summary int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.counts[reason]++
 	p := b.byPath[path]
+	again = p != nil && p.Reason == reason && sameHost(p.Remote, remote)
 	if p == nil || p.Reason != reason {
-		p = &Problem{Reason: reason}
+		p = &Problem{Reason: reason, lastLine: now}
 		b.byPath[path] = p
 	}
 	p.Text, p.Remote, p.At, p.Live = text, remote, now, live
 	p.Count++
+	if again {
+		p.suppressed++
+		if now.Sub(p.lastLine) >= refusalSummaryEvery {
+			summary, p.suppressed, p.lastLine = p.suppressed, 0, now
+		}
+	} else {
+		p.suppressed, p.lastLine = 0, now
+	}
 	b.pruneLocked(now)
+	return again, summary
+}
+
+// repeating reports whether path's last publisher from remote's address
+// was refused within problemFor: a new one from there is most likely
+// the same encoder, reconnecting with the same settings.
+func (b *problems) repeating(path, remote string, now time.Time) bool {
+	p, ok := b.get(path, now)
+	return ok && !p.Live && sameHost(p.Remote, remote)
+}
+
+func sameHost(a, b string) bool {
+	ha := hostOf(a)
+	return ha.IsValid() && ha == hostOf(b)
 }
 
 // clear forgets path's problem unless keep says otherwise: a publisher
@@ -187,14 +222,55 @@ func (m *Manager) Problem(path string) (Problem, bool) {
 // srtwhep_publisher_refusals_total).
 func (m *Manager) Refusals() map[string]uint64 { return m.problems.totals() }
 
-// noteEnd records why a publisher was refused, when its end says so.
-func (m *Manager) noteEnd(c conn, err error) {
+// noteEnd records why a publisher was refused, when its end says so, and
+// decides on the lines held back for it (nil: none were).
+func (m *Manager) noteEnd(c conn, err error, held *heldLog) {
 	reason := refusalReason(err)
+	if reason == ReasonNotMPEGTS && c.Stats().Bytes == 0 {
+		reason = "" // it left before sending anything: nothing to say about its stream
+	}
 	if reason == "" {
 		m.problems.clear(c.Path(), keepRefusal)
+		held.release(true)
 		return
 	}
-	m.problems.note(c.Path(), c.Remote(), reason, false, time.Now(), problemTexts[reason])
+	again, summary := m.problems.note(c.Path(), c.Remote(), reason, false, time.Now(), problemTexts[reason])
+	if held == nil || !again {
+		held.release(true)
+		return
+	}
+	held.release(false)
+	if summary > 0 {
+		m.log.Warn("publisher refused again", "path", c.Path(), "remote", c.Remote(), "reason", reason,
+			"refusals", summary, "in", refusalSummaryEvery.String(), "detail", problemTexts[reason])
+	}
+}
+
+// PublisherLog is srt.Config.PublisherLog: the lines of a publisher from
+// the address whose last one was refused are held back (heldlog.go) until
+// its end says whether it is the same refusal again.
+func (m *Manager) PublisherLog(base *slog.Logger, path, remote string) *slog.Logger {
+	if !m.problems.repeating(path, remote, time.Now()) {
+		return base
+	}
+	l := &heldLog{}
+	m.heldMu.Lock()
+	m.held[path+" "+remote] = l
+	m.heldMu.Unlock()
+	return l.logger(base)
+}
+
+// holdFor returns the held lines PublisherLog began for this publisher;
+// a conn that bypassed it (tests) gets its own when it is repeating.
+func (m *Manager) holdFor(path, remote string) *heldLog {
+	m.heldMu.Lock()
+	l := m.held[path+" "+remote]
+	delete(m.held, path+" "+remote)
+	m.heldMu.Unlock()
+	if l == nil && m.problems.repeating(path, remote, time.Now()) {
+		l = &heldLog{}
+	}
+	return l
 }
 
 // pictureWatch warns once when a publisher's video arrives but no IDR

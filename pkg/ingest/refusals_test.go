@@ -147,3 +147,60 @@ func TestProblemsBounded(t *testing.T) {
 		t.Errorf("count %d, want %d", n, maxProblems+50)
 	}
 }
+
+// TestRefusalLoopIsOneLine: an encoder refused over and over from one
+// address (srtsink reconnects every 200 ms) is logged in full once; the
+// lines of its repeats are held back and dropped, and the count goes to
+// the record. Another reason, or another address, is logged in full.
+func TestRefusalLoopIsOneLine(t *testing.T) {
+	r := newRig(t, Config{Video: func(string) VideoSettings { return VideoSettings{Mode: VideoPassthrough} }})
+	bframes := clip(t, "h264_bframes.ts")
+	for i := range 20 {
+		c := newMemConn("live/loop", 10+i, bframes)
+		c.remote = "192.0.2.7:" + strconv.Itoa(4000+i) // a new source port each time, as a reconnecting encoder's
+		_ = wait(t, r.serve(t, c))
+	}
+	if n := len(r.logs.Lines("B-frames detected", "path=live/loop")); n != 1 {
+		t.Errorf("%d B-frame warnings for 20 refusals from one address, want 1:\n%s", n, r.logs.String())
+	}
+	if n := len(r.logs.Lines("path=live/loop")); n > 6 {
+		t.Errorf("%d lines for 20 refusals from one address, want the first refusal's alone:\n%s", n, r.logs.String())
+	}
+	if p, _ := r.m.Problem("live/loop"); p.Count != 20 {
+		t.Errorf("count %d, want 20", p.Count)
+	}
+	other := newMemConn("live/loop", 40, bframes)
+	other.remote = "198.51.100.9:5000"
+	_ = wait(t, r.serve(t, other))
+	if n := len(r.logs.Lines("B-frames detected", "path=live/loop")); n != 2 {
+		t.Errorf("%d B-frame warnings after a refusal from another address, want 2", n)
+	}
+	// The same address with a stream that plays: its lines are written.
+	good := newMemConn("live/loop", 41, clip(t, "h264.ts"))
+	good.remote = "198.51.100.9:5001"
+	_ = wait(t, r.serve(t, good))
+	if n := len(r.logs.Lines("stream parameters", "remote=198.51.100.9:5001")); n != 1 {
+		t.Errorf("the good publisher's lines were not written (%d):\n%s", n, r.logs.String())
+	}
+}
+
+// TestRefusalSummary: past refusalSummaryEvery, the repeats are one line
+// with their count.
+func TestRefusalSummary(t *testing.T) {
+	var b problems
+	b.init()
+	t0 := time.Unix(1e9, 0)
+	var lines []int
+	for i := range 30 {
+		again, summary := b.note("live/x", "192.0.2.7:"+strconv.Itoa(4000+i), ReasonBFrames, false, t0.Add(time.Duration(i)*time.Second), "x")
+		if again != (i > 0) {
+			t.Fatalf("refusal %d: again %v", i, again)
+		}
+		if summary > 0 {
+			lines = append(lines, summary)
+		}
+	}
+	if len(lines) != 2 || lines[0] != 10 || lines[1] != 10 {
+		t.Errorf("summaries %v, want two of 10 (30 refusals a second apart, one line per 10 s)", lines)
+	}
+}

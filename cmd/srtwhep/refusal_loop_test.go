@@ -1,0 +1,44 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/srtwhep/srtwhep/pkg/config"
+)
+
+// TestRefusalLoopLog: an encoder refused 20 times in a row (a real ffmpeg
+// with B-frames on a video: passthrough path, reconnecting as fast as it
+// can) costs the log the first refusal in full and at most a summary
+// line or two, not two lines each; /v1/paths counts every refusal.
+func TestRefusalLoopLog(t *testing.T) {
+	ts := startServer(t, func(c *config.Config) { c.PathDefaults.Video = "passthrough" })
+	const loops = 20
+	start := time.Now()
+	for i := range loops {
+		p := startFFmpeg(t, []string{"-re", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30", "-t", "5",
+			"-c:v", "libx264", "-preset", "ultrafast", "-bf", "2", "-g", "30"}, ts.srtURL("publish:live/loop"))
+		_ = p.Wait(t, 20*time.Second) // ffmpeg fails once the server closes it
+		if i == 0 {
+			ts.logs.WaitLog(t, 10*time.Second, "publisher closed", "path=live/loop", "B-frames")
+		}
+	}
+	took := time.Since(start)
+	p, ok := ts.ingest.Problem("live/loop")
+	if !ok || p.Count != loops {
+		t.Fatalf("problem %+v, %v; want %d refusals counted", p, ok, loops)
+	}
+	var lines []string
+	for _, l := range ts.logs.Lines("path=live/loop") {
+		if strings.Contains(l, "publisher connected") || strings.Contains(l, "publisher closed") || strings.Contains(l, "refused again") {
+			lines = append(lines, l)
+		}
+	}
+	all := len(ts.logs.Lines("path=live/loop"))
+	t.Logf("%d refusals in %v: %d connect/close/summary lines, %d lines in all for the path", loops, took.Round(time.Millisecond), len(lines), all)
+	// connected + closed of the first, and a summary per 10 s.
+	if limit := 2 + int(took/(10*time.Second)); len(lines) > limit || len(lines) > 3+1 {
+		t.Errorf("%d lines for %d refusals in %v, want at most %d:\n%s", len(lines), loops, took, limit, strings.Join(lines, "\n"))
+	}
+}
