@@ -255,6 +255,16 @@ func (m *Manager) serve(ctx context.Context, c conn) error {
 	}
 	var profileWarned bool
 	sinceIDR := 0 // pictures from the first IDR on, up to provenAfter
+	// Decided before the claim, which ends the grace period it looks for.
+	gt := m.newGate(path, video.Mode)
+	writeAudio := p.audio.write
+	if gt != nil {
+		writeAudio = func(u av.AudioUnit) {
+			if !gt.hold(func() { p.audio.write(u) }) {
+				p.audio.write(u)
+			}
+		}
+	}
 	d := tsdemux.New(c, tsdemux.Config{Logger: log, MaxUnitBytes: maxUnit, OnStart: start, OnInfo: func(info av.StreamInfo) {
 		pub.SetInfo(info)
 		p.info.Store(&info)
@@ -262,18 +272,24 @@ func (m *Manager) serve(ctx context.Context, c conn) error {
 		m.checkProfile(c, video.Mode, info, &profileWarned)
 		log.Info("stream parameters", "codec", info.Codec, "profile", info.Profile,
 			"width", info.Width, "height", info.Height, "fps", info.FPS)
-	}, OnAudioFound: p.audio.found, OnAudioTrack: p.audio.track, OnAudio: p.audio.write,
+	}, OnAudioFound: p.audio.found, OnAudioTrack: p.audio.track, OnAudio: writeAudio,
 		OnSkip: p.loss.skip, OnSkipped: p.loss.skipped, OnBFrames: p.video.bframes})
 	p.demux.Store(d)
 	watch := m.watchPicture(c, d)
 	err := d.Run(ctx, func(au *av.AccessUnit) error {
+		proven := false
 		if (au.IDR || sinceIDR > 0) && sinceIDR < provenAfter {
-			if sinceIDR++; sinceIDR == provenAfter {
-				watch.proven()
-				held.release(true)
-			}
+			sinceIDR++
+			proven = sinceIDR == provenAfter
 		}
-		p.video.write(au)
+		if gt == nil || !gt.hold(func() { p.video.write(au) }) {
+			p.video.write(au)
+		}
+		if proven {
+			watch.proven()
+			held.release(true)
+			gt.release()
+		}
 		return nil
 	})
 	watch.stop()

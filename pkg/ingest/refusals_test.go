@@ -204,3 +204,49 @@ func TestRefusalSummary(t *testing.T) {
 		t.Errorf("summaries %v, want two of 10 (30 refusals a second apart, one line per 10 s)", lines)
 	}
 }
+
+// TestRefusedPublisherKeepsGrace: viewers waiting out the grace period of
+// a path that passes video through are not handed a publisher before its
+// stream proved playable: three publishers refused for B-frames send them
+// nothing (no new stream to jump to), and the good publisher that comes
+// next is played from its IDR.
+func TestRefusedPublisherKeepsGrace(t *testing.T) {
+	r := newRig(t, Config{
+		Video:    func(string) VideoSettings { return VideoSettings{Mode: VideoPassthrough} },
+		Handover: func(string) Handover { return Handover{Takeover: TakeoverEntitled, Grace: time.Minute} },
+	})
+	rd := attachOnConnect(t, r, "live/g")
+	good := clip(t, "h264.ts")
+	if err := wait(t, r.serve(t, newMemConn("live/g", 1, good))); err != nil {
+		t.Fatal(err)
+	}
+	before := drain(rd.Load())
+	if len(before) == 0 {
+		t.Fatal("the viewer got nothing from the first publisher")
+	}
+	for i := range 3 {
+		_ = wait(t, r.serve(t, newMemConn("live/g", 10+i, clip(t, "h264_bframes.ts"))))
+	}
+	if got := drain(rd.Load()); len(got) != 0 {
+		t.Errorf("the viewer in grace got %d frames from refused publishers, want none", len(got))
+	}
+	if st := r.hub.State("live/g"); st.Publisher || st.Readers != 1 {
+		t.Errorf("hub state %+v, want the viewer still waiting", st)
+	}
+	if err := wait(t, r.serve(t, newMemConn("live/g", 20, good))); err != nil {
+		t.Fatal(err)
+	}
+	after := drain(rd.Load())
+	var videos int
+	for _, f := range after {
+		if f.Video != nil {
+			if videos == 0 && (!f.Video.IDR || f.Gen == before[0].Gen) {
+				t.Errorf("the next publisher starts with %+v, want its IDR in a new generation", f)
+			}
+			videos++
+		}
+	}
+	if videos != 50 {
+		t.Errorf("the viewer got %d pictures of the good publisher, want its 50", videos)
+	}
+}
