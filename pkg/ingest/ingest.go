@@ -294,6 +294,7 @@ func (m *Manager) serve(ctx context.Context, c conn) error {
 	})
 	watch.stop()
 	m.noteEnd(c, err, held)
+	err = withFix(err)
 	p.loss.flush(c.Stats(), time.Now())
 	if pub != nil {
 		m.publisherEvent(events.PublisherDisconnected, c, endReason(ctx, c, err))

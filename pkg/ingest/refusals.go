@@ -57,27 +57,59 @@ const (
 	provenAfter = 16
 )
 
-// The texts name the encoder setting that avoids each problem. OBS's
+// problemFixes name the encoder setting that avoids each problem. OBS's
 // Simple output mode has no B-frame or profile field of its own: the
 // x264 options box (Enable Advanced Encoder Settings) and Settings >
 // Advanced are where a Simple user fixes it.
-var problemTexts = map[string]string{
-	ReasonBFrames: "the publisher was refused: its video has B-frames, which WebRTC browsers cannot play, and this path passes video through (video: passthrough). " +
-		"Fix on the encoder: ffmpeg -bf 0; OBS Simple output mode: Enable Advanced Encoder Settings, x264 options bframes=0; " +
+var problemFixes = map[string]string{
+	ReasonBFrames: "ffmpeg -bf 0; OBS Simple output mode: Enable Advanced Encoder Settings, x264 options bframes=0; " +
 		"OBS Advanced output mode: x264 options bframes=0 (NVENC/QSV: B-frames 0); GStreamer: x264enc bframes=0. " +
 		"Or set video: auto on the server to transcode.",
-	ReasonNoH264: "the publisher was refused: its MPEG-TS carries no H.264 video. " +
-		"Fix on the encoder: ffmpeg -c:v libx264 -bf 0; OBS Simple output mode: Encoder Software (x264) or Hardware (H.264); " +
+	ReasonNoH264: "ffmpeg -c:v libx264 -bf 0; OBS Simple output mode: Encoder Software (x264) or Hardware (H.264); " +
 		"OBS Advanced output mode: Video Encoder x264 (or an H.264 hardware encoder), not HEVC or AV1; GStreamer: x264enc bframes=0 ! h264parse ! mpegtsmux.",
-	ReasonNotMPEGTS: "the publisher was refused: no MPEG-TS program tables arrived. " +
-		"Fix on the encoder: ffmpeg -f mpegts; OBS (Simple and Advanced output mode): Custom Output (FFmpeg) or Stream with service Custom and an srt:// server; " +
+	ReasonNotMPEGTS: "ffmpeg -f mpegts; OBS (Simple and Advanced output mode): Custom Output (FFmpeg) or Stream with service Custom and an srt:// server; " +
 		"GStreamer: mpegtsmux ! srtsink.",
-	ReasonProfile: "the stream's H.264 profile is 10-bit or 4:2:2/4:4:4, which browsers cannot decode, and this path passes video through (video: passthrough). " +
-		"Fix on the encoder: ffmpeg -pix_fmt yuv420p; OBS Simple and Advanced output mode: Settings > Advanced > Video > Color Format NV12; " +
+	ReasonProfile: "ffmpeg -pix_fmt yuv420p; OBS Simple and Advanced output mode: Settings > Advanced > Video > Color Format NV12; " +
 		"GStreamer: videoconvert ! video/x-raw,format=I420 before x264enc. Or set video: auto on the server to transcode.",
-	ReasonNoPicture: "video arrives but no IDR picture with SPS/PPS came within %s, so viewers would get sound and a black picture; " +
-		"the muxer most likely drops the stream headers. Fix on the encoder: GStreamer: mpegtsmux alignment=7 and h264parse config-interval=-1 before it; " +
+	ReasonNoPicture: "GStreamer: mpegtsmux alignment=7 and h264parse config-interval=-1 before it; " +
 		"ffmpeg: -bsf:v dump_extra (and -g 60 for a keyframe every 2 s); OBS Simple and Advanced output mode: Keyframe Interval 2 s.",
+}
+
+// problemWhys say what happened, for the person at the player.
+var problemWhys = map[string]string{
+	ReasonBFrames:   "the publisher was refused: its video has B-frames, which WebRTC browsers cannot play, and this path passes video through (video: passthrough).",
+	ReasonNoH264:    "the publisher was refused: its MPEG-TS carries no H.264 video.",
+	ReasonNotMPEGTS: "the publisher was refused: no MPEG-TS program tables arrived.",
+	ReasonProfile:   "the stream's H.264 profile is 10-bit or 4:2:2/4:4:4, which browsers cannot decode, and this path passes video through (video: passthrough).",
+	ReasonNoPicture: "video arrives but no IDR picture with SPS/PPS came within %s, so viewers would get sound and a black picture; the muxer most likely drops the stream headers.",
+}
+
+// problemText is what viewers read for reason.
+func problemText(reason string) string {
+	return problemWhys[reason] + " Fix on the encoder: " + problemFixes[reason]
+}
+
+// fixedError is a refusal's error as the publisher's end reason (the
+// "publisher closed" line, the publisher.disconnected event): the
+// demuxer's words and the fix for every encoder, as viewers get it.
+type fixedError struct {
+	err    error
+	reason string
+}
+
+func (e fixedError) Error() string {
+	return e.err.Error() + "; fix on the encoder: " + problemFixes[e.reason]
+}
+
+func (e fixedError) Unwrap() error { return e.err }
+
+// withFix wraps a refusal's error in fixedError; other errors are
+// returned as they are.
+func withFix(err error) error {
+	if r := refusalReason(err); r != "" {
+		return fixedError{err: err, reason: r}
+	}
+	return err
 }
 
 // refusalReason maps a publisher's end to the reason it was refused for;
@@ -234,7 +266,7 @@ func (m *Manager) noteEnd(c conn, err error, held *heldLog) {
 		held.release(true)
 		return
 	}
-	again, summary := m.problems.note(c.Path(), c.Remote(), reason, false, time.Now(), problemTexts[reason])
+	again, summary := m.problems.note(c.Path(), c.Remote(), reason, false, time.Now(), problemText(reason))
 	if held == nil || !again {
 		held.release(true)
 		return
@@ -242,7 +274,7 @@ func (m *Manager) noteEnd(c conn, err error, held *heldLog) {
 	held.release(false)
 	if summary > 0 {
 		m.log.Warn("publisher refused again", "path", c.Path(), "remote", c.Remote(), "reason", reason,
-			"refusals", summary, "in", refusalSummaryEvery.String(), "detail", problemTexts[reason])
+			"refusals", summary, "in", refusalSummaryEvery.String(), "detail", problemText(reason))
 	}
 }
 
@@ -321,7 +353,7 @@ func (w *pictureWatch) check() {
 		return
 	}
 	w.warned = true
-	text := fmt.Sprintf(problemTexts[ReasonNoPicture], w.wait)
+	text := fmt.Sprintf(problemText(ReasonNoPicture), w.wait)
 	w.m.problems.note(w.c.Path(), w.c.Remote(), ReasonNoPicture, true, time.Now(), text)
 	w.m.log.Warn("no decodable picture", "path", w.c.Path(), "remote", w.c.Remote(),
 		"reason", ReasonNoPicture, "dropped", st.DroppedAUs, "detail", text)
@@ -359,7 +391,7 @@ func (m *Manager) checkProfile(c conn, mode string, info av.StreamInfo, warned *
 	bad := unplayableProfile(info.Profile)
 	switch {
 	case bad && !*warned:
-		text := problemTexts[ReasonProfile]
+		text := problemText(ReasonProfile)
 		m.problems.note(c.Path(), c.Remote(), ReasonProfile, true, time.Now(), text)
 		m.log.Warn("no decodable picture", "path", c.Path(), "remote", c.Remote(),
 			"reason", ReasonProfile, "profile", info.Profile, "detail", text)
