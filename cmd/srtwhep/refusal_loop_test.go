@@ -37,8 +37,9 @@ func TestRefusalLoopLog(t *testing.T) {
 	}
 	all := len(ts.logs.Lines("path=live/loop"))
 	t.Logf("%d refusals in %v: %d connect/close/summary lines, %d lines in all for the path", loops, took.Round(time.Millisecond), len(lines), all)
-	// connected + closed of the first, and a summary per 10 s.
-	if limit := 2 + int(took/(10*time.Second)); len(lines) > limit || len(lines) > 3+1 {
+	// connected + closed of the first, and a summary per 10 s: 3 when the
+	// loop takes 10-20 s, as here unloaded (a loaded machine slows ffmpeg).
+	if limit := 2 + int(took/(10*time.Second)); len(lines) > limit {
 		t.Errorf("%d lines for %d refusals in %v, want at most %d:\n%s", len(lines), loops, took, limit, strings.Join(lines, "\n"))
 	}
 }
