@@ -5,6 +5,9 @@
 #          + FFmpeg 5.1 and libopus headers        (pkg/audio: AAC/MP2 decode, Opus encode)
 #   run    build + ffmpeg                          (publish a test stream)
 #   test   run + chromium iptables nftables iproute2 shellcheck docker-compose
+#          + GStreamer 1.22 (gst-launch-1.0; srtsink, mpegtsmux, h264parse
+#          in -bad, x264enc in -ugly): publishers set up the way users get
+#          wrong (cmd/srtwhep/gstreamer_test.go); about 6 MB to download
 #          (docker-compose 1.29 only parses the compose file; no engine is used)
 #          + node and npm, when not on PATH (nodejs npm)
 #
@@ -34,7 +37,8 @@ usage() {
 audio_build_pkgs=(libavcodec-dev libswresample-dev libswscale-dev libavutil-dev libopus-dev libopusfile-dev)
 build_pkgs=(libsrt-openssl-dev pkg-config "${audio_build_pkgs[@]}")
 run_pkgs=("${build_pkgs[@]}" ffmpeg)
-test_pkgs=("${run_pkgs[@]}" chromium iptables nftables iproute2 shellcheck docker-compose)
+gst_pkgs=(gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly)
+test_pkgs=("${run_pkgs[@]}" chromium iptables nftables iproute2 shellcheck docker-compose "${gst_pkgs[@]}")
 
 case "$1" in
 build) want=("${build_pkgs[@]}") ;;

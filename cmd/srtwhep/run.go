@@ -125,6 +125,7 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		Passphrase:   func(path string) string { return s.config().Passphrase(path) },
 		Admit:        s.ingest.Admit,
 		Serve:        s.ingest.Serve,
+		PublisherLog: s.ingest.PublisherLog,
 		AdmitRead:    s.srtRd.Admit,
 		ServeRead:    s.srtRd.Serve,
 		Logger:       log,
@@ -167,6 +168,7 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		ReconnectURL:           cfg.HTTP.ReconnectURL,
 		MaxEventStreams:        cfg.HTTP.MaxEventStreams,
 		Authorizer:             s.policy,
+		Problem:                s.streamProblem,
 		Events:                 s.hooks.Func(),
 		Logger:                 log.With("component", "whep"),
 	}
@@ -283,7 +285,7 @@ func (s *server) Run(ctx context.Context) error {
 		// time; the metrics package imports none of them.
 		m := metrics.New(metrics.Sources{Build: metrics.BuildInfo{Version: version.String()}, Profiling: s.cfg.Metrics.Pprof,
 			Paths: s.ingest.PathSamples, SRT: s.ingest.SRTSamples, WebRTC: s.whep.MetricsSample, Hooks: s.hooks.MetricsSource(),
-			MediaPlane: s.mediaPlaneSample})
+			MediaPlane: s.mediaPlaneSample, Refusals: s.ingest.Refusals})
 		g.Go(func() error { return m.Serve(ctx, metricsLn, s.log.With("component", "metrics")) })
 	}
 	g.Go(func() error {
@@ -381,4 +383,11 @@ func (s *server) drain(ctx context.Context) {
 	}
 	sessions, left := s.whep.Drain(ctx, wait)
 	s.log.Info("drained", "sessions", sessions, "left", left)
+}
+
+// streamProblem is whep.Config.Problem: ingest's record of why a path's
+// viewers would get no picture.
+func (s *server) streamProblem(path string) (whep.StreamProblem, bool) {
+	p, ok := s.ingest.Problem(path)
+	return whep.StreamProblem{Live: p.Live, Detail: p.Text}, ok
 }

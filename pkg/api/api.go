@@ -40,6 +40,22 @@ type Path struct {
 	// Transcode is null while the path's video passes through as
 	// published (video: auto for a stream browsers play, or passthrough).
 	Transcode *Transcode `json:"transcode"`
+	// Refused is the path's last refused publisher (null when none in the
+	// last minute, or a publisher since proved its stream playable).
+	Refused *Problem `json:"refused"`
+	// Warning is null while the live publisher's stream is decodable;
+	// otherwise why viewers would see no picture, and the fix.
+	Warning *Problem `json:"warning"`
+}
+
+// Problem is why a path's viewers get no picture: what happened and the
+// fix on the encoder (ffmpeg, OBS, GStreamer).
+type Problem struct {
+	Reason string    `json:"reason"` // a stable slug: bframes, no-h264, not-mpegts, unplayable-profile, no-idr
+	Detail string    `json:"detail"`
+	Remote string    `json:"remote"` // the publisher's address
+	At     time.Time `json:"at"`     // last seen
+	Count  int       `json:"count"`  // publishers in a row with this reason
 }
 
 // Transcode describes a path's video transcoder (video: auto/transcode).

@@ -78,6 +78,16 @@ type Manager struct {
 	mu   sync.Mutex
 	live map[string]*publisher // by path; at most one publisher per path
 	past map[string]*history   // by path: totals of ended publishers
+
+	// problems says, per path, why viewers get no picture (refusals.go).
+	problems problems
+	// held: lines held back for publishers between PublisherLog and
+	// serve (one entry per connection, taken at its start).
+	heldMu sync.Mutex
+	held   map[string]*heldLog
+	// pictureWait is how long video may come without a decodable IDR
+	// before the warning; 0 is defaultPictureWait (tests shorten it).
+	pictureWait time.Duration
 }
 
 // history is what remains of a path's ended publishers.
@@ -134,12 +144,15 @@ func New(cfg Config) *Manager {
 	if cfg.Keep == nil {
 		cfg.Keep = func() []string { return nil }
 	}
-	return &Manager{
+	m := &Manager{
 		cfg:  cfg,
 		log:  log.With("component", "ingest"),
 		live: map[string]*publisher{},
 		past: map[string]*history{},
 	}
+	m.problems.init()
+	m.held = map[string]*heldLog{}
+	return m
 }
 
 // Admit is srt.Config.Admit: it runs in the SRT listen callback on
@@ -169,8 +182,16 @@ func (m *Manager) Serve(ctx context.Context, c *srt.Conn) error { return m.serve
 // serve is Serve for any conn.
 func (m *Manager) serve(ctx context.Context, c conn) error {
 	p := &publisher{conn: c, since: time.Now()}
-	p.loss = newLossAdvisor(c.Stats, m.log.With("path", c.Path(), "remote", c.Remote()))
 	path := c.Path()
+	held := m.holdFor(path, c.Remote())
+	// Any end but the same refusal again writes what was held (an early
+	// return included); noteEnd decides first when it gets there.
+	defer held.release(true)
+	base := m.log
+	if held != nil {
+		base = held.logger(m.log)
+	}
+	p.loss = newLossAdvisor(c.Stats, base.With("path", path, "remote", c.Remote()))
 	ho := m.handover(path)
 	m.mu.Lock()
 	old := m.live[path]
@@ -194,7 +215,7 @@ func (m *Manager) serve(ctx context.Context, c conn) error {
 			return err
 		}
 	}
-	log := m.log.With("path", path, "remote", c.Remote())
+	log := base.With("path", path, "remote", c.Remote())
 	settings := AudioSettings{}
 	if m.cfg.Audio != nil {
 		settings = m.cfg.Audio(path)
@@ -232,19 +253,48 @@ func (m *Manager) serve(ctx context.Context, c conn) error {
 	if m.cfg.MaxUnitBytes != nil {
 		maxUnit = m.cfg.MaxUnitBytes(path)
 	}
+	var profileWarned bool
+	sinceIDR := 0 // pictures from the first IDR on, up to provenAfter
+	// Decided before the claim, which ends the grace period it looks for.
+	gt := m.newGate(path, video.Mode)
+	writeAudio := p.audio.write
+	if gt != nil {
+		writeAudio = func(u av.AudioUnit) {
+			if !gt.hold(func() { p.audio.write(u) }) {
+				p.audio.write(u)
+			}
+		}
+	}
 	d := tsdemux.New(c, tsdemux.Config{Logger: log, MaxUnitBytes: maxUnit, OnStart: start, OnInfo: func(info av.StreamInfo) {
 		pub.SetInfo(info)
 		p.info.Store(&info)
 		p.video.setInfo(info)
+		m.checkProfile(c, video.Mode, info, &profileWarned)
 		log.Info("stream parameters", "codec", info.Codec, "profile", info.Profile,
 			"width", info.Width, "height", info.Height, "fps", info.FPS)
-	}, OnAudioFound: p.audio.found, OnAudioTrack: p.audio.track, OnAudio: p.audio.write,
+	}, OnAudioFound: p.audio.found, OnAudioTrack: p.audio.track, OnAudio: writeAudio,
 		OnSkip: p.loss.skip, OnSkipped: p.loss.skipped, OnBFrames: p.video.bframes})
 	p.demux.Store(d)
+	watch := m.watchPicture(c, d)
 	err := d.Run(ctx, func(au *av.AccessUnit) error {
-		p.video.write(au)
+		proven := false
+		if (au.IDR || sinceIDR > 0) && sinceIDR < provenAfter {
+			sinceIDR++
+			proven = sinceIDR == provenAfter
+		}
+		if gt == nil || !gt.hold(func() { p.video.write(au) }) {
+			p.video.write(au)
+		}
+		if proven {
+			watch.proven()
+			held.release(true)
+			gt.release()
+		}
 		return nil
 	})
+	watch.stop()
+	m.noteEnd(c, err, held)
+	err = withFix(err)
 	p.loss.flush(c.Stats(), time.Now())
 	if pub != nil {
 		m.publisherEvent(events.PublisherDisconnected, c, endReason(ctx, c, err))
@@ -285,14 +335,21 @@ func (m *Manager) pruneLocked(now time.Time) {
 			delete(m.past, name)
 		}
 	}
-	for len(m.past) > maxRemembered {
+	evictOldest(m.past, maxRemembered, func(h *history) time.Time { return h.lastSeen })
+}
+
+// evictOldest deletes the entries of m with the earliest times until at
+// most n are left: the bound on what probing path names can make a
+// manager remember.
+func evictOldest[V any](m map[string]V, n int, at func(V) time.Time) {
+	for len(m) > n {
 		var oldest string
-		for name, h := range m.past {
-			if oldest == "" || h.lastSeen.Before(m.past[oldest].lastSeen) {
+		for name, v := range m {
+			if oldest == "" || at(v).Before(at(m[oldest])) {
 				oldest = name
 			}
 		}
-		delete(m.past, oldest)
+		delete(m, oldest)
 	}
 }
 

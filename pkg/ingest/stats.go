@@ -103,6 +103,9 @@ type PathStats struct {
 	// while the path passes its video through.
 	Transcode TranscodeStatus
 	Totals    Totals
+	// Problem is why the path's viewers get no picture; nil while they
+	// do (refusals.go).
+	Problem *Problem
 }
 
 // TranscodeStatus is a path's video transcoder as it runs.
@@ -151,6 +154,11 @@ func (m *Manager) Stats() []PathStats {
 
 	for _, name := range m.cfg.Keep() {
 		entry(name)
+	}
+	// A publisher refused before it published left no history, yet its
+	// path is where an operator looks for why.
+	for name, pr := range m.problems.snapshot(time.Now()) {
+		entry(name).Problem = &pr
 	}
 	// Socket and hub reads happen outside the manager's lock: the listen
 	// callback must never wait behind a scrape.

@@ -25,6 +25,14 @@ func (m *Manager) APIPaths() []api.Path {
 			ap.Audio = &api.Audio{CodecIn: p.AudioIn, CodecOut: p.AudioOut, FramesIn: t.AudioFramesIn,
 				FramesOut: t.AudioFramesOut, Errors: t.AudioErrors, TranscodeCPUSeconds: t.TranscodeCPU.Seconds()}
 		}
+		if pr := p.Problem; pr != nil {
+			a := &api.Problem{Reason: pr.Reason, Detail: pr.Text, Remote: pr.Remote, At: pr.At, Count: pr.Count}
+			if pr.Live {
+				ap.Warning = a
+			} else {
+				ap.Refused = a
+			}
+		}
 		if pub := p.Publisher; pub != nil {
 			ap.Publisher = &api.Publisher{Remote: pub.Remote, Since: pub.Since, RTTMs: pub.SRT.RTTMs, PacketsLost: pub.SRT.PacketsLost}
 			ap.IngestBitrate = pub.SRT.RecvMbps * 1e6
@@ -65,6 +73,7 @@ func (m *Manager) PathSamples() []metrics.PathSample {
 			AudioTranscodeCPUSeconds: t.TranscodeCPU.Seconds(),
 			VideoTranscodedFrames:    t.VideoTranscodedFrames,
 			VideoTranscodeCPUSeconds: t.VideoTranscodeCPU.Seconds(),
+			NoPicture:                noPicture(p.Problem),
 		})
 	}
 	return out
@@ -93,4 +102,11 @@ func (m *Manager) SRTSamples() []metrics.SRTSample {
 		})
 	}
 	return out
+}
+
+func noPicture(p *Problem) string {
+	if p == nil || !p.Live {
+		return ""
+	}
+	return p.Reason
 }

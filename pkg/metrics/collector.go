@@ -48,6 +48,8 @@ const (
 	pathAudioCPU
 	pathVideoTranscoded
 	pathVideoCPU
+	pathNoPicture
+	publisherRefusals
 	srtRTT
 	srtRecvRate
 	srtPktsRecv
@@ -115,6 +117,10 @@ var defs = [numDefs]def{
 		"Pictures the path's video transcoder encoded to H.264 (video: auto for streams browsers cannot play, or video: transcode); the log says why it runs.", counter, lPath},
 	pathVideoCPU: {"srtwhep_path_video_transcode_cpu_seconds_total",
 		"CPU time of the path's video transcoder thread: decoding, pixel-format conversion and libx264 encoding.", counter, lPath},
+	pathNoPicture: {"srtwhep_path_no_picture",
+		"1 while the path's live publisher sends nothing a browser can decode (reason no-idr: no IDR with SPS/PPS within 5 s of its first video, usually GStreamer's mpegtsmux without alignment=7; unplayable-profile: 10-bit or 4:2:2/4:4:4 with video: passthrough); viewers get 409 with the fix meanwhile.", gauge, []string{"path", "reason"}},
+	publisherRefusals: {"srtwhep_publisher_refusals_total",
+		"Publishers refused, or warned about, for their stream, by reason (bframes, no-h264, not-mpegts with video: passthrough or always; unplayable-profile, no-idr while they stream); /v1/paths has the last one per path and the fix.", counter, []string{"reason"}},
 	srtRTT: {"srtwhep_srt_rtt_seconds",
 		"Round-trip time to the SRT publisher as smoothed by libsrt.", gauge, lPath},
 	srtRecvRate: {"srtwhep_srt_receive_rate_bytes_per_second",
@@ -210,6 +216,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			c.collectMediaPlane(ch, s)
 		}
 	}
+	if c.src.Refusals != nil {
+		for reason, n := range withZeros(c.src.Refusals(), RefusalReasons) {
+			c.emit(ch, publisherRefusals, float64(n), labelValue(reason))
+		}
+	}
 	if c.src.Hooks != nil {
 		h := c.src.Hooks()
 		for i, n := range []uint64{h.Sent, h.Dropped, h.Failed} {
@@ -259,6 +270,9 @@ func (c *collector) collectPaths(ch chan<- prometheus.Metric, samples []PathSamp
 		c.emit(ch, pathAudioCPU, s.AudioTranscodeCPUSeconds, p)
 		c.emit(ch, pathVideoTranscoded, float64(s.VideoTranscodedFrames), p)
 		c.emit(ch, pathVideoCPU, s.VideoTranscodeCPUSeconds, p)
+		if s.NoPicture != "" {
+			c.emit(ch, pathNoPicture, 1, p, labelValue(s.NoPicture))
+		}
 	}
 }
 

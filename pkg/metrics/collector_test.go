@@ -24,7 +24,7 @@ func fixedSources() Sources {
 					AudioFramesIn: 430, AudioFramesOut: 500, AudioErrors: 2, AudioTranscodeCPUSeconds: 0.25,
 					VideoTranscodedFrames: 300, VideoTranscodeCPUSeconds: 1.5,
 				},
-				{Path: "live/cam2", IngestBytes: 500, IngestFrames: 10},
+				{Path: "live/cam2", IngestBytes: 500, IngestFrames: 10, NoPicture: "no-idr"},
 			}
 		},
 		SRT: func() []SRTSample {
@@ -44,7 +44,8 @@ func fixedSources() Sources {
 				ServerLatency: Histogram{UpperBounds: []float64{0.001, 0.01}, Cumulative: []uint64{5, 9}, Count: 10, SumSeconds: 0.05},
 			}
 		},
-		Hooks: func() HookSample { return HookSample{Sent: 40, Dropped: 3, Failed: 1} },
+		Hooks:    func() HookSample { return HookSample{Sent: 40, Dropped: 3, Failed: 1} },
+		Refusals: func() map[string]uint64 { return map[string]uint64{"bframes": 20} },
 		MediaPlane: func() (MediaPlaneSample, bool) {
 			return MediaPlaneSample{
 				STUNAnswered: 30, DTLSRecords: 8, RTCPPackets: 120,
@@ -120,6 +121,12 @@ srtwhep_path_video_fps{path="live/cam2"} 0
 srtwhep_path_video_transcoded_frames_total{path="live/cam2"} 0
 ` + helpOf("srtwhep_path_video_transcode_cpu_seconds_total") + `srtwhep_path_video_transcode_cpu_seconds_total{path="live/cam1"} 1.5
 srtwhep_path_video_transcode_cpu_seconds_total{path="live/cam2"} 0
+` + helpOf("srtwhep_path_no_picture") + `srtwhep_path_no_picture{path="live/cam2",reason="no-idr"} 1
+` + helpOf("srtwhep_publisher_refusals_total") + `srtwhep_publisher_refusals_total{reason="bframes"} 20
+srtwhep_publisher_refusals_total{reason="no-h264"} 0
+srtwhep_publisher_refusals_total{reason="no-idr"} 0
+srtwhep_publisher_refusals_total{reason="not-mpegts"} 0
+srtwhep_publisher_refusals_total{reason="unplayable-profile"} 0
 ` + helpOf("srtwhep_srt_rtt_seconds") + `srtwhep_srt_rtt_seconds{path="live/cam1"} 0.012
 ` + helpOf("srtwhep_srt_receive_rate_bytes_per_second") + `srtwhep_srt_receive_rate_bytes_per_second{path="live/cam1"} 312500
 ` + helpOf("srtwhep_srt_packets_received_total") + `srtwhep_srt_packets_received_total{path="live/cam1"} 1000

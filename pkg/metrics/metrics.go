@@ -54,6 +54,10 @@ type PathSample struct {
 	// the path and the transcoder's CPU time; 0 while it passes through.
 	VideoTranscodedFrames    uint64
 	VideoTranscodeCPUSeconds float64
+
+	// NoPicture is the reason the live publisher's stream has no
+	// decodable picture (no-idr, unplayable-profile); "" while it has.
+	NoPicture string
 }
 
 // SRTSample is the libsrt view of one connected SRT publisher.
@@ -155,6 +159,9 @@ type Sources struct {
 	SRT    func() []SRTSample
 	WebRTC func() WebRTCSample
 	Hooks  func() HookSample
+	// Refusals counts the publishers refused (or warned about) for their
+	// stream, by reason (see RefusalReasons), for the life of the process.
+	Refusals func() map[string]uint64
 	// MediaPlane reports false while srtwhep's own media plane is not
 	// running (the pion plane, or before the socket is bound); its series
 	// are then left out rather than exported as zeros that would read as
@@ -179,6 +186,8 @@ var (
 	SessionStates = []string{"connecting", "connected"}
 	RejectReasons = []string{"reader_cap", "server_full", "no_publisher", "bad_offer", "auth", "handshake_limit", "offer_rate", "pending_limit"}
 	HookResults   = []string{"sent", "dropped", "failed"}
+	// RefusalReasons are ingest's Reason* slugs.
+	RefusalReasons = []string{"bframes", "no-h264", "not-mpegts", "unplayable-profile", "no-idr"}
 )
 
 // Metrics is the registry with the srtwhep collector and the standard

@@ -259,6 +259,10 @@ async function refused(att, resp) {
   if (after === null && p.retryAfter !== null) after = retryAfterMs(String(Math.round(p.retryAfter)), Date.now());
   if (p.slug === "no-h264") {
     setStatus("error", NO_H264); // the browser must change: retrying cannot help
+  } else if (resp.status === 409 && STREAM_PROBLEMS.includes(p.slug)) {
+    playedSince404 = false;
+    setStatus("problem", "The stream cannot be played: " + text);
+    retryIn(Math.max(after || 0, nextBackoff()));
   } else if (resp.status === 409 || resp.status === 404) {
     // No publisher yet (409, draft-03; 404 from an edge or an older
     // server): back off, but never sooner than the server asks.

@@ -47,6 +47,17 @@ function retryAfterMs(value, nowMs) {
 // viewer has to change the browser.
 const NO_H264 = "This browser offers no H.264 for WebRTC: enable the OpenH264 plugin (Firefox: about:addons → Plugins) or use another browser";
 
+// PROBLEM_TEXT_MAX bounds the text shown from an error answer: long
+// enough for a refusal's fixes for ffmpeg, OBS and GStreamer, short
+// enough that a misbehaving server cannot fill the page.
+const PROBLEM_TEXT_MAX = 1000;
+
+// STREAM_PROBLEMS are the problem slugs that mean the path's publisher
+// sends something browsers cannot show: the person at the encoder must
+// change a setting, so the page says so instead of "Waiting for the
+// stream…", and keeps asking, to play as soon as it is fixed.
+const STREAM_PROBLEMS = ["publisher-refused", "no-decodable-picture"];
+
 // parseProblem reads an error answer's body: an RFC 9457 problem
 // (application/problem+json) gives its detail (else its title), its type's
 // last path segment as slug ("no-publisher", "no-h264", …) and retry_after
@@ -60,13 +71,13 @@ function parseProblem(contentType, body) {
       if (p && typeof p === "object") {
         if (typeof p.type === "string") out.slug = p.type.replace(/\/+$/, "").split("/").pop();
         const d = typeof p.detail === "string" && p.detail.trim() ? p.detail : p.title;
-        if (typeof d === "string") out.text = d.trim().slice(0, 300);
+        if (typeof d === "string") out.text = d.trim().slice(0, PROBLEM_TEXT_MAX);
         if (typeof p.retry_after === "number" && isFinite(p.retry_after) && p.retry_after > 0) out.retryAfter = p.retry_after;
         return out;
       }
     } catch (e) { /* not JSON after all: show it as text */ }
   }
-  out.text = text.slice(0, 300);
+  out.text = text.slice(0, PROBLEM_TEXT_MAX);
   return out;
 }
 

@@ -59,6 +59,11 @@ type Config struct {
 	// Serve runs on one goroutine per accepted publisher, owned by Run, and
 	// returns when the stream ends. The conn is closed after it returns.
 	Serve func(ctx context.Context, c *Conn) error
+	// PublisherLog, when set, gives the logger of one publisher's
+	// "publisher connected" and "publisher closed" lines, derived from
+	// base: ingest holds back the lines of an encoder reconnecting in a
+	// loop that is refused each time, and summarises them.
+	PublisherLog func(base *slog.Logger, path, remote string) *slog.Logger
 
 	// AdmitRead is Admit for callers that read (streamid read:PATH or
 	// m=request), under the same rules: O(1), local, on libsrt's thread.
@@ -305,7 +310,11 @@ func (s *Server) serve(ctx context.Context, c *Conn) {
 		s.serveRead(ctx, c)
 		return
 	}
-	log := s.log.With("path", c.Path(), "remote", c.Remote())
+	log := s.log
+	if s.cfg.PublisherLog != nil {
+		log = s.cfg.PublisherLog(log, c.Path(), c.Remote())
+	}
+	log = log.With("path", c.Path(), "remote", c.Remote())
 	log.Info("publisher connected")
 	err := s.cfg.Serve(ctx, c)
 	c.Close()

@@ -235,6 +235,12 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 
 	id := newSessionID()
 	reader, err := s.cfg.Source.AddReader(path, id)
+	if s.streamProblem(w, r, path, err, raw) {
+		if err == nil {
+			reader.Close()
+		}
+		return
+	}
 	if err != nil {
 		s.sourceError(w, r, path, err, raw)
 		return

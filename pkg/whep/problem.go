@@ -31,6 +31,8 @@ const (
 	probVideoCodec      = "video-codec-unsupported"
 	probBadPath         = "invalid-path"
 	probNoPublisher     = "no-publisher"
+	probRefused         = "publisher-refused"
+	probNoPicture       = "no-decodable-picture"
 	probSourceRefused   = "source-refused"
 	probSourceTimeout   = "source-timeout"
 	probSourceFailed    = "source-unavailable"
@@ -65,6 +67,8 @@ var problemTitles = map[string]string{
 	probVideoCodec:      "Browser cannot decode this path's video",
 	probBadPath:         "Invalid path name",
 	probNoPublisher:     "No publisher on this path",
+	probRefused:         "The path's publisher was refused",
+	probNoPicture:       "The path's stream has no decodable picture",
 	probSourceRefused:   "Origin has no such stream",
 	probSourceTimeout:   "Origin did not answer in time",
 	probSourceFailed:    "Origin unavailable",

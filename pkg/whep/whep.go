@@ -158,6 +158,13 @@ type Config struct {
 	// its viewers to (reconnect events): a load balancer, or another
 	// server. Unlike PublicURL it is not this server.
 	ReconnectURL string
+	// Problem, when set, says why a path's viewers would get no picture:
+	// its last publisher was refused (asked only when the path has no
+	// publisher), or its live one sends nothing a browser can decode. A
+	// POST then gets 409 + Retry-After with the text, which names the
+	// encoder's fix, instead of "no publisher" or a 201 and a black
+	// screen.
+	Problem func(path string) (StreamProblem, bool)
 	// Authorizer decides whether a viewer may watch a path (nil: everyone
 	// may). Its *auth.Denied answers are mapped to HTTP statuses here.
 	Authorizer Authorizer
