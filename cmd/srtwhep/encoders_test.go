@@ -157,7 +157,7 @@ func TestEncoders(t *testing.T) {
 	var table []string
 	size, _, _ := encoderSize()
 	table = append(table,
-		fmt.Sprintf("Publishers at %s 30 fps against srtwhep's default config (`video: auto`), %s; a pion viewer offering H.264 and Opus joins once the publisher has sent 3 s, its pictures are decoded by ffprobe.", size, time.Now().UTC().Format("2006-01-02 15:04 UTC")),
+		fmt.Sprintf("Publishers at %s 30 fps against srtwhep's default config (`video: auto`), %s; a pion viewer offering H.264 and Opus joins once the publisher has sent 3 s; fps and audio packets are counted from 3 s to 8 s after its first picture; all its pictures are decoded by ffprobe.", size, time.Now().UTC().Format("2006-01-02 15:04 UTC")),
 		"",
 		"| publisher | WHEP | POST → first picture | fps (5 s) | video received | decoded | transcoded | audio | notes |",
 		"| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -232,8 +232,9 @@ func measureEncoder(t *testing.T, ts *testServer, row encoderRow, path string) e
 	}
 	defer v.Close()
 	r.status = "201"
-	// The first picture, then 1 s for the cached GOP's burst to pass and
-	// 5 s of live pictures (bounded: a stalled stream ends the wait).
+	// The first picture, then 3 s for the cached GOP's burst (and any
+	// catching up behind it) to pass, and 5 s of live pictures (bounded:
+	// a stalled stream ends the wait).
 	var first time.Time
 	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
 		if aus := v.units(); len(aus) > 0 {
@@ -246,7 +247,7 @@ func measureEncoder(t *testing.T, ts *testServer, row encoderRow, path string) e
 		return r
 	}
 	r.first = first.Sub(posted)
-	from, to := first.Add(time.Second), first.Add(6*time.Second)
+	from, to := first.Add(3*time.Second), first.Add(8*time.Second)
 	for time.Now().Before(to.Add(500 * time.Millisecond)) {
 		time.Sleep(100 * time.Millisecond)
 	}
