@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,9 @@ type encoderRow struct {
 	name, note string
 	tool       string // must be on PATH, else the row is skipped with the fix
 	start      func(t *testing.T, ts *testServer, url string) []string
+	// after, when set, checks more once the viewer is done and returns
+	// notes for the table.
+	after func(t *testing.T, ts *testServer, path string) []string
 }
 
 // encoderResult is what a new viewer saw, as the matrix's table reports it.
@@ -115,10 +119,42 @@ var srtRelayRow = encoderRow{
 			"-f", "lavfi", "-i", ffTone}, strings.Fields(settings)...)
 		startFFmpeg(t, args, src+"?pkt_size=1316")
 		return []string{
-			fmt.Sprintf("srt-live-transmit udp://:%d 'srt://HOST:8890?streamid=publish:PATH'", port),
+			fmt.Sprintf("srt-live-transmit %s 'srt://HOST:8890?streamid=publish:PATH'", src),
 			fmt.Sprintf("ffmpeg -re -i INPUT %s -f mpegts 'udp://127.0.0.1:%d?pkt_size=1316'", settings, port),
 		}
 	},
+	after: srtReadOut,
+}
+
+// srtReadOut reads the path back out with srt-live-transmit (read:PATH)
+// until 256 KiB or 15 s, and names the streams ffprobe finds in it.
+func srtReadOut(t *testing.T, ts *testServer, path string) []string {
+	file := filepath.Join(t.TempDir(), "read.ts")
+	out, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	url := fmt.Sprintf("srt://%s?streamid=read:%s", ts.srt.Addr(), path)
+	cmd := exec.Command("srt-live-transmit", "-q", url, "file://con")
+	cmd.Stdout = out
+	if err := cmd.Start(); err != nil {
+		return []string{"read out: " + err.Error()}
+	}
+	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if fi, err := out.Stat(); err == nil && fi.Size() >= 256<<10 {
+			break
+		}
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	fi, _ := out.Stat()
+	probe, err := exec.Command("ffprobe", "-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0", file).Output()
+	if err != nil {
+		return []string{fmt.Sprintf("read out with `srt-live-transmit 'srt://HOST:8890?streamid=read:PATH' file://con`: %d bytes, ffprobe: %v", fi.Size(), err)}
+	}
+	codecs := strings.Join(strings.Fields(string(probe)), ", ")
+	return []string{fmt.Sprintf("read out with `srt-live-transmit 'srt://HOST:8890?streamid=read:PATH' file://con`: %d KiB, streams %s", fi.Size()>>10, codecs)}
 }
 
 func encoderRows() []encoderRow {
@@ -197,6 +233,9 @@ func TestEncoders(t *testing.T) {
 
 func runEncoderRow(t *testing.T, ts *testServer, row encoderRow, path string) encoderResult {
 	r := measureEncoder(t, ts, row, path)
+	if row.after != nil {
+		r.notes = append(r.notes, row.after(t, ts, path)...)
+	}
 	r.notes = append(r.notes, serverWarnings(ts, path)...)
 	return r
 }
