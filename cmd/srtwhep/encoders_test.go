@@ -63,12 +63,20 @@ const (
 	obsAAC = "-c:a aac -b:a 160k -ac 2"
 )
 
+// ffmpegInput: INPUT, the test picture and tone in real time, then the
+// row's settings.
+func ffmpegInput(settings string) []string {
+	size, _, _ := encoderSize()
+	return append([]string{"-re", "-f", "lavfi", "-i", "testsrc2=size=" + size + ":rate=30,format=yuv420p",
+		"-f", "lavfi", "-i", ffTone}, strings.Fields(settings)...)
+}
+
+// readmeFFmpeg is the README's ffmpeg command with AAC.
+const readmeFFmpeg = "-c:v libx264 -preset veryfast -tune zerolatency -bf 0 -g 60 -b:v 2500k -c:a aac -b:a 128k"
+
 func ffmpegRow(name, note, settings string) encoderRow {
 	return encoderRow{name: name, note: note, tool: "ffmpeg", start: func(t *testing.T, _ *testServer, url string) []string {
-		size, _, _ := encoderSize()
-		args := append([]string{"-re", "-f", "lavfi", "-i", "testsrc2=size=" + size + ":rate=30,format=yuv420p",
-			"-f", "lavfi", "-i", ffTone}, strings.Fields(settings)...)
-		startFFmpeg(t, args, url)
+		startFFmpeg(t, ffmpegInput(settings), url)
 		return []string{"ffmpeg -re -i INPUT " + settings + " -f mpegts 'srt://HOST:8890?streamid=publish:PATH'"}
 	}}
 }
@@ -113,11 +121,8 @@ var srtRelayRow = encoderRow{
 		port := freeUDPPort(t)
 		src := fmt.Sprintf("udp://127.0.0.1:%d", port)
 		testkit.StartProcess(t, "srt-live-transmit", exec.Command("srt-live-transmit", "-q", src, url))
-		size, _, _ := encoderSize()
-		settings := "-c:v libx264 -preset veryfast -tune zerolatency -bf 0 -g 60 -b:v 2500k -c:a aac -b:a 128k"
-		args := append([]string{"-re", "-f", "lavfi", "-i", "testsrc2=size=" + size + ":rate=30,format=yuv420p",
-			"-f", "lavfi", "-i", ffTone}, strings.Fields(settings)...)
-		startFFmpeg(t, args, src+"?pkt_size=1316")
+		settings := readmeFFmpeg
+		startFFmpeg(t, ffmpegInput(settings), src+"?pkt_size=1316")
 		return []string{
 			fmt.Sprintf("srt-live-transmit %s 'srt://HOST:8890?streamid=publish:PATH'", src),
 			fmt.Sprintf("ffmpeg -re -i INPUT %s -f mpegts 'udp://127.0.0.1:%d?pkt_size=1316'", settings, port),
@@ -158,10 +163,9 @@ func srtReadOut(t *testing.T, ts *testServer, path string) []string {
 }
 
 func encoderRows() []encoderRow {
-	readme := "-c:v libx264 -preset veryfast -tune zerolatency -bf 0 -g 60 -b:v 2500k -c:a aac -b:a 128k"
 	obsSimple := "-c:v libx264 -preset veryfast -profile:v high -bf 2 -g 250 -r 30 " + obsCBR + " " + obsAAC
 	return []encoderRow{
-		ffmpegRow("ffmpeg, README settings", "", readme),
+		ffmpegRow("ffmpeg, README settings", "", readmeFFmpeg),
 		ffmpegRow("ffmpeg defaults", "x264 defaults: 3 B-frames, keyint 250; MP2 audio", "-c:v libx264"),
 		ffmpegRow("OBS 29 Simple mode (emulated)", "libx264 as OBS sets it: veryfast, high, bframes 2, keyint 250, CBR 2500k, AAC 160k", obsSimple),
 		ffmpegRow("OBS 29 Advanced, x264 options empty (emulated)", "as Simple: Keyframe Interval 0 (auto) = x264's 250", obsSimple),
