@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -158,8 +159,14 @@ func srtReadOut(t *testing.T, ts *testServer, path string) []string {
 	if err != nil {
 		return []string{fmt.Sprintf("read out with `srt-live-transmit 'srt://HOST:8890?streamid=read:PATH' file://con`: %d bytes, ffprobe: %v", fi.Size(), err)}
 	}
-	codecs := strings.Join(strings.Fields(string(probe)), ", ")
-	return []string{fmt.Sprintf("read out with `srt-live-transmit 'srt://HOST:8890?streamid=read:PATH' file://con`: %d KiB, streams %s", fi.Size()>>10, codecs)}
+	// ffprobe names a stream once per program it belongs to.
+	var codecs []string
+	for _, c := range strings.Fields(string(probe)) {
+		if !slices.Contains(codecs, c) {
+			codecs = append(codecs, c)
+		}
+	}
+	return []string{fmt.Sprintf("read out with `srt-live-transmit 'srt://HOST:8890?streamid=read:PATH' file://con`: %d KiB, streams %s", fi.Size()>>10, strings.Join(codecs, ", "))}
 }
 
 func encoderRows() []encoderRow {
