@@ -32,9 +32,9 @@ SHELL_SCRIPTS := $(wildcard *.sh scripts/*.sh deploy/*.sh) .ci/run
 help: ## list the targets
 	@echo "srtwhep make targets:"
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-7s %s\n", $$1, $$2}'
-	@echo "variables: CONFIG=FILE (run), MODE=build|run|test (deps), FUZZTIME=30s (fuzz), DURATION=10m VIEWERS=100 (soak), VERSION=v1.2.3 (build; default: git describe)"
+	@echo "variables: CONFIG=FILE (run), MODE=build|run|test|bench (deps), FUZZTIME=30s (fuzz), DURATION=10m VIEWERS=100 (soak), VERSION=v1.2.3 (build; default: git describe)"
 
-deps: ## install missing Debian packages (MODE=build|run|test, default test)
+deps: ## install missing Debian packages (MODE=build|run|test|bench, default test)
 	scripts/deps.sh $(MODE)
 
 build: ## build every binary under cmd/ into bin/
@@ -97,8 +97,8 @@ test: ## deps, tidy go.mod, go vet, gofmt, shellcheck, go test -race, fuzz, offl
 	@# panic, no 5xx, no broken invariant on what has been found so far.
 	scripts/fuzz.sh 2s 0 fresh
 
-bench: ## Go benchmarks (video transcoder included) + glass-to-glass passthrough/transcoded + capacity ladders of browser-like viewers (headline; gro as an extra), server on CPU 0; PLANES, ROUNDS, STEPS: see scripts/bench.sh (report in bench/results/)
-	scripts/deps.sh run
+bench: ## Go benchmarks (video transcoder included) + glass-to-glass passthrough/transcoded + capacity ladders of browser-like viewers (headline; gro as an extra), server on CPU 0, + the publisher matrix (encoders); PLANES, ROUNDS, STEPS: see scripts/bench.sh (report in bench/results/)
+	scripts/deps.sh bench
 	scripts/bench.sh
 
 fuzz: ## run every Fuzz target for FUZZTIME each, one at a time

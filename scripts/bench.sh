@@ -50,6 +50,12 @@
 # 10 WHEP offers a second that never start ICE, with the share of a
 # legitimate client's POSTs answered 201 meanwhile.
 #
+# Then the encoders section (ENCODERS, default on; ENCODERS=0 skips it):
+# the publisher matrix (cmd/srtwhep TestEncoders), ffmpeg, OBS's x264
+# settings, GStreamer 1.22, srt-live-transmit and H.265 each pushed to a
+# fresh server with the default config and played by a pion viewer, its
+# table in encoders.md (ENCODERS_SIZE, default 640x360, sets the picture).
+#
 # Before the ladders, on the idle server: glass-to-glass latency from a
 # generated 640x360@30 clip whose frames carry their creation time in their
 # pixels (whep-loadgen g2g, see internal/glass), median and p95, and the server's
@@ -453,6 +459,18 @@ if [[ ${HOSTILE:-1} != 0 ]]; then
 		echo "## Hostile input (long runs)"
 		echo
 		grep -oE 'endless PES: .*|round [0-9]+: .*|SRT flood: .*|offer flood: .*|bystander: .*|--- (PASS|FAIL): Test(EndlessPES|SRTHandshakeFlood|OfferFlood).*' "$out/hostile.txt" | sed 's/^/- /' || echo "- n/a (no figures in $out/hostile.txt)"
+	} | tee -a "$out/report.md"
+fi
+
+if [[ ${ENCODERS:-1} != 0 ]]; then
+	echo "encoders: the publisher matrix (TestEncoders) ..." >&2
+	ENCODERS=1 ENCODERS_OUT="$PWD/$out/encoders.md" go test -count=1 -timeout 15m -v -run '^TestEncoders$' ./cmd/srtwhep \
+		>"$out/encoders.txt" 2>&1 || echo "encoders: FAILED (see $out/encoders.txt)" >&2
+	{
+		echo
+		echo "## Publishers (encoders)"
+		echo
+		cat "$out/encoders.md" 2>/dev/null || echo "- n/a (no table; see $out/encoders.txt)"
 	} | tee -a "$out/report.md"
 fi
 

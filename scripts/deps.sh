@@ -10,6 +10,9 @@
 #          wrong (cmd/srtwhep/gstreamer_test.go); about 6 MB to download
 #          (docker-compose 1.29 only parses the compose file; no engine is used)
 #          + node and npm, when not on PATH (nodejs npm)
+#   bench  run + GStreamer 1.22 (as test, + libav plugins)
+#          + srt-tools (srt-live-transmit): the publishers of the
+#          encoders section (TestEncoders)
 #
 # Idempotent and quick when everything is present: dpkg-query only, no
 # apt-get update. Missing packages are installed as root (or through a
@@ -18,7 +21,7 @@
 set -euo pipefail
 
 usage() {
-	echo "usage: $0 build|run|test" >&2
+	echo "usage: $0 build|run|test|bench" >&2
 	exit 2
 }
 
@@ -39,11 +42,15 @@ build_pkgs=(libsrt-openssl-dev pkg-config "${audio_build_pkgs[@]}")
 run_pkgs=("${build_pkgs[@]}" ffmpeg)
 gst_pkgs=(gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly)
 test_pkgs=("${run_pkgs[@]}" chromium iptables nftables iproute2 shellcheck docker-compose "${gst_pkgs[@]}")
+# The publisher matrix runs the encoders people use; x264enc is in -ugly,
+# srtsink and h265parse in -bad, avenc_aac/avenc_mp2 in -libav.
+bench_pkgs=("${run_pkgs[@]}" "${gst_pkgs[@]}" gstreamer1.0-libav srt-tools)
 
 case "$1" in
 build) want=("${build_pkgs[@]}") ;;
 run) want=("${run_pkgs[@]}") ;;
 test) want=("${test_pkgs[@]}") ;;
+bench) want=("${bench_pkgs[@]}") ;;
 -h | --help) usage ;;
 *)
 	echo "deps.sh: unknown mode '$1'" >&2

@@ -184,6 +184,18 @@ func (v *viewer) count() int {
 // say) before it dials.
 func dialViewer(t *testing.T, ts *testServer, path string, opts ...func(*whepclient.Options)) *viewer {
 	t.Helper()
+	v, err := connectViewer(ts, path, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { v.Close() })
+	return v
+}
+
+// connectViewer is dialViewer for callers that record a refusal instead
+// of failing on it (a *whepclient.HTTPError in the chain); the caller
+// closes the viewer.
+func connectViewer(ts *testServer, path string, opts ...func(*whepclient.Options)) (*viewer, error) {
 	v := &viewer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -211,14 +223,14 @@ func dialViewer(t *testing.T, ts *testServer, path string, opts ...func(*whepcli
 	}
 	sess, err := whepclient.Dial(ctx, ts.httpURL("/"+path+"/whep"), o)
 	if err != nil {
-		t.Fatalf("WHEP dial %s: %v", path, err)
+		return nil, fmt.Errorf("WHEP dial %s: %w", path, err)
 	}
 	v.Session = sess
-	t.Cleanup(func() { sess.Close() })
 	if err := sess.WaitConnected(ctx); err != nil {
-		t.Fatalf("viewer did not connect: %v", err)
+		sess.Close()
+		return nil, fmt.Errorf("viewer did not connect: %w", err)
 	}
-	return v
+	return v, nil
 }
 
 func (v *viewer) waitUnits(t *testing.T, n int, timeout time.Duration) {

@@ -102,12 +102,20 @@ func TestAudioOff(t *testing.T) {
 // With a consumer that transcodes (OnBFrames says yes), a stream with
 // B-frames plays on: every picture comes out in decode order with its own
 // PTS, and nothing is refused or warned about.
+// h264_bpyramid.ts is x264's default of 3 B-frames with a B-pyramid,
+// whose non-reference B-frames have PTS = DTS.
 func TestBFramesAccepted(t *testing.T) {
+	for _, clip := range []string{"h264_bframes.ts", "h264_bpyramid.ts"} {
+		t.Run(clip, func(t *testing.T) { testBFramesAccepted(t, clip) })
+	}
+}
+
+func testBFramesAccepted(t *testing.T, clip string) {
 	asked := 0
 	// Not demux(): its invariants include a PTS that never goes back,
 	// which is exactly what B-frames in decode order break.
 	res := result{logs: &logSink{}}
-	d := New(bytes.NewReader(readClip(t, "h264_bframes.ts")), Config{Logger: slog.New(sinkHandler{s: res.logs}),
+	d := New(bytes.NewReader(readClip(t, clip)), Config{Logger: slog.New(sinkHandler{s: res.logs}),
 		OnBFrames: func() bool { asked++; return true }})
 	res.err = d.Run(t.Context(), func(au *av.AccessUnit) error {
 		res.aus = append(res.aus, au)

@@ -47,6 +47,11 @@ type videoState struct {
 	lastOut    int64 // last emitted (re-based) PTS
 	offset     int64 // added to unwrapped PTS to keep output monotonic
 	frameTicks int64
+	// reorders: some picture had DTS ≠ PTS. With a B-pyramid (x264's
+	// default with 3 B-frames) the non-reference B-frames are presented
+	// as they are decoded, PTS = DTS, and ffmpeg then writes no DTS; their
+	// step back is still reordering, not a jump.
+	reorders bool
 
 	warnedBFrames bool
 	// reorderAsked: OnBFrames was asked; reorderOK: it said the consumer
@@ -207,8 +212,9 @@ func (d *Demuxer) timestamp(rawPTS, rawDTS int64) (pts int64, reordered bool) {
 		v.lastRaw, v.lastIn, v.lastOut, v.offset = rawPTS, in, in, 0
 		return in, false
 	}
+	v.reorders = v.reorders || rawPTS != rawDTS
 	step := in - v.lastIn
-	if step < 0 && rawPTS != rawDTS && -step < maxPTSStep {
+	if step < 0 && v.reorders && -step < maxPTSStep {
 		if d.acceptBFrames() {
 			// A B-frame for the transcoder, which reorders by PTS: its
 			// own, on the re-based timeline; the timeline itself follows

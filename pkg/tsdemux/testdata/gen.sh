@@ -9,6 +9,8 @@ x264="-c:v libx264 -preset ultrafast -pix_fmt yuv420p -g 30 -b:v 150k"
 ffmpeg $common -t 2 $x264 -bf 0 -f mpegts h264.ts
 # 1 s with B-frames: must be refused.
 ffmpeg $common -t 1 $x264 -preset fast -bf 2 -f mpegts h264_bframes.ts
+# 1 s with x264's default 3 B-frames and B-pyramid: some B-frames have PTS = DTS.
+ffmpeg $common -t 1 $x264 -preset fast -bf 3 -f mpegts h264_bpyramid.ts
 # 1 s H.264 + AAC: video passes, one warning.
 ffmpeg $common -f lavfi -i sine=frequency=440:sample_rate=48000 -t 1 $x264 -bf 0 -c:a aac -b:a 32k -f mpegts h264_aac.ts
 # 1 s H.265 + AAC: no H.264 track.
