@@ -334,6 +334,7 @@ func forgeDatagrams(t *testing.T, ts *testServer, w *counterWatch) {
 
 	// The viewer's own credentials nominate the test's socket, which never
 	// answers the server's consent checks: no media, one consent failure.
+	username := sdpValue(t, answer, "ice-ufrag") + ":" + sdpValue(t, offer.SDP, "ice-ufrag")
 	nominate := stun.MustBuild(stun.TransactionID, stun.BindingRequest, stun.NewUsername(username),
 		stun.RawAttribute{Type: stun.AttrUseCandidate}, stun.NewShortTermIntegrity(sdpValue(t, answer, "ice-pwd")), stun.Fingerprint).Raw
 	if _, err := conn.Write(nominate); err != nil {
