@@ -27,6 +27,9 @@ const (
 	// DefaultConsentTimeout is RFC 7675's: a viewer that sent no valid
 	// STUN check and no valid RTCP for this long is gone.
 	DefaultConsentTimeout = 30 * time.Second
+	// DefaultMaxTCPPerClient bounds one client's ICE-TCP connections: a
+	// browser opens one per candidate pair it checks over TCP, a few.
+	DefaultMaxTCPPerClient = 8
 )
 
 // janitorInterval is how often timeouts are checked; the timeouts are
@@ -71,6 +74,10 @@ type Config struct {
 	// carries a passive TCP candidate per address. The Server owns it
 	// from New on and closes it.
 	TCPListener net.Listener
+	// MaxTCPPerClient bounds the ICE-TCP connections open at once from
+	// one client (an IPv4 address, an IPv6 /64); past it new ones are
+	// closed at accept. 0 means DefaultMaxTCPPerClient.
+	MaxTCPPerClient int
 }
 
 // Server terminates WebRTC transport for many viewers on one UDP socket.
@@ -90,7 +97,11 @@ type Server struct {
 	byAddr   map[route]*Viewer
 	viewers  map[*Viewer]struct{}
 	tcpConns map[*tcpConn]struct{}
-	closed   bool
+	// tcpClients counts open ICE-TCP connections by client (see
+	// clientOf); an entry lives while its client has one.
+	tcpClients map[netip.Prefix]*tcpClient
+	tcpFull    refusals // over maxTCPConns, for the log
+	closed     bool
 
 	// fd is the shared socket's descriptor, which Senders hand to
 	// sendmmsg directly (see sendDirect); fdMu, read-held around each such
@@ -132,6 +143,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.ConsentTimeout <= 0 {
 		cfg.ConsentTimeout = DefaultConsentTimeout
 	}
+	if cfg.MaxTCPPerClient <= 0 {
+		cfg.MaxTCPPerClient = DefaultMaxTCPPerClient
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -142,10 +156,11 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, conn: cfg.Conn, raw: raw, log: log,
-		byUfrag:  map[string]*iceCreds{},
-		byAddr:   map[route]*Viewer{},
-		viewers:  map[*Viewer]struct{}{},
-		tcpConns: map[*tcpConn]struct{}{},
+		byUfrag:    map[string]*iceCreds{},
+		byAddr:     map[route]*Viewer{},
+		viewers:    map[*Viewer]struct{}{},
+		tcpConns:   map[*tcpConn]struct{}{},
+		tcpClients: map[netip.Prefix]*tcpClient{},
 	}
 	s.demux.rtcp = make([]byte, 0, maxDatagram)
 	if s.inet6, err = socketIsInet6(raw); err != nil {

@@ -23,6 +23,13 @@ type Stats struct {
 	Messages    uint64 // sendmmsg entries that carried them (GSO groups)
 	Syscalls    uint64 // sendmmsg calls
 	SendErrors  uint64 // datagrams the kernel refused
+
+	// ICE-TCP connections closed at accept, over Config.MaxTCPPerClient
+	// from one client or over the server's maxTCPConns in all.
+	TCPRefusedPerClient, TCPRefusedGlobal uint64
+	// TCPEvicted counts validated ICE-TCP connections closed because a
+	// newer address of the same viewer took their place in its table.
+	TCPEvicted uint64
 }
 
 type counters struct {
@@ -30,6 +37,7 @@ type counters struct {
 	malformed, unknownUfrag, badIntegrity, unknownAddr, badSRTCP atomic.Uint64
 	droppedOther                                                 atomic.Uint64
 	packetsSent, messages, syscalls, sendErrors                  atomic.Uint64
+	tcpRefusedPerClient, tcpRefusedGlobal, tcpEvicted            atomic.Uint64
 }
 
 // Stats returns the counters so far.
@@ -52,5 +60,9 @@ func (s *Server) Stats() Stats {
 		Messages:    c.messages.Load(),
 		Syscalls:    c.syscalls.Load(),
 		SendErrors:  c.sendErrors.Load(),
+
+		TCPRefusedPerClient: c.tcpRefusedPerClient.Load(),
+		TCPRefusedGlobal:    c.tcpRefusedGlobal.Load(),
+		TCPEvicted:          c.tcpEvicted.Load(),
 	}
 }

@@ -25,6 +25,7 @@ import (
 
 // maxTCPConns bounds the ICE-TCP connections open at once; past it new
 // ones are closed at once. Each costs a goroutine and a few kilobytes.
+// Config.MaxTCPPerClient bounds one client's share of them.
 const maxTCPConns = 4096
 
 // goodbyeWait bounds writes to an ICE-TCP viewer that is being closed: a
@@ -80,17 +81,88 @@ func (s *Server) acceptTCP() {
 		}
 		_ = tc.SetNoDelay(true) // each frame is a datagram: no coalescing delay
 		c := &tcpConn{srv: s, conn: tc, ap: ap}
-		s.mu.Lock()
-		if s.closed || len(s.tcpConns) >= maxTCPConns {
-			s.mu.Unlock()
-			s.stats.droppedOther.Add(1)
+		if !s.admitTCP(c) {
 			_ = nc.Close()
 			continue
 		}
-		s.tcpConns[c] = struct{}{}
-		s.mu.Unlock()
 		s.spawn(func() { s.serveTCP(c) })
 	}
+}
+
+// tcpClient is one client's open ICE-TCP connections and its refusals.
+type tcpClient struct {
+	conns   int
+	refused refusals
+}
+
+// refusals rate-limits the log line of refused connections to one a
+// second, each line carrying how many were refused since the last.
+type refusals struct {
+	n      uint64
+	logged time.Time
+}
+
+// add counts a refusal and reports whether a line is due, with the count
+// it covers.
+func (r *refusals) add(now time.Time) (uint64, bool) {
+	r.n++
+	if now.Sub(r.logged) < time.Second {
+		return 0, false
+	}
+	n := r.n
+	r.n, r.logged = 0, now
+	return n, true
+}
+
+// clientOf is the client an address counts against: an IPv4 address, or
+// an IPv6 /64, the block one host (or one home) is usually given.
+func clientOf(a netip.Addr) netip.Prefix {
+	if a.Is4() {
+		return netip.PrefixFrom(a, 32)
+	}
+	p, _ := a.Prefix(64)
+	return p
+}
+
+// admitTCP registers c unless the server is closed or a cap is reached:
+// one client may not take the connections every other client needs.
+func (s *Server) admitTCP(c *tcpConn) bool {
+	now := time.Now()
+	key := clientOf(c.ap.Addr())
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return false
+	}
+	if len(s.tcpConns) >= maxTCPConns {
+		n, due := s.tcpFull.add(now)
+		s.mu.Unlock()
+		s.stats.tcpRefusedGlobal.Add(1)
+		if due {
+			s.log.Warn("ICE-TCP connection refused: the server holds the most it takes", "remote", c.ap.String(),
+				"limit", maxTCPConns, "refused", n)
+		}
+		return false
+	}
+	cl := s.tcpClients[key]
+	if cl == nil {
+		cl = &tcpClient{}
+		s.tcpClients[key] = cl
+	}
+	if cl.conns >= s.cfg.MaxTCPPerClient {
+		n, due := cl.refused.add(now)
+		s.mu.Unlock()
+		s.stats.tcpRefusedPerClient.Add(1)
+		if due {
+			s.log.Warn("ICE-TCP connection refused: too many from this client; raise webrtc.maxTCPPerClient if many viewers share its address",
+				"remote", key.String(), "limit", s.cfg.MaxTCPPerClient, "refused", n)
+		}
+		return false
+	}
+	cl.conns++
+	s.tcpConns[c] = struct{}{}
+	s.mu.Unlock()
+	return true
 }
 
 func addrPortOf(a net.Addr) (netip.AddrPort, bool) {
@@ -164,6 +236,12 @@ func (s *Server) tcpEnded(c *tcpConn) {
 	r := route{ap: c.ap, tcp: c}
 	s.mu.Lock()
 	delete(s.tcpConns, c)
+	key := clientOf(c.ap.Addr())
+	if cl := s.tcpClients[key]; cl != nil {
+		if cl.conns--; cl.conns <= 0 {
+			delete(s.tcpClients, key)
+		}
+	}
 	v := s.byAddr[r]
 	if v != nil {
 		delete(s.byAddr, r)
