@@ -145,6 +145,7 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		Interfaces:        cfg.WebRTC.Interfaces,
 		IncludeLoopback:   cfg.WebRTC.AdvertiseLoopback(),
 		SocketBuffer:      cfg.WebRTC.SocketBuffer,
+		MaxTCPPerClient:   cfg.WebRTC.MaxTCPPerClient,
 		HandshakeTimeout:  time.Duration(cfg.WebRTC.HandshakeTimeout),
 		DisconnectTimeout: time.Duration(cfg.WebRTC.DisconnectTimeout),
 		Keepalive:         time.Duration(cfg.WebRTC.Keepalive),
@@ -211,6 +212,9 @@ func (s *server) mediaPlaneSample() (metrics.MediaPlaneSample, bool) {
 		DroppedOther:        st.DroppedOther,
 		SendSyscalls:        st.Syscalls,
 		SendMessages:        st.Messages,
+		TCPRefusedPerClient: st.TCPRefusedPerClient,
+		TCPRefusedGlobal:    st.TCPRefusedGlobal,
+		TCPEvicted:          st.TCPEvicted,
 	}, true
 }
 

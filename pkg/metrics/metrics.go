@@ -123,6 +123,10 @@ type MediaPlaneSample struct {
 	// SendSyscalls are the system calls that sent media, SendMessages the
 	// messages they carried (UDP GSO groups, ICE-TCP frame runs).
 	SendSyscalls, SendMessages uint64
+	// ICE-TCP connections closed at accept, over webrtc.maxTCPPerClient
+	// or over the server's cap, and validated ones closed because a newer
+	// address of the same viewer replaced them.
+	TCPRefusedPerClient, TCPRefusedGlobal, TCPEvicted uint64
 }
 
 // HookSample counts the events posted to hooks.url for the life of the
