@@ -97,9 +97,9 @@ type Server struct {
 	byAddr   map[route]*Viewer
 	viewers  map[*Viewer]struct{}
 	tcpConns map[*tcpConn]struct{}
-	// tcpClients counts open ICE-TCP connections by client (see
-	// clientOf); an entry lives while its client has one.
-	tcpClients map[netip.Prefix]*tcpClient
+	// tcpClients counts open ICE-TCP connections by client (auth.Key);
+	// an entry lives while its client has one.
+	tcpClients map[string]*tcpClient
 	tcpFull    refusals // over maxTCPConns, for the log
 	closed     bool
 
@@ -160,7 +160,7 @@ func New(cfg Config) (*Server, error) {
 		byAddr:     map[route]*Viewer{},
 		viewers:    map[*Viewer]struct{}{},
 		tcpConns:   map[*tcpConn]struct{}{},
-		tcpClients: map[netip.Prefix]*tcpClient{},
+		tcpClients: map[string]*tcpClient{},
 	}
 	s.demux.rtcp = make([]byte, 0, maxDatagram)
 	if s.inet6, err = socketIsInet6(raw); err != nil {

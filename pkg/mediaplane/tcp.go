@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/srtwhep/srtwhep/pkg/auth"
 )
 
 // ICE-TCP (RFC 6544) is the fallback for viewers whose UDP is blocked: the
@@ -82,6 +84,9 @@ func (s *Server) acceptTCP() {
 		_ = tc.SetNoDelay(true) // each frame is a datagram: no coalescing delay
 		c := &tcpConn{srv: s, conn: tc, ap: ap}
 		if !s.admitTCP(c) {
+			// A reset rather than a FIN leaves no TIME_WAIT socket behind
+			// for each connection of a flood.
+			_ = tc.SetLinger(0)
 			_ = nc.Close()
 			continue
 		}
@@ -114,21 +119,13 @@ func (r *refusals) add(now time.Time) (uint64, bool) {
 	return n, true
 }
 
-// clientOf is the client an address counts against: an IPv4 address, or
-// an IPv6 /64, the block one host (or one home) is usually given.
-func clientOf(a netip.Addr) netip.Prefix {
-	if a.Is4() {
-		return netip.PrefixFrom(a, 32)
-	}
-	p, _ := a.Prefix(64)
-	return p
-}
-
 // admitTCP registers c unless the server is closed or a cap is reached:
 // one client may not take the connections every other client needs.
 func (s *Server) admitTCP(c *tcpConn) bool {
 	now := time.Now()
-	key := clientOf(c.ap.Addr())
+	// The HTTP listener's and the failure throttle's notion of a client:
+	// an IPv4 address, an IPv6 /64.
+	key := auth.Key(c.ap.Addr())
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -155,7 +152,7 @@ func (s *Server) admitTCP(c *tcpConn) bool {
 		s.stats.tcpRefusedPerClient.Add(1)
 		if due {
 			s.log.Warn("ICE-TCP connection refused: too many from this client; raise webrtc.maxTCPPerClient if many viewers share its address",
-				"remote", key.String(), "limit", s.cfg.MaxTCPPerClient, "refused", n)
+				"remote", key, "limit", s.cfg.MaxTCPPerClient, "refused", n)
 		}
 		return false
 	}
@@ -236,7 +233,7 @@ func (s *Server) tcpEnded(c *tcpConn) {
 	r := route{ap: c.ap, tcp: c}
 	s.mu.Lock()
 	delete(s.tcpConns, c)
-	key := clientOf(c.ap.Addr())
+	key := auth.Key(c.ap.Addr())
 	if cl := s.tcpClients[key]; cl != nil {
 		if cl.conns--; cl.conns <= 0 {
 			delete(s.tcpClients, key)
