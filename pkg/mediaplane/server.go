@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/pion/dtls/v3/pkg/crypto/selfsign"
+
+	"github.com/srtwhep/srtwhep/pkg/plane"
 )
 
 // Defaults for the zero Config.
@@ -27,9 +29,8 @@ const (
 	// DefaultConsentTimeout is RFC 7675's: a viewer that sent no valid
 	// STUN check and no valid RTCP for this long is gone.
 	DefaultConsentTimeout = 30 * time.Second
-	// DefaultMaxTCPPerClient bounds one client's ICE-TCP connections: a
-	// browser opens one per candidate pair it checks over TCP, a few.
-	DefaultMaxTCPPerClient = 8
+	// DefaultMaxTCPPerClient bounds one client's ICE-TCP connections.
+	DefaultMaxTCPPerClient = plane.DefaultMaxTCPPerClient
 )
 
 // janitorInterval is how often timeouts are checked; the timeouts are
@@ -97,11 +98,10 @@ type Server struct {
 	byAddr   map[route]*Viewer
 	viewers  map[*Viewer]struct{}
 	tcpConns map[*tcpConn]struct{}
-	// tcpClients counts open ICE-TCP connections by client (auth.Key);
-	// an entry lives while its client has one.
-	tcpClients map[string]*tcpClient
-	tcpFull    refusals // over maxTCPConns, for the log
-	closed     bool
+	closed   bool
+	// tcpLimit caps ICE-TCP connections per client and in all, as the
+	// pion plane's.
+	tcpLimit *plane.TCPLimit
 
 	// fd is the shared socket's descriptor, which Senders hand to
 	// sendmmsg directly (see sendDirect); fdMu, read-held around each such
@@ -143,9 +143,6 @@ func New(cfg Config) (*Server, error) {
 	if cfg.ConsentTimeout <= 0 {
 		cfg.ConsentTimeout = DefaultConsentTimeout
 	}
-	if cfg.MaxTCPPerClient <= 0 {
-		cfg.MaxTCPPerClient = DefaultMaxTCPPerClient
-	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -156,11 +153,11 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, conn: cfg.Conn, raw: raw, log: log,
-		byUfrag:    map[string]*iceCreds{},
-		byAddr:     map[route]*Viewer{},
-		viewers:    map[*Viewer]struct{}{},
-		tcpConns:   map[*tcpConn]struct{}{},
-		tcpClients: map[string]*tcpClient{},
+		byUfrag:  map[string]*iceCreds{},
+		byAddr:   map[route]*Viewer{},
+		viewers:  map[*Viewer]struct{}{},
+		tcpConns: map[*tcpConn]struct{}{},
+		tcpLimit: plane.NewTCPLimit(cfg.MaxTCPPerClient, plane.MaxTCPConns, log),
 	}
 	s.demux.rtcp = make([]byte, 0, maxDatagram)
 	if s.inet6, err = socketIsInet6(raw); err != nil {

@@ -25,7 +25,7 @@ type Stats struct {
 	SendErrors  uint64 // datagrams the kernel refused
 
 	// ICE-TCP connections closed at accept, over Config.MaxTCPPerClient
-	// from one client or over the server's maxTCPConns in all.
+	// from one client or over plane.MaxTCPConns in all.
 	TCPRefusedPerClient, TCPRefusedGlobal uint64
 	// TCPEvicted counts validated ICE-TCP connections closed because a
 	// newer address of the same viewer took their place in its table.
@@ -37,13 +37,17 @@ type counters struct {
 	malformed, unknownUfrag, badIntegrity, unknownAddr, badSRTCP atomic.Uint64
 	droppedOther                                                 atomic.Uint64
 	packetsSent, messages, syscalls, sendErrors                  atomic.Uint64
-	tcpRefusedPerClient, tcpRefusedGlobal, tcpEvicted            atomic.Uint64
+	tcpEvicted                                                   atomic.Uint64
 }
 
 // Stats returns the counters so far.
 func (s *Server) Stats() Stats {
 	c := &s.stats
+	perClient, global := s.tcpLimit.Refused()
 	return Stats{
+		TCPRefusedPerClient: perClient,
+		TCPRefusedGlobal:    global,
+
 		Datagrams:    c.datagrams.Load(),
 		STUNAnswered: c.stunAnswered.Load(),
 		DTLSRecords:  c.dtlsRecords.Load(),
@@ -61,8 +65,6 @@ func (s *Server) Stats() Stats {
 		Syscalls:    c.syscalls.Load(),
 		SendErrors:  c.sendErrors.Load(),
 
-		TCPRefusedPerClient: c.tcpRefusedPerClient.Load(),
-		TCPRefusedGlobal:    c.tcpRefusedGlobal.Load(),
-		TCPEvicted:          c.tcpEvicted.Load(),
+		TCPEvicted: c.tcpEvicted.Load(),
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/srtwhep/srtwhep/pkg/auth"
+	"github.com/srtwhep/srtwhep/pkg/plane"
 )
 
 // ICE-TCP (RFC 6544) is the fallback for viewers whose UDP is blocked: the
@@ -24,11 +24,6 @@ import (
 // sending goroutine, which is what a per-viewer writer wants (its queue
 // fills and the viewer drops to the next IDR); the UDP demultiplexer never
 // writes to a TCP connection.
-
-// maxTCPConns bounds the ICE-TCP connections open at once; past it new
-// ones are closed at once. Each costs a goroutine and a few kilobytes.
-// Config.MaxTCPPerClient bounds one client's share of them.
-const maxTCPConns = 4096
 
 // goodbyeWait bounds writes to an ICE-TCP viewer that is being closed: a
 // viewer that reads nothing must not hold the goroutine that ends it.
@@ -47,6 +42,9 @@ type tcpConn struct {
 	srv  *Server
 	conn *net.TCPConn
 	ap   netip.AddrPort // the viewer's address, as UDP datagrams would carry it
+	// release gives the connection's slot of the caps back (see
+	// Server.tcpLimit), when it has ended.
+	release func()
 
 	// wmu keeps frames whole: media, control and goodbye writes come from
 	// different goroutines. hdr and bufs are used under it.
@@ -84,81 +82,28 @@ func (s *Server) acceptTCP() {
 		_ = tc.SetNoDelay(true) // each frame is a datagram: no coalescing delay
 		c := &tcpConn{srv: s, conn: tc, ap: ap}
 		if !s.admitTCP(c) {
-			// A reset rather than a FIN leaves no TIME_WAIT socket behind
-			// for each connection of a flood.
-			_ = tc.SetLinger(0)
-			_ = nc.Close()
+			plane.RefuseTCP(tc)
 			continue
 		}
 		s.spawn(func() { s.serveTCP(c) })
 	}
 }
 
-// tcpClient is one client's open ICE-TCP connections and its refusals.
-type tcpClient struct {
-	conns   int
-	refused refusals
-}
-
-// refusals rate-limits the log line of refused connections to one a
-// second, each line carrying how many were refused since the last.
-type refusals struct {
-	n      uint64
-	logged time.Time
-}
-
-// add counts a refusal and reports whether a line is due, with the count
-// it covers.
-func (r *refusals) add(now time.Time) (uint64, bool) {
-	r.n++
-	if now.Sub(r.logged) < time.Second {
-		return 0, false
-	}
-	n := r.n
-	r.n, r.logged = 0, now
-	return n, true
-}
-
-// admitTCP registers c unless the server is closed or a cap is reached:
-// one client may not take the connections every other client needs.
+// admitTCP registers c unless the server is closed or a cap of tcpLimit
+// is reached.
 func (s *Server) admitTCP(c *tcpConn) bool {
-	now := time.Now()
-	// The HTTP listener's and the failure throttle's notion of a client:
-	// an IPv4 address, an IPv6 /64.
-	key := auth.Key(c.ap.Addr())
+	release, ok := s.tcpLimit.Admit(c.ap.Addr())
+	if !ok {
+		return false
+	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.closed {
-		s.mu.Unlock()
+		release()
 		return false
 	}
-	if len(s.tcpConns) >= maxTCPConns {
-		n, due := s.tcpFull.add(now)
-		s.mu.Unlock()
-		s.stats.tcpRefusedGlobal.Add(1)
-		if due {
-			s.log.Warn("ICE-TCP connection refused: the server holds the most it takes", "remote", c.ap.String(),
-				"limit", maxTCPConns, "refused", n)
-		}
-		return false
-	}
-	cl := s.tcpClients[key]
-	if cl == nil {
-		cl = &tcpClient{}
-		s.tcpClients[key] = cl
-	}
-	if cl.conns >= s.cfg.MaxTCPPerClient {
-		n, due := cl.refused.add(now)
-		s.mu.Unlock()
-		s.stats.tcpRefusedPerClient.Add(1)
-		if due {
-			s.log.Warn("ICE-TCP connection refused: too many from this client; raise webrtc.maxTCPPerClient if many viewers share its address",
-				"remote", key, "limit", s.cfg.MaxTCPPerClient, "refused", n)
-		}
-		return false
-	}
-	cl.conns++
+	c.release = release
 	s.tcpConns[c] = struct{}{}
-	s.mu.Unlock()
 	return true
 }
 
@@ -230,15 +175,10 @@ func readFrame(r io.Reader, hdr *[2]byte, buf []byte) ([]byte, error) {
 // media went over it.
 func (s *Server) tcpEnded(c *tcpConn) {
 	c.close()
+	c.release()
 	r := route{ap: c.ap, tcp: c}
 	s.mu.Lock()
 	delete(s.tcpConns, c)
-	key := auth.Key(c.ap.Addr())
-	if cl := s.tcpClients[key]; cl != nil {
-		if cl.conns--; cl.conns <= 0 {
-			delete(s.tcpClients, key)
-		}
-	}
 	v := s.byAddr[r]
 	if v != nil {
 		delete(s.byAddr, r)
