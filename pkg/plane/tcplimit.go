@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/srtwhep/srtwhep/pkg/auth"
+	"github.com/srtwhep/srtwhep/pkg/connlimit"
 )
 
 // ICE-TCP connection caps, the same on both planes.
@@ -27,42 +28,13 @@ const tcpRefusalLogEvery = time.Second
 
 // TCPLimit caps a plane's ICE-TCP connections per client (auth.Key: an
 // IPv4 address, an IPv6 /64) and in total, so that one client's sockets
-// cannot take the ones every other viewer needs. Its table holds one
-// entry per client with an open connection, so the total bounds it.
+// cannot take the ones every other viewer needs.
 type TCPLimit struct {
 	perClient, total int
 	log              *slog.Logger
-
-	mu      sync.Mutex
-	open    int
-	clients map[string]*tcpClient
-	full    refusals // over the total, for the log
+	table            *connlimit.Table
 
 	refusedPerClient, refusedTotal atomic.Uint64
-}
-
-type tcpClient struct {
-	open    int
-	refused refusals
-}
-
-// refusals rate-limits a log line of refused connections, each line
-// carrying how many were refused since the last.
-type refusals struct {
-	n      uint64
-	logged time.Time
-}
-
-// add counts a refusal and reports whether a line is due, with the count
-// it covers.
-func (r *refusals) add(now time.Time) (uint64, bool) {
-	r.n++
-	if now.Sub(r.logged) < tcpRefusalLogEvery {
-		return 0, false
-	}
-	n := r.n
-	r.n, r.logged = 0, now
-	return n, true
 }
 
 // NewTCPLimit caps connections at perClient per client (0 means
@@ -78,7 +50,8 @@ func NewTCPLimit(perClient, total int, log *slog.Logger) *TCPLimit {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &TCPLimit{perClient: perClient, total: total, log: log, clients: map[string]*tcpClient{}}
+	return &TCPLimit{perClient: perClient, total: total, log: log,
+		table: connlimit.New(perClient, total, tcpRefusalLogEvery)}
 }
 
 // Admit counts a new connection from addr, or refuses it when a cap is
@@ -86,49 +59,25 @@ func NewTCPLimit(perClient, total int, log *slog.Logger) *TCPLimit {
 // the connection closes.
 func (l *TCPLimit) Admit(addr netip.Addr) (release func(), ok bool) {
 	key := auth.Key(addr)
-	now := time.Now()
-	l.mu.Lock()
-	cl := l.clients[key]
+	ok, r := l.table.Admit(key)
 	switch {
-	case l.open >= l.total:
-		n, due := l.full.add(now)
-		l.mu.Unlock()
+	case ok:
+		var once sync.Once
+		return func() { once.Do(func() { l.table.Release(key) }) }, true
+	case r.OverTotal:
 		l.refusedTotal.Add(1)
-		if due {
+		if r.Due {
 			l.log.Warn("ICE-TCP connection refused: the server holds the most it takes", "remote", addr.String(),
-				"limit", l.total, "refused", n)
+				"limit", l.total, "refused", r.Refused)
 		}
-		return nil, false
-	case cl != nil && cl.open >= l.perClient:
-		n, due := cl.refused.add(now)
-		l.mu.Unlock()
+	default:
 		l.refusedPerClient.Add(1)
-		if due {
+		if r.Due {
 			l.log.Warn("ICE-TCP connection refused: too many from this client; raise webrtc.maxTCPPerClient if many viewers share its address",
-				"remote", key, "limit", l.perClient, "refused", n)
-		}
-		return nil, false
-	}
-	if cl == nil {
-		cl = &tcpClient{}
-		l.clients[key] = cl
-	}
-	cl.open++
-	l.open++
-	l.mu.Unlock()
-	var once sync.Once
-	return func() { once.Do(func() { l.release(key) }) }, true
-}
-
-func (l *TCPLimit) release(key string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.open--
-	if cl := l.clients[key]; cl != nil {
-		if cl.open--; cl.open <= 0 {
-			delete(l.clients, key)
+				"remote", key, "limit", l.perClient, "refused", r.Refused)
 		}
 	}
+	return nil, false
 }
 
 // Refused is how many connections were refused so far over the
@@ -138,11 +87,7 @@ func (l *TCPLimit) Refused() (perClient, total uint64) {
 }
 
 // Open is the number of connections counted now.
-func (l *TCPLimit) Open() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.open
-}
+func (l *TCPLimit) Open() int { return l.table.Open() }
 
 // Listener applies the caps to ln's connections, for an ICE-TCP server
 // that accepts by itself (pion's TCP mux): a connection over a cap is

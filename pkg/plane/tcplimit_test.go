@@ -68,8 +68,8 @@ func TestTCPLimitCaps(t *testing.T) {
 	for _, r := range releases {
 		r()
 	}
-	if l.Open() != 0 || len(l.clients) != 0 {
-		t.Errorf("after every release: %d open, %d clients remembered", l.Open(), len(l.clients))
+	if l.Open() != 0 || l.table.Clients() != 0 {
+		t.Errorf("after every release: %d open, %d clients remembered", l.Open(), l.table.Clients())
 	}
 }
 
