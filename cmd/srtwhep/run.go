@@ -146,6 +146,7 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		Interfaces:        cfg.WebRTC.Interfaces,
 		IncludeLoopback:   cfg.WebRTC.AdvertiseLoopback(),
 		SocketBuffer:      cfg.WebRTC.SocketBuffer,
+		MaxTCPPerClient:   cfg.WebRTC.MaxTCPPerClient,
 		HandshakeTimeout:  time.Duration(cfg.WebRTC.HandshakeTimeout),
 		DisconnectTimeout: time.Duration(cfg.WebRTC.DisconnectTimeout),
 		Keepalive:         time.Duration(cfg.WebRTC.Keepalive),
@@ -218,6 +219,9 @@ func (s *server) mediaPlaneSample() (metrics.MediaPlaneSample, bool) {
 		SendMessages:        st.Messages,
 		ConsentAnswers:      st.ConsentAnswers,
 		ConsentFailures:     st.ConsentFailures,
+		TCPRefusedPerClient: st.TCPRefusedPerClient,
+		TCPRefusedGlobal:    st.TCPRefusedGlobal,
+		TCPEvicted:          st.TCPEvicted,
 	}, true
 }
 

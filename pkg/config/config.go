@@ -122,7 +122,10 @@ type WebRTC struct {
 	// fixed port published 1:1.
 	UDPPort int `yaml:"udpPort" reload:"restart"`
 	// TCPPort is the ICE-TCP fallback; 0 turns ICE-TCP off.
-	TCPPort           int         `yaml:"tcpPort" reload:"restart"`
+	TCPPort int `yaml:"tcpPort" reload:"restart"`
+	// MaxTCPPerClient caps the ICE-TCP connections open at once from one
+	// client address (per /64 for IPv6), under the server's 4,096.
+	MaxTCPPerClient   int         `yaml:"maxTCPPerClient" reload:"restart"`
 	PublicIPs         []IP        `yaml:"publicIPs" reload:"restart"`
 	Interfaces        []string    `yaml:"interfaces" reload:"restart"`
 	ICEServers        []ICEServer `yaml:"iceServers" reload:"restart"`
@@ -303,6 +306,7 @@ func Default() *Config {
 		WebRTC: WebRTC{
 			UDPPort:           8189,
 			TCPPort:           8189,
+			MaxTCPPerClient:   8, // mediaplane.DefaultMaxTCPPerClient
 			HandshakeTimeout:  Duration(10 * time.Second),
 			DisconnectTimeout: Duration(5 * time.Second),
 			Keepalive:         Duration(2 * time.Second),

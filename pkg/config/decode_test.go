@@ -20,7 +20,7 @@ var errorCases = []struct {
 	name, yaml, want string
 }{
 	{"unknown key with suggestion", "webrtc:\n  udpPort: 8189\n  publicIp: [203.0.113.7]\n",
-		"srtwhep.yml:3: webrtc.publicIp: unknown key; did you mean publicIPs? valid keys: listenIP, udpPort, tcpPort, publicIPs, interfaces, iceServers, handshakeTimeout, disconnectTimeout, keepalive, socketBuffer, mediaPlane"},
+		"srtwhep.yml:3: webrtc.publicIp: unknown key; did you mean publicIPs? valid keys: listenIP, udpPort, tcpPort, maxTCPPerClient, publicIPs, interfaces, iceServers, handshakeTimeout, disconnectTimeout, keepalive, socketBuffer, mediaPlane"},
 	{"unknown top-level key", "logLevel: info\nwebrtcc: {}\n",
 		"srtwhep.yml:2: webrtcc: unknown key; did you mean webrtc? valid keys: logLevel, logFormat, srt, http, webrtc, metrics, readers, api, authHook, hooks, pathDefaults, paths"},
 	{"unknown key no suggestion", "srt:\n  frobnicate: 1\n",
@@ -50,6 +50,8 @@ var errorCases = []struct {
 	{"udp port negative", "webrtc:\n  udpPort: -1\n",
 		`srtwhep.yml:2: webrtc.udpPort: -1 is not a port; use 1 to 65535, e.g. 8189 (0 picks a free port, for tests and local runs)`},
 	{"udp port zero picks a free port and clashes with nothing", "srt:\n  listen: \":0\"\nwebrtc:\n  udpPort: 0\n  tcpPort: 0\n", ""},
+	{"no ICE-TCP connection per client", "webrtc:\n  maxTCPPerClient: 0\n",
+		`srtwhep.yml:2: webrtc.maxTCPPerClient: 0 allows no ICE-TCP connection at all; use 1 or more, e.g. 8 (set tcpPort: 0 to turn ICE-TCP off)`},
 	{"tcp port negative", "webrtc:\n  tcpPort: -1\n",
 		`srtwhep.yml:2: webrtc.tcpPort: -1 is not a port; use 1 to 65535, e.g. 8189, or 0 to disable ICE-TCP`},
 	{"unknown media plane", "webrtc:\n  mediaPlane: mine\n",

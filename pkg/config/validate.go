@@ -127,6 +127,9 @@ func (v *validator) webrtc() {
 	for i, s := range r.ICEServers {
 		v.iceServer(fmt.Sprintf("webrtc.iceServers[%d]", i), s)
 	}
+	if r.MaxTCPPerClient < 1 {
+		v.fail("webrtc.maxTCPPerClient", "%d allows no ICE-TCP connection at all; use 1 or more, e.g. 8 (set tcpPort: 0 to turn ICE-TCP off)", r.MaxTCPPerClient)
+	}
 	v.positive("webrtc.handshakeTimeout", r.HandshakeTimeout, "10s")
 	v.positive("webrtc.disconnectTimeout", r.DisconnectTimeout, "5s")
 	v.positive("webrtc.keepalive", r.Keepalive, "2s")

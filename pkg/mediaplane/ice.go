@@ -146,6 +146,7 @@ func (s *Server) checked(c *iceCreds, from route, nominated bool, now int64) {
 	known := s.byAddr[from] == v && v.creds == c
 	s.mu.RUnlock()
 	if !known {
+		var evicted *tcpConn
 		s.mu.Lock()
 		if _, live := s.viewers[v]; live {
 			if v.creds != c && v.pending == c {
@@ -160,6 +161,7 @@ func (s *Server) checked(c *iceCreds, from route, nominated bool, now int64) {
 						i = 1
 					}
 					delete(s.byAddr, v.addrs[i])
+					evicted = v.addrs[i].tcp
 					v.addrs = append(v.addrs[:i], v.addrs[i+1:]...)
 				}
 				v.addrs = append(v.addrs, from)
@@ -170,6 +172,12 @@ func (s *Server) checked(c *iceCreds, from route, nominated bool, now int64) {
 			}
 		}
 		s.mu.Unlock()
+		if evicted != nil {
+			// Nothing routes to it any more, and left open it would hold
+			// a slot of the caps and a goroutine until the viewer ends.
+			s.stats.tcpEvicted.Add(1)
+			evicted.close()
+		}
 	}
 	if nominated || v.remote.Load() == nil {
 		s.nominate(c, from, now)

@@ -68,6 +68,7 @@ func (p *Plane) Start() error {
 		TCPListener:      ln,
 		HostIPs:          hosts,
 		HandshakeTimeout: cfg.HandshakeTimeout,
+		MaxTCPPerClient:  cfg.MaxTCPPerClient,
 		// RFC 7675 consent plays the part of pion's disconnect timeout:
 		// a viewer silent this long is gone.
 		ConsentTimeout: cfg.DisconnectTimeout,

@@ -30,6 +30,12 @@ const MaxPayload = slotSize - rtph264.HeaderLen - maxSRTPOverhead
 // keys yet.
 var ErrNotConnected = errors.New("mediaplane: viewer not connected")
 
+// errRouteTCP refuses a pool worker's write to a viewer whose media moved
+// to ICE-TCP during the step: the packets are lost like any on a route
+// change (the viewer NACKs them), and the pool hands the viewer to a
+// goroutine of its own after the step.
+var errRouteTCP = errors.New("mediaplane: the viewer's media moved to ICE-TCP, which a pool worker does not write to")
+
 // Sender encrypts frames into buffers it owns and sends them in batches.
 // It belongs to one goroutine; any number of Senders may serve the same
 // viewers (each viewer's SRTP context is locked once per frame).
@@ -47,6 +53,13 @@ type Sender struct {
 	tcpRuns []tcpRun
 	tcpHdrs []byte
 	tcpVec  [][]byte
+
+	// udpOnly marks a pool worker's Sender, whose Flush serves many
+	// viewers and so must never block: it refuses a viewer on ICE-TCP
+	// (errRouteTCP), deciding on the very route its slots would go to,
+	// so a nomination that moves the viewer between the pool's check and
+	// the write cannot slip a blocking write in.
+	udpOnly bool
 }
 
 // tcpRun is a run of consecutive slots bound for one ICE-TCP connection.
@@ -90,23 +103,36 @@ func (snd *Sender) Queue(v *Viewer, pkts []rtp.Packet) error {
 			return fmt.Errorf("mediaplane: RTP payload of %d bytes exceeds %d", len(pkts[i].Payload), MaxPayload)
 		}
 	}
-	r := v.remote.Load()
-	if r == nil {
-		return ErrNotConnected
+	r, err := snd.route(v)
+	if err != nil {
+		return err
 	}
 	for len(pkts) > 0 {
 		if snd.used == len(snd.lens) {
-			if err := snd.Flush(); err != nil {
+			if err = snd.Flush(); err != nil {
 				return err
 			}
 		}
 		n := min(len(pkts), len(snd.lens)-snd.used)
-		if err := snd.encrypt(v, r, pkts[:n]); err != nil {
+		if err = snd.encrypt(v, r, pkts[:n]); err != nil {
 			return err
 		}
 		pkts = pkts[n:]
 	}
 	return nil
+}
+
+// route is where v's packets queued now go: read once, since every slot
+// of the write goes where this one reading says.
+func (snd *Sender) route(v *Viewer) (*peerAddr, error) {
+	r := v.remote.Load()
+	switch {
+	case r == nil:
+		return nil, ErrNotConnected
+	case r.tcp != nil && snd.udpOnly:
+		return nil, errRouteTCP
+	}
+	return r, nil
 }
 
 // encrypt writes and encrypts pkts into free slots, in place: the slot's
@@ -153,9 +179,9 @@ func (snd *Sender) encrypt(v *Viewer, r *peerAddr, pkts []rtp.Packet) error {
 // and sends it with the rest of the batch at Flush: alone, each track's
 // report, once a second per viewer, cost a sendto of its own.
 func (snd *Sender) QueueRTCP(v *Viewer, pkts []rtcp.Packet) error {
-	r := v.remote.Load()
-	if r == nil {
-		return ErrNotConnected
+	r, err := snd.route(v)
+	if err != nil {
+		return err
 	}
 	plain, err := rtcp.Marshal(pkts)
 	if err != nil {

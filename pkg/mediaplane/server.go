@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/pion/dtls/v3/pkg/crypto/selfsign"
+
+	"github.com/srtwhep/srtwhep/pkg/plane"
 )
 
 // Defaults for the zero Config.
@@ -30,6 +32,8 @@ const (
 	// DefaultProofTimeout is RFC 7675's consent expiry: media stops to an
 	// address that answered none of our consent checks for this long.
 	DefaultProofTimeout = 30 * time.Second
+	// DefaultMaxTCPPerClient bounds one client's ICE-TCP connections.
+	DefaultMaxTCPPerClient = plane.DefaultMaxTCPPerClient
 )
 
 // janitorInterval is how often timeouts are checked; the timeouts are
@@ -79,6 +83,10 @@ type Config struct {
 	// carries a passive TCP candidate per address. The Server owns it
 	// from New on and closes it.
 	TCPListener net.Listener
+	// MaxTCPPerClient bounds the ICE-TCP connections open at once from
+	// one client (an IPv4 address, an IPv6 /64); past it new ones are
+	// closed at accept. 0 means DefaultMaxTCPPerClient.
+	MaxTCPPerClient int
 }
 
 // Server terminates WebRTC transport for many viewers on one UDP socket.
@@ -99,6 +107,9 @@ type Server struct {
 	viewers  map[*Viewer]struct{}
 	tcpConns map[*tcpConn]struct{}
 	closed   bool
+	// tcpLimit caps ICE-TCP connections per client and in all, as the
+	// pion plane's.
+	tcpLimit *plane.TCPLimit
 
 	// fd is the shared socket's descriptor, which Senders hand to
 	// sendmmsg directly (see sendDirect); fdMu, read-held around each such
@@ -159,6 +170,7 @@ func New(cfg Config) (*Server, error) {
 		byAddr:   map[route]*Viewer{},
 		viewers:  map[*Viewer]struct{}{},
 		tcpConns: map[*tcpConn]struct{}{},
+		tcpLimit: plane.NewTCPLimit(cfg.MaxTCPPerClient, plane.MaxTCPConns, log),
 	}
 	s.demux.rtcp = make([]byte, 0, maxDatagram)
 	if s.inet6, err = socketIsInet6(raw); err != nil {

@@ -31,6 +31,12 @@ type Stats struct {
 	// checks (so got no media), and viewers whose media address stopped
 	// answering for the consent timeout (so were ended).
 	ConsentFailures uint64
+	// ICE-TCP connections closed at accept, over Config.MaxTCPPerClient
+	// from one client or over plane.MaxTCPConns in all.
+	TCPRefusedPerClient, TCPRefusedGlobal uint64
+	// TCPEvicted counts validated ICE-TCP connections closed because a
+	// newer address of the same viewer took their place in its table.
+	TCPEvicted uint64
 }
 
 type counters struct {
@@ -39,12 +45,17 @@ type counters struct {
 	droppedOther                                                 atomic.Uint64
 	consentAnswers, consentFailures                              atomic.Uint64
 	packetsSent, messages, syscalls, sendErrors                  atomic.Uint64
+	tcpEvicted                                                   atomic.Uint64
 }
 
 // Stats returns the counters so far.
 func (s *Server) Stats() Stats {
 	c := &s.stats
+	perClient, global := s.tcpLimit.Refused()
 	return Stats{
+		TCPRefusedPerClient: perClient,
+		TCPRefusedGlobal:    global,
+
 		Datagrams:    c.datagrams.Load(),
 		STUNAnswered: c.stunAnswered.Load(),
 		DTLSRecords:  c.dtlsRecords.Load(),
@@ -65,5 +76,6 @@ func (s *Server) Stats() Stats {
 		SendErrors:  c.sendErrors.Load(),
 
 		ConsentFailures: c.consentFailures.Load(),
+		TCPEvicted:      c.tcpEvicted.Load(),
 	}
 }

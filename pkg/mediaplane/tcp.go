@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/srtwhep/srtwhep/pkg/plane"
 )
 
 // ICE-TCP (RFC 6544) is the fallback for viewers whose UDP is blocked: the
@@ -22,10 +24,6 @@ import (
 // sending goroutine, which is what a per-viewer writer wants (its queue
 // fills and the viewer drops to the next IDR); the UDP demultiplexer never
 // writes to a TCP connection.
-
-// maxTCPConns bounds the ICE-TCP connections open at once; past it new
-// ones are closed at once. Each costs a goroutine and a few kilobytes.
-const maxTCPConns = 4096
 
 // goodbyeWait bounds writes to an ICE-TCP viewer that is being closed: a
 // viewer that reads nothing must not hold the goroutine that ends it.
@@ -44,6 +42,9 @@ type tcpConn struct {
 	srv  *Server
 	conn *net.TCPConn
 	ap   netip.AddrPort // the viewer's address, as UDP datagrams would carry it
+	// release gives the connection's slot of the caps back (see
+	// Server.tcpLimit), when it has ended.
+	release func()
 
 	// wmu keeps frames whole: media, control and goodbye writes come from
 	// different goroutines. hdr and bufs are used under it.
@@ -80,17 +81,30 @@ func (s *Server) acceptTCP() {
 		}
 		_ = tc.SetNoDelay(true) // each frame is a datagram: no coalescing delay
 		c := &tcpConn{srv: s, conn: tc, ap: ap}
-		s.mu.Lock()
-		if s.closed || len(s.tcpConns) >= maxTCPConns {
-			s.mu.Unlock()
-			s.stats.droppedOther.Add(1)
-			_ = nc.Close()
+		if !s.admitTCP(c) {
+			plane.RefuseTCP(tc)
 			continue
 		}
-		s.tcpConns[c] = struct{}{}
-		s.mu.Unlock()
 		s.spawn(func() { s.serveTCP(c) })
 	}
+}
+
+// admitTCP registers c unless the server is closed or a cap of tcpLimit
+// is reached.
+func (s *Server) admitTCP(c *tcpConn) bool {
+	release, ok := s.tcpLimit.Admit(c.ap.Addr())
+	if !ok {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		release()
+		return false
+	}
+	c.release = release
+	s.tcpConns[c] = struct{}{}
+	return true
 }
 
 func addrPortOf(a net.Addr) (netip.AddrPort, bool) {
@@ -161,6 +175,7 @@ func readFrame(r io.Reader, hdr *[2]byte, buf []byte) ([]byte, error) {
 // media went over it.
 func (s *Server) tcpEnded(c *tcpConn) {
 	c.close()
+	c.release()
 	r := route{ap: c.ap, tcp: c}
 	s.mu.Lock()
 	delete(s.tcpConns, c)

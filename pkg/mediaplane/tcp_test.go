@@ -23,17 +23,23 @@ import (
 // newTCPServer is newServer with an ICE-TCP listener on loopback.
 func newTCPServer(t *testing.T, edit func(*Config)) *Server {
 	t.Helper()
+	srv, _ := newTCPServerLogs(t, edit)
+	return srv
+}
+
+// newTCPServerLogs is newTCPServer with the server's log lines.
+func newTCPServerLogs(t *testing.T, edit func(*Config)) (*Server, *testkit.LogBuffer) {
+	t.Helper()
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, _ := newServer(t, func(c *Config) {
+	return newServer(t, func(c *Config) {
 		c.TCPListener = ln
 		if edit != nil {
 			edit(c)
 		}
 	})
-	return srv
 }
 
 // TestICETCP: a pion viewer that may only use TCP connects through the

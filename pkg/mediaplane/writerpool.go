@@ -72,10 +72,16 @@ func (p *writerPool) start() {
 	p.pacer.start()
 	// Two workers even on one CPU: a worker waiting for room in a full
 	// socket buffer then does not hold every viewer.
-	n := max(2, runtime.GOMAXPROCS(0))
+	p.startWorkers(max(2, runtime.GOMAXPROCS(0)))
+}
+
+// startWorkers starts n workers, each with a Sender that never blocks.
+func (p *writerPool) startWorkers(n int) {
 	p.wg.Add(n)
 	for range n {
-		go p.work(p.srv.NewSender(poolSenderPackets))
+		snd := p.srv.NewSender(poolSenderPackets)
+		snd.udpOnly = true
+		go p.work(snd)
 	}
 }
 
@@ -158,12 +164,7 @@ func (p *writerPool) work(snd *Sender) {
 // it stays in the pool.
 func (j *job) step(snd *Sender, now time.Time) bool {
 	j.sched.Store(jobRunning)
-	if j.c.v.OverTCP() {
-		// An ICE restart moved the viewer to ICE-TCP, whose writes block:
-		// its sender gets a goroutine of its own from here on. A wake the
-		// pacer still holds finds the job done and is lost.
-		j.sched.Store(jobDone)
-		j.c.runBlocking(j.s)
+	if j.leftForTCP() {
 		return false
 	}
 	j.c.batch = snd
@@ -171,6 +172,12 @@ func (j *job) step(snd *Sender, now time.Time) bool {
 	j.c.batch = nil
 	if done {
 		j.sched.Store(jobDone)
+		return false
+	}
+	// A nomination during the step: snd refused the writes that found
+	// the viewer on ICE-TCP (see Sender.udpOnly), and it leaves now
+	// rather than losing its packets until its next wake.
+	if j.leftForTCP() {
 		return false
 	}
 	switch {
@@ -181,6 +188,19 @@ func (j *job) step(snd *Sender, now time.Time) bool {
 		j.pacedFor = at
 		j.pool.pacer.wakeAt(j, at)
 	}
+	return true
+}
+
+// leftForTCP hands the job's sender to a goroutine of its own when the
+// viewer's media goes over ICE-TCP, whose writes block, and reports
+// whether it did. A wake the pacer still holds finds the job done and
+// is lost; the goroutine steps at once, so nothing waits on it.
+func (j *job) leftForTCP() bool {
+	if !j.c.v.OverTCP() {
+		return false
+	}
+	j.sched.Store(jobDone)
+	j.c.runBlocking(j.s)
 	return true
 }
 

@@ -76,6 +76,8 @@ const (
 	webrtcSendSyscalls
 	webrtcSendMessages
 	webrtcConsentFailures
+	webrtcTCPRefused
+	webrtcTCPEvicted
 	serverLatency
 	hookEvents
 	buildInfo
@@ -173,6 +175,10 @@ var defs = [numDefs]def{
 		"Messages the own media plane's system calls carried: UDP GSO groups (packets of one frame for one viewer, sent as one message) and ICE-TCP frames. srtwhep_webrtc_udp_datagrams_sent_total divided by this is the datagrams per GSO message: near 1 while frames span several packets means GSO batching is off (the kernel or network device refused UDP GSO) and each packet costs its own trip through the kernel. Not exported on the pion plane.", counter, nil},
 	webrtcConsentFailures: {"srtwhep_webrtc_consent_failures_total",
 		"Consent checks (RFC 7675) that went unanswered on the own media plane: an address a viewer nominated that never answered the server's check, so got no media (a viewer spoofing a third party's address to aim its stream there, or a path that broke while moving), and viewers ended because their media address stopped answering for webrtc.disconnectTimeout (a tab that died without closing). Not exported on the pion plane.", counter, nil},
+	webrtcTCPRefused: {"srtwhep_webrtc_ice_tcp_refused_total",
+		"ICE-TCP connections the own media plane closed at accept, by reason: per_client = over webrtc.maxTCPPerClient from one address (per /64 for IPv6), global = over the 4,096 open at once. per_client growing while ICE-TCP viewers fail means many of them share one address (raise the cap); otherwise it is a flood, and the log names the client once a second. Not exported on the pion plane.", counter, []string{"reason"}},
+	webrtcTCPEvicted: {"srtwhep_webrtc_ice_tcp_evicted_total",
+		"Validated ICE-TCP connections the own media plane closed because a newer address of the same viewer took their place (a viewer keeps eight). Not exported on the pion plane.", counter, nil},
 	serverLatency: {"srtwhep_server_latency_seconds",
 		"The server's own share of the delay, per video frame and viewer: from the demuxer having the whole frame from SRT to the write of its last RTP packet (the cached GOP a new viewer starts with is left out).", histogram, nil},
 	hookEvents: {"srtwhep_hook_events_total",
@@ -352,6 +358,9 @@ func (c *collector) collectMediaPlane(ch chan<- prometheus.Metric, s MediaPlaneS
 	c.emit(ch, webrtcSendSyscalls, float64(s.SendSyscalls))
 	c.emit(ch, webrtcSendMessages, float64(s.SendMessages))
 	c.emit(ch, webrtcConsentFailures, float64(s.ConsentFailures))
+	c.emit(ch, webrtcTCPRefused, float64(s.TCPRefusedPerClient), "per_client")
+	c.emit(ch, webrtcTCPRefused, float64(s.TCPRefusedGlobal), "global")
+	c.emit(ch, webrtcTCPEvicted, float64(s.TCPEvicted))
 }
 
 func (c *collector) emit(ch chan<- prometheus.Metric, i int, v float64, labels ...string) {

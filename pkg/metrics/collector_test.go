@@ -53,6 +53,7 @@ func fixedSources() Sources {
 				DroppedUnknownAddr: 4, DroppedBadSRTCP: 5, DroppedOther: 6,
 				SendSyscalls: 250, SendMessages: 300,
 				ConsentAnswers: 7, ConsentFailures: 2,
+				TCPRefusedPerClient: 7, TCPRefusedGlobal: 1, TCPEvicted: 2,
 			}, true
 		},
 		Build: BuildInfo{Version: "v0.1.0", GoVersion: "go1.26.8"},
@@ -172,6 +173,9 @@ srtwhep_webrtc_received_dropped_total{reason="unknown_ufrag"} 2
 ` + helpOf("srtwhep_webrtc_send_syscalls_total") + `srtwhep_webrtc_send_syscalls_total 250
 ` + helpOf("srtwhep_webrtc_send_messages_total") + `srtwhep_webrtc_send_messages_total 300
 ` + helpOf("srtwhep_webrtc_consent_failures_total") + `srtwhep_webrtc_consent_failures_total 2
+` + helpOf("srtwhep_webrtc_ice_tcp_refused_total") + `srtwhep_webrtc_ice_tcp_refused_total{reason="global"} 1
+srtwhep_webrtc_ice_tcp_refused_total{reason="per_client"} 7
+` + helpOf("srtwhep_webrtc_ice_tcp_evicted_total") + `srtwhep_webrtc_ice_tcp_evicted_total 2
 ` + helpOf("srtwhep_server_latency_seconds") + `srtwhep_server_latency_seconds_bucket{le="0.001"} 5
 srtwhep_server_latency_seconds_bucket{le="0.01"} 9
 srtwhep_server_latency_seconds_bucket{le="+Inf"} 10
@@ -211,7 +215,8 @@ func TestCollectMediaPlaneAbsent(t *testing.T) {
 	m := New(Sources{MediaPlane: func() (MediaPlaneSample, bool) { return MediaPlaneSample{STUNAnswered: 5}, false }})
 	got := gatheredNames(t, m)
 	for _, name := range []string{"srtwhep_webrtc_received_datagrams_total", "srtwhep_webrtc_received_dropped_total",
-		"srtwhep_webrtc_send_syscalls_total", "srtwhep_webrtc_send_messages_total", "srtwhep_webrtc_consent_failures_total"} {
+		"srtwhep_webrtc_send_syscalls_total", "srtwhep_webrtc_send_messages_total", "srtwhep_webrtc_consent_failures_total",
+		"srtwhep_webrtc_ice_tcp_refused_total", "srtwhep_webrtc_ice_tcp_evicted_total"} {
 		if got[name] {
 			t.Errorf("%s exported although the source reports no own media plane", name)
 		}

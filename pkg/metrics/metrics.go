@@ -135,6 +135,10 @@ type MediaPlaneSample struct {
 	// addresses that never answered (and got no media) plus viewers ended
 	// because their media address stopped answering.
 	ConsentAnswers, ConsentFailures uint64
+	// ICE-TCP connections closed at accept, over webrtc.maxTCPPerClient
+	// or over the server's cap, and validated ones closed because a newer
+	// address of the same viewer replaced them.
+	TCPRefusedPerClient, TCPRefusedGlobal, TCPEvicted uint64
 }
 
 // HookSample counts the events posted to hooks.url for the life of the

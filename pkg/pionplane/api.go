@@ -163,10 +163,13 @@ func listenMuxes(cfg plane.Config, log *slog.Logger) (*muxes, error) {
 			return nil, fmt.Errorf("whep: listen on TCP %s for ICE-TCP: %w; free the port or set the TCP port to 0 to disable ICE-TCP", cfg.TCPListen, err)
 		}
 		m.tcpLn = ln
+		// pion's mux takes every connection it is given: the caps come
+		// before it, as on the own plane.
+		limited := plane.NewTCPLimit(cfg.MaxTCPPerClient, plane.MaxTCPConns, log).Listener(ln)
 		if len(cfg.PublicIPs) > 0 && ln.Addr().(*net.TCPAddr).IP.IsUnspecified() {
-			m.tcp = familyTCPMux{newTCPMux(lf.NewLogger("tcpmux"), familyListener{ln})}
+			m.tcp = familyTCPMux{newTCPMux(lf.NewLogger("tcpmux"), familyListener{limited})}
 		} else {
-			m.tcp = newTCPMux(lf.NewLogger("tcpmux"), ln)
+			m.tcp = newTCPMux(lf.NewLogger("tcpmux"), limited)
 		}
 	}
 	return m, nil

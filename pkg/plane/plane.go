@@ -42,6 +42,9 @@ type Config struct {
 	// bytes: 0 takes sockbuf.DefaultWebRTC, a negative value keeps the
 	// kernel's default.
 	SocketBuffer int
+	// MaxTCPPerClient caps the ICE-TCP connections open at once from one
+	// client (IPv4 address, IPv6 /64); 0 takes the plane's default.
+	MaxTCPPerClient int
 
 	HandshakeTimeout  time.Duration // answer → connected; 0: 10 s
 	DisconnectTimeout time.Duration // no traffic from a viewer → ended; 0: 15 s

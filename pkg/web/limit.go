@@ -4,11 +4,11 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/srtwhep/srtwhep/pkg/auth"
+	"github.com/srtwhep/srtwhep/pkg/connlimit"
 )
 
 // refusalLogEvery bounds the log to one line per client (and one for the
@@ -26,29 +26,15 @@ const refusalLogEvery = 10 * time.Second
 // bounded by the total cap.
 type limitListener struct {
 	net.Listener
-	perClient, total int
 	// exempt reports peers that only count against the total: a trusted
 	// reverse proxy carries every viewer's requests on its connections.
 	exempt func(netip.Addr) bool
 	log    *slog.Logger
-	now    func() time.Time
-
-	mu            sync.Mutex
-	open          int
-	clients       map[string]*clientConns
-	refusedTotal  int // over the total cap since the last log line
-	totalLoggedAt time.Time
-}
-
-type clientConns struct {
-	open     int
-	refused  int // since the last log line
-	loggedAt time.Time
+	table  *connlimit.Table
 }
 
 func newLimitListener(ln net.Listener, perClient, total int, exempt func(netip.Addr) bool, log *slog.Logger) *limitListener {
-	return &limitListener{Listener: ln, perClient: perClient, total: total, exempt: exempt, log: log,
-		now: time.Now, clients: map[string]*clientConns{}}
+	return &limitListener{Listener: ln, exempt: exempt, log: log, table: connlimit.New(perClient, total, refusalLogEvery)}
 }
 
 // Accept returns the next connection within the caps, closing those over
@@ -79,65 +65,23 @@ func (l *limitListener) Accept() (net.Conn, error) {
 // admit counts a new connection of key ("" for an exempt peer) or refuses
 // it, logging a refusal summary at most once per interval.
 func (l *limitListener) admit(key string, addr netip.Addr) bool {
-	var logClient, logTotal bool
-	var open, refused int
-	now := l.now()
-	l.mu.Lock()
-	cc := l.clients[key]
+	ok, r := l.table.Admit(key)
 	switch {
-	case l.open >= l.total:
-		l.refusedTotal++
-		if now.Sub(l.totalLoggedAt) >= refusalLogEvery {
-			logTotal, open, refused = true, l.open, l.refusedTotal
-			l.refusedTotal, l.totalLoggedAt = 0, now
-		}
-	case key != "" && cc != nil && cc.open >= l.perClient:
-		cc.refused++
-		if now.Sub(cc.loggedAt) >= refusalLogEvery {
-			logClient, open, refused = true, cc.open, cc.refused
-			cc.refused, cc.loggedAt = 0, now
-		}
-	default:
-		l.open++
-		if key != "" {
-			if cc == nil {
-				cc = &clientConns{}
-				l.clients[key] = cc
-			}
-			cc.open++
-		}
-		l.mu.Unlock()
-		return true
-	}
-	l.mu.Unlock()
-	switch {
-	case logTotal:
-		l.log.Warn("HTTP connection limit reached; closing new connections", "open", open, "refused", refused,
+	case ok || !r.Due:
+	case r.OverTotal:
+		l.log.Warn("HTTP connection limit reached; closing new connections", "open", r.Open, "refused", r.Refused,
 			"remote", addr.String(), "fix", "raise http.maxConns if this is legitimate load")
-	case logClient:
+	default:
 		l.log.Warn("too many HTTP connections from one client; closing its new ones", "remote", key,
-			"open", open, "refused", refused, "fix", "raise http.maxConnsPerClient if many viewers share this address, or list a reverse proxy in http.trustedProxies")
+			"open", r.Open, "refused", r.Refused, "fix", "raise http.maxConnsPerClient if many viewers share this address, or list a reverse proxy in http.trustedProxies")
 	}
-	return false
+	return ok
 }
 
-func (l *limitListener) release(key string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.open--
-	if cc := l.clients[key]; cc != nil {
-		if cc.open--; cc.open <= 0 {
-			delete(l.clients, key)
-		}
-	}
-}
+func (l *limitListener) release(key string) { l.table.Release(key) }
 
 // openConns is the number of connections counted now.
-func (l *limitListener) openConns() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.open
-}
+func (l *limitListener) openConns() int { return l.table.Open() }
 
 func peerAddr(c net.Conn) netip.Addr {
 	if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {

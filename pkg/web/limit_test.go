@@ -17,7 +17,7 @@ func TestLimitTableAndLog(t *testing.T) {
 	var buf bytes.Buffer
 	l := newLimitListener(nil, 2, 4, func(netip.Addr) bool { return false }, slog.New(slog.NewTextHandler(&buf, nil)))
 	now := time.Unix(1000, 0)
-	l.now = func() time.Time { return now }
+	l.table.Now = func() time.Time { return now }
 	a := netip.MustParseAddr("2001:db8:1:2::1")
 	b := netip.MustParseAddr("2001:db8:1:2::ffff") // same /64
 	ka := auth.Key(a)
@@ -56,7 +56,7 @@ func TestLimitTableAndLog(t *testing.T) {
 	for range 2 {
 		l.release(auth.Key(c))
 	}
-	if l.openConns() != 0 || len(l.clients) != 0 {
-		t.Errorf("after every close: %d open, %d clients remembered", l.openConns(), len(l.clients))
+	if l.openConns() != 0 || l.table.Clients() != 0 {
+		t.Errorf("after every close: %d open, %d clients remembered", l.openConns(), l.table.Clients())
 	}
 }

@@ -346,12 +346,7 @@ func TestPerClientConnectionCap(t *testing.T) {
 
 // clientOpen is how many connections of the client at ip are counted.
 func (l *limitListener) clientOpen(ip string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if cc := l.clients[auth.Key(netip.MustParseAddr(ip))]; cc != nil {
-		return cc.open
-	}
-	return 0
+	return l.table.ClientOpen(auth.Key(netip.MustParseAddr(ip)))
 }
 
 func tryGet(c net.Conn) (*http.Response, error) {
