@@ -122,7 +122,9 @@ func (v *videoPipeline) bframes() bool {
 // setInfo is called with each new SPS's description.
 func (v *videoPipeline) setInfo(info av.StreamInfo) {
 	v.info = info
-	if v.settings.Mode == VideoAuto && unplayableProfile(info.Profile) && v.transcoder() == nil {
+	// H.265's Main 10 plays where H.265 plays at all (Safari, Chrome on
+	// hardware decoders), so the profile check is H.264's alone.
+	if v.settings.Mode == VideoAuto && info.Codec != av.CodecH265.String() && unplayableProfile(info.Profile) && v.transcoder() == nil {
 		_ = v.start(reasonProfile) // on failure it passes through, as before
 	}
 }
