@@ -10,6 +10,7 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 	"github.com/srtwhep/srtwhep/pkg/rtph264"
+	"github.com/srtwhep/srtwhep/pkg/rtph265"
 	"github.com/srtwhep/srtwhep/pkg/vtranscode"
 )
 
@@ -156,7 +157,7 @@ func (v *videoPipeline) write(au *av.AccessUnit) {
 			return
 		}
 	}
-	au.Payloads = rtph264.Fragment(au.NALUs, rtph264.DefaultMaxPayload)
+	au.Payloads = fragment(au)
 	v.pub.Write(au)
 	v.written, v.wrote = au.PTS, true
 }
@@ -268,8 +269,17 @@ func (v *videoPipeline) run(r transcodeReason, after int64) bool {
 
 // emit runs on the transcoder's goroutine.
 func (v *videoPipeline) emit(au *av.AccessUnit) {
-	au.Payloads = rtph264.Fragment(au.NALUs, rtph264.DefaultMaxPayload)
+	au.Payloads = fragment(au)
 	v.pub.Write(au)
+}
+
+// fragment cuts au's RTP payloads, once for every viewer, as its codec's
+// RTP format does (RFC 6184 for H.264, RFC 7798 for H.265).
+func fragment(au *av.AccessUnit) [][]byte {
+	if au.Codec == av.CodecH265 {
+		return rtph265.Fragment(au.NALUs, rtph265.DefaultMaxPayload)
+	}
+	return rtph264.Fragment(au.NALUs, rtph264.DefaultMaxPayload)
 }
 
 // sourceBitrate estimates the publisher's video bitrate from the GOP kept,
