@@ -64,6 +64,8 @@ var (
 		"ffmpeg -bf 0; OBS (Advanced, x264 options) bframes=0; GStreamer x264enc bframes=0"}
 	reasonProfile = transcodeReason{"the H.264 profile is not playable in browsers (10-bit or 4:2:2/4:4:4)",
 		"ffmpeg -pix_fmt yuv420p; OBS Settings > Advanced > Color Format NV12; GStreamer videoconvert ! video/x-raw,format=I420 before x264enc"}
+	reasonH265 = transcodeReason{"H.265 to a viewer that did not offer H.265",
+		"ffmpeg -c:v libx264 -bf 0; OBS Encoder x264; GStreamer x264enc"}
 	reasonLongGOP = transcodeReason{"the keyframe interval is longer than maxKeyframeInterval, so joining viewers would wait for a picture",
 		"ffmpeg -g 60 (2 s at 30 fps); OBS Keyframe Interval 2 s (Advanced x264 options keyint=60); GStreamer x264enc key-int-max=60"}
 )
@@ -93,6 +95,15 @@ type videoPipeline struct {
 	unwatchedFrom int64
 	idle          bool
 
+	// rend is the path's H.264 rendition (hub.Publisher.AddRendition)
+	// for viewers that did not offer H.265: with video: auto, an H.265
+	// path passes through to the rest and transcodes only while the
+	// rendition has readers (demand). nil when the whole path passes
+	// through or is transcoded.
+	rend *hub.Publisher
+	// told: the rendition's transcoder started once and said why.
+	told bool
+
 	mu     sync.Mutex
 	tc     *vtranscode.Transcoder // nil: passthrough, or idle
 	past   vtranscode.Stats       // of transcoders stopped for lack of viewers
@@ -117,6 +128,14 @@ func (v *videoPipeline) bframes() bool {
 	if v.pub == nil || v.settings.Mode == VideoPassthrough {
 		return false // refused with the fix, as before
 	}
+	if v.rend != nil {
+		// The original cannot be played by anyone: the whole path is
+		// transcoded, and the rendition's few readers (it is the first
+		// pictures) end.
+		v.stopTranscoder()
+		v.pub.DropRendition()
+		v.rend, v.idle = nil, false
+	}
 	return v.transcoder() != nil || v.start(reasonBFrames)
 }
 
@@ -128,6 +147,43 @@ func (v *videoPipeline) setInfo(info av.StreamInfo) {
 	if v.settings.Mode == VideoAuto && info.Codec != av.CodecH265.String() && unplayableProfile(info.Profile) && v.transcoder() == nil {
 		_ = v.start(reasonProfile) // on failure it passes through, as before
 	}
+	switch {
+	case v.rend != nil:
+		v.rend.SetInfo(transcodedInfo(info))
+	case v.transcoder() != nil || v.idle:
+		// Viewers of a transcoded path get H.264, whatever was published.
+		v.pub.SetInfo(transcodedInfo(info))
+	case v.settings.Mode == VideoAuto && info.Codec == av.CodecH265.String():
+		v.addRendition()
+	}
+}
+
+// addRendition gives an H.265 path its H.264 rendition, idle until a
+// viewer that did not offer H.265 reads it.
+func (v *videoPipeline) addRendition() {
+	rend, err := v.pub.AddRendition()
+	if err != nil {
+		v.log.Error("no H.264 rendition for viewers without H.265; they are refused", "err", err)
+		return
+	}
+	rend.SetInfo(transcodedInfo(v.info))
+	v.rend, v.idle, v.reason = rend, true, reasonH265
+}
+
+// transcodedInfo is what viewers of the transcoder's output are told:
+// H.264 of the source's size and rate (the profile-level-id is the
+// viewer's own choice, which the Constrained Baseline output fits).
+func transcodedInfo(src av.StreamInfo) av.StreamInfo {
+	return av.StreamInfo{Codec: av.CodecH264.String(), Profile: "Constrained Baseline",
+		Width: src.Width, Height: src.Height, FPS: src.FPS}
+}
+
+// out is the publisher the transcoder writes to.
+func (v *videoPipeline) out() *hub.Publisher {
+	if v.rend != nil {
+		return v.rend
+	}
+	return v.pub
 }
 
 // unplayableProfile: browsers' H.264 decoders (hardware ones above all)
@@ -140,6 +196,13 @@ func unplayableProfile(p string) bool {
 // write takes one access unit from the demuxer, in decode order.
 func (v *videoPipeline) write(au *av.AccessUnit) {
 	v.remember(au)
+	if v.rend != nil {
+		v.pass(au)
+		if tc := v.transcoder(); !v.demand(au) && tc != nil {
+			tc.Write(au)
+		}
+		return
+	}
 	if tc := v.transcoder(); tc != nil || v.idle {
 		if !v.demand(au) {
 			tc.Write(au)
@@ -157,6 +220,11 @@ func (v *videoPipeline) write(au *av.AccessUnit) {
 			return
 		}
 	}
+	v.pass(au)
+}
+
+// pass writes au to the path as published.
+func (v *videoPipeline) pass(au *av.AccessUnit) {
 	au.Payloads = fragment(au)
 	v.pub.Write(au)
 	v.written, v.wrote = au.PTS, true
@@ -166,7 +234,7 @@ func (v *videoPipeline) write(au *av.AccessUnit) {
 // starts it again, from the kept GOP, when a reader comes: true when au
 // was dealt with (fed to the new transcoder, or dropped while idle).
 func (v *videoPipeline) demand(au *av.AccessUnit) bool {
-	readers := v.pub.Stats().Readers
+	readers := v.out().Stats().Readers
 	switch {
 	case v.idle && readers > 0:
 		// Only the newest pictures are encoded: the kept GOP is decoded
@@ -175,7 +243,12 @@ func (v *videoPipeline) demand(au *av.AccessUnit) bool {
 			return true
 		}
 		v.idle = false
-		v.log.Info("video transcoder resumed for a viewer", "reason", v.reason.why)
+		if v.rend != nil && !v.told {
+			v.told = true
+			v.logStart(v.reason)
+		} else {
+			v.log.Info("video transcoder resumed for a viewer", "reason", v.reason.why)
+		}
 		return true
 	case v.idle:
 		return true
@@ -188,7 +261,7 @@ func (v *videoPipeline) demand(au *av.AccessUnit) bool {
 		v.idle, v.unwatched = true, false
 		// The cache ends where the video stops; the next viewer starts at
 		// the resumed transcoder's first IDR.
-		v.pub.DropCache()
+		v.out().DropCache()
 		v.log.Info("video transcoder stopped: no viewers", "for", v.settings.Linger.String())
 		return true
 	}
@@ -227,13 +300,20 @@ func (v *videoPipeline) start(r transcodeReason) bool {
 	if !v.run(r, after) {
 		return false
 	}
+	v.pub.SetInfo(transcodedInfo(v.info))
+	v.logStart(r)
+	return true
+}
+
+// logStart says once why the transcoder runs, what it costs and how to
+// avoid it.
+func (v *videoPipeline) logStart(r transcodeReason) {
 	br, keyint, preset := v.transcoder().Params()
 	pixels := float64(v.info.Width*v.info.Height) * max(v.info.FPS, 1)
 	v.log.Info("video transcoded to H.264 for browsers", "reason", r.why,
 		"cost", fmt.Sprintf("about %.0f%% of one core (%dx%d at %.0f fps, libx264 %s)",
 			100*cost720p30*pixels/(1280*720*30), v.info.Width, v.info.Height, v.info.FPS, preset),
 		"bitrate", br, "keyframe_interval", keyint.String(), "fix", r.fix)
-	return true
 }
 
 // noAfter: nothing was written yet, every picture may come out.
@@ -270,7 +350,7 @@ func (v *videoPipeline) run(r transcodeReason, after int64) bool {
 // emit runs on the transcoder's goroutine.
 func (v *videoPipeline) emit(au *av.AccessUnit) {
 	au.Payloads = fragment(au)
-	v.pub.Write(au)
+	v.out().Write(au)
 }
 
 // fragment cuts au's RTP payloads, once for every viewer, as its codec's
@@ -371,6 +451,7 @@ func sumTranscode(a, b vtranscode.Stats) vtranscode.Stats {
 // picture is written after it.
 func (v *videoPipeline) close() {
 	v.stopTranscoder()
+	v.rend = nil // closed with the path's publisher, with its grace
 	clear(v.gop)
 	v.gop = nil
 }
