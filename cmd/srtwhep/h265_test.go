@@ -22,6 +22,17 @@ func x265Args(size string, extra ...string) []string {
 
 func withH265(o *whepclient.Options) { o.H265 = true }
 
+// requireCodec stops the test at the first picture not of the codec
+// (H.265 or H.264) the viewer should get.
+func requireCodec(t *testing.T, name string, aus []whepclient.AccessUnit, h265 bool) {
+	t.Helper()
+	for i, au := range aus {
+		if au.H265 != h265 {
+			t.Fatalf("%s: picture %d is H.265 %v, want %v", name, i, au.H265, h265)
+		}
+	}
+}
+
 const h265Reason = "H.265 to a viewer that did not offer H.265"
 
 // TestH265: ffmpeg publishes H.265 over SRT (video: auto). A pion viewer
@@ -39,11 +50,7 @@ func TestH265(t *testing.T) {
 	hevc := dialViewer(t, ts, "live/hevc", withH265)
 	hevc.waitUnits(t, 90, 30*time.Second)
 	aus := hevc.units()
-	for i, au := range aus {
-		if !au.H265 {
-			t.Fatalf("H.265 viewer: picture %d is not H.265", i)
-		}
-	}
+	requireCodec(t, "H.265 viewer", aus, true)
 	if !aus[0].IDR {
 		t.Error("H.265 viewer: the first picture is not an IRAP picture")
 	}
@@ -71,11 +78,7 @@ func TestH265(t *testing.T) {
 	frames, size = decodeH264(t, avc)
 	t.Logf("H.264 viewer of the H.265 path: first picture %v after connecting; %.1f fps by RTP timestamps; ffmpeg decoded %d of %d at %s",
 		first, fps, frames, len(avc), size)
-	for i, au := range avc {
-		if au.H265 {
-			t.Fatalf("H.264 viewer: picture %d is H.265", i)
-		}
-	}
+	requireCodec(t, "H.264 viewer", avc, false)
 	checkStartsWithIDR(t, "H.264 viewer", avc)
 	// Generous: the machine is shared; the figure above is what counts.
 	if first > 3*time.Second {
@@ -94,11 +97,7 @@ func TestH265(t *testing.T) {
 	}
 	// The H.265 viewer kept the original all along.
 	hevc.waitUnits(t, before+60, 30*time.Second)
-	for i, au := range hevc.units() {
-		if !au.H265 {
-			t.Fatalf("H.265 viewer: picture %d is not H.265 once an H.264 viewer joined", i)
-		}
-	}
+	requireCodec(t, "H.265 viewer, once an H.264 viewer joined", hevc.units(), true)
 	checkFullRateSince(t, "H.265 viewer", hevc.units()[before:])
 
 	p := probeSRT(t, ts, "read:live/hevc", 2)
@@ -146,11 +145,7 @@ func TestH265Edge(t *testing.T) {
 	v := dialViewer(t, edge, "live/hevc", withH265)
 	v.waitUnits(t, 60, 30*time.Second)
 	aus := v.units()
-	for i, au := range aus {
-		if !au.H265 {
-			t.Fatalf("edge viewer: picture %d is not H.265", i)
-		}
-	}
+	requireCodec(t, "edge viewer", aus, true)
 	frames, size := decodeAnnexB(t, aus, "hevc")
 	t.Logf("edge viewer: %d H.265 pictures at %.1f fps; ffmpeg decoded %d at %s", len(aus), liveFrameRate(aus), frames, size)
 	if !aus[0].IDR || frames < len(aus)-1 || size != "320,240" {

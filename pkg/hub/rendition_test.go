@@ -75,3 +75,21 @@ func TestRendition(t *testing.T) {
 		t.Error("the rendition outlived the path's publisher")
 	}
 }
+
+// An edge keeps its pull while anyone watches the path, in either
+// rendition.
+func TestRenditionReadersCount(t *testing.T) {
+	h := New(Config{})
+	pub := mustPublish(t, h, "live/a")
+	if _, err := pub.AddRendition(); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := h.AddTranscodedReader("live/a", "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.Close)
+	if st := h.State("live/a"); st.Readers != 1 {
+		t.Errorf("state %+v, want the rendition's reader counted", st)
+	}
+}

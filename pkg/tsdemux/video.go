@@ -227,7 +227,10 @@ func (d *Demuxer) timestamp(rawPTS, rawDTS int64) (pts int64, reordered bool) {
 		return in, false
 	}
 	step := in - v.lastIn
-	if step < 0 && rawPTS != rawDTS && -step < maxPTSStep {
+	// Once the stream is known to reorder, a picture presented before the
+	// latest reference is a B-frame even where its DTS equals its PTS
+	// (x265's non-reference B pictures in a B-pyramid).
+	if step < 0 && (rawPTS != rawDTS || v.reorderOK) && -step < maxPTSStep {
 		if d.acceptBFrames() {
 			// A B-frame for the transcoder, which reorders by PTS: its
 			// own, on the re-based timeline; the timeline itself follows
