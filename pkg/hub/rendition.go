@@ -10,7 +10,8 @@ import (
 // browser without an H.265 decoder) carries a second rendition: the same
 // audio, the video transcoded to H.264. It is a path of its own, so each
 // rendition keeps its own GOP cache, its own packetize-once payloads and
-// its own reader bound, and viewers that can take the original keep it.
+// its own queues, under the path's one reader cap, and viewers that can
+// take the original keep it.
 // Its name cannot be a path's (pkg/pathname refuses the space and the
 // parentheses), so no publisher or viewer reaches it by name from
 // outside; it shows in Paths under that name.
@@ -22,6 +23,20 @@ func TranscodedName(name string) string { return name + transcodedSuffix }
 // baseName is the path a rendition belongs to: its limits (readers, GOP
 // cache) are the path's own.
 func baseName(name string) string { return strings.TrimSuffix(name, transcodedSuffix) }
+
+// readersLocked counts the readers of the path name belongs to in both
+// its renditions: its reader cap and its viewer count are the path's, not
+// each rendition's. Called with Hub.mu held.
+func (h *Hub) readersLocked(name string) int {
+	base := baseName(name)
+	n := 0
+	for _, k := range [...]string{base, TranscodedName(base)} {
+		if p, ok := h.paths[k]; ok {
+			n += len(p.members)
+		}
+	}
+	return n
+}
 
 // AddRendition publishes the path's H.264 rendition and returns its
 // publisher, whose Write the transcoder calls. The path's audio (SetAudio,

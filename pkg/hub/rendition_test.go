@@ -7,14 +7,14 @@ import (
 )
 
 // A path's H.264 rendition is a path of its own for video, with the
-// path's audio, the path's reader cap (counted on its own), and no life
-// beyond the path's publisher.
+// path's audio, the path's reader cap (shared by both renditions), and no
+// life beyond the path's publisher.
 func TestRendition(t *testing.T) {
 	h := New(Config{MaxReaders: func(name string) int {
 		if name != "live/a" {
 			t.Errorf("reader cap asked for %q, want the path's own name", name)
 		}
-		return 1
+		return 2
 	}})
 	pub := mustPublish(t, h, "live/a")
 	if _, err := h.AddTranscodedReader("live/a", "s0"); !errors.Is(err, ErrNoPublisher) {
@@ -38,7 +38,7 @@ func TestRendition(t *testing.T) {
 		t.Error("the rendition has no audio though the path has")
 	}
 	if _, err := h.AddTranscodedReader("live/a", "s3"); !errors.Is(err, ErrPathFull) {
-		t.Errorf("second rendition reader past the path's cap of 1: %v, want ErrPathFull", err)
+		t.Errorf("a third reader past the path's cap of 2 (one in each rendition): %v, want ErrPathFull", err)
 	}
 	orig.AttachAV()
 	tr.AttachAV()

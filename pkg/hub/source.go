@@ -41,7 +41,7 @@ func (h *Hub) roomLocked(name string) (*path, error) {
 		return nil, fmt.Errorf("read %q: %w", name, ErrNoPublisher)
 	}
 	if h.cfg.MaxReaders != nil {
-		if limit := h.cfg.MaxReaders(baseName(name)); limit > 0 && len(p.members) >= limit {
+		if limit := h.cfg.MaxReaders(baseName(name)); limit > 0 && h.readersLocked(name) >= limit {
 			return nil, fmt.Errorf("read %q: %w (%d readers; raise maxReaders for the path)",
 				name, ErrPathFull, limit)
 		}

@@ -32,10 +32,7 @@ func (h *Hub) State(name string) PathState {
 	if !ok {
 		return PathState{}
 	}
-	st := PathState{Publisher: p.pub != nil, Readers: len(p.members)}
-	if r, ok := h.paths[TranscodedName(name)]; ok {
-		st.Readers += len(r.members)
-	}
+	st := PathState{Publisher: p.pub != nil, Readers: h.readersLocked(name)}
 	if st.Publisher {
 		p.mu.Lock()
 		st.Playable = p.sawIDR && !p.closed
