@@ -45,10 +45,8 @@ func TestVideoH265Passthrough(t *testing.T) {
 					t.Fatalf("picture %d: payloads depacketize to %d bytes, want its %d", i, len(got), len(want))
 				}
 			}
-			for _, ap := range r.m.APIPaths() {
-				if ap.Transcode != nil {
-					t.Errorf("%s transcoded: %+v", ap.Name, ap.Transcode)
-				}
+			if lines := r.logs.Lines("video transcoded"); len(lines) != 0 {
+				t.Errorf("transcoded: %q", lines)
 			}
 		})
 	}
@@ -105,6 +103,11 @@ func TestVideoH265Rendition(t *testing.T) {
 	if lines := r.logs.Lines("video transcoded"); len(lines) != 0 {
 		t.Fatalf("transcoding before any viewer needs it: %q", lines)
 	}
+	for _, ap := range r.m.APIPaths() {
+		if ap.Transcode != nil {
+			t.Errorf("/v1/paths shows %s transcoded before any viewer needs it: %+v", ap.Name, ap.Transcode)
+		}
+	}
 	h264, err := r.hub.AddTranscodedReader("live/hevc", "h264-viewer")
 	if err != nil {
 		t.Fatal(err)
@@ -121,6 +124,11 @@ func TestVideoH265Rendition(t *testing.T) {
 		transcoded = append(transcoded, v...)
 		return len(transcoded) >= 30 // of the 40 from picture 10 on, less the encoder's trail
 	})
+	for _, ap := range r.m.APIPaths() {
+		if ap.Name == "live/hevc" && (ap.Transcode == nil || ap.Transcode.Reason != reasonH265.why) {
+			t.Errorf("/v1/paths transcode: %+v, want the H.265 reason", ap.Transcode)
+		}
+	}
 	close(c.holdEOF)
 	if err := wait(t, done); err != nil {
 		t.Fatalf("Serve = %v", err)

@@ -167,7 +167,8 @@ func (v *videoPipeline) addRendition() {
 		return
 	}
 	rend.SetInfo(transcodedInfo(v.info))
-	v.rend, v.idle, v.reason = rend, true, reasonH265
+	// The reason is recorded (for the API) once the transcoder runs.
+	v.rend, v.idle = rend, true
 }
 
 // transcodedInfo is what viewers of the transcoder's output are told:
@@ -237,9 +238,13 @@ func (v *videoPipeline) demand(au *av.AccessUnit) bool {
 	readers := v.out().Stats().Readers
 	switch {
 	case v.idle && readers > 0:
+		r := v.reason
+		if v.rend != nil {
+			r = reasonH265
+		}
 		// Only the newest pictures are encoded: the kept GOP is decoded
 		// for its references, and the viewer starts at once.
-		if !v.run(v.reason, au.PTS-1) {
+		if !v.run(r, au.PTS-1) {
 			return true
 		}
 		v.idle = false
