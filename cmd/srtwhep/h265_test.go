@@ -1,11 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/internal/whepclient"
@@ -152,4 +155,51 @@ func TestH265Edge(t *testing.T) {
 		t.Errorf("edge viewer: first IRAP %v, ffmpeg decoded %d of %d at %s; want an IRAP first, all decoded at 320,240",
 			aus[0].IDR, frames, len(aus), size)
 	}
+}
+
+// TestBrowserPlaysH265: headless Chromium, which has no HEVC decoder
+// here and so offers no H.265, plays an H.265 path through its H.264
+// rendition from the player page, as any such browser will.
+func TestBrowserPlaysH265(t *testing.T) {
+	requireNetns(t, chromiumPath)
+	bin := testkit.BuildBinary(t, "./cmd/srtwhep")
+	srvNS, cliNS := newNetns(t, "srv"), newNetns(t, "cli")
+	link(t, srvNS, "s0", "10.217.0.1/24", cliNS, "c0", "10.217.0.2/24")
+	cliNS.ip(t, "route", "add", "default", "via", "10.217.0.1")
+	ctx := newBrowser(t, cliNS)
+	srv := serverInNetns(t, bin, srvNS, `srt:
+  listen: "127.0.0.1:8890"
+http:
+  drainTimeout: 0s
+  listen: "10.217.0.1:8889"
+webrtc:
+  listenIP: 10.217.0.1
+  udpPort: 8189
+  tcpPort: 8189
+`+testkit.MediaPlaneYAML()+`metrics:
+  listen: ""
+`)
+	args := append([]string{"-hide_banner", "-loglevel", "warning", "-nostdin"}, x265Args("640x360")...)
+	testkit.StartProcess(t, "ffmpeg", srvNS.command("ffmpeg", append(args, "-f", "mpegts", srv.SRTURL("publish:live/hevc"))...))
+	srv.WaitLog(t, 15*time.Second, "stream parameters", "path=live/hevc", "codec=H265")
+
+	if err := chromedp.Do(ctx, chromedp.Navigate("http://10.217.0.1:8889/live/hevc")); err != nil {
+		t.Fatalf("open the player page: %v", err)
+	}
+	poll := pagePoller[playerStats](t, ctx)
+	var st playerStats
+	testkit.WaitFor(t, 20*time.Second, "the video to play at 640x360", func() bool {
+		st = poll()
+		return st.VideoWidth == 640 && st.VideoHeight == 360 && st.FramesDecoded > 0 && st.FirstFrameMs != nil
+	})
+	f0 := st.FramesDecoded
+	testkit.WaitFor(t, 10*time.Second, fmt.Sprintf("framesDecoded to grow from %d by 60", f0), func() bool {
+		st = poll()
+		return st.FramesDecoded >= f0+60
+	})
+	t.Logf("browser on the H.265 path: codec %s, first frame %d ms after navigation, %.0f fps", st.Codec, *st.FirstFrameMs, st.FramesPerSecond)
+	if !strings.Contains(strings.ToLower(st.Codec), "h264") {
+		t.Errorf("the browser decodes %q, want H.264 from the path's rendition", st.Codec)
+	}
+	srv.WaitLog(t, 5*time.Second, "video transcoded to H.264 for browsers", "path=live/hevc", h265Reason)
 }
