@@ -61,32 +61,37 @@ func (d *Demuxer) onAccessUnitH265(rawPTS, rawDTS int64, au [][]byte, emit func(
 	if !d.startable(irap, v.vps != nil && v.sps != nil && v.pps != nil) {
 		return nil
 	}
-	if irap && !hasAllH265Params(nalus) {
+	if irap && !h265ParamsInFront(nalus) {
 		nalus, size = withH265ParameterSets(nalus, v.vps, v.sps, v.pps)
 	}
 	return d.emitUnit(&av.AccessUnit{Codec: av.CodecH265, PTS: pts, NALUs: nalus, IDR: irap, Size: size}, emit)
 }
 
-// hasAllH265Params reports whether the picture carries VPS, SPS and PPS.
-func hasAllH265Params(nalus [][]byte) bool {
-	var vps, sps, pps bool
-	for _, n := range nalus {
-		switch h265Type(n) {
-		case h265.NALUType_VPS_NUT:
-			vps = true
-		case h265.NALUType_SPS_NUT:
-			sps = true
-		case h265.NALUType_PPS_NUT:
-			pps = true
+// h265ParamsInFront reports whether the picture carries VPS, SPS and
+// PPS, in that order, before its first IRAP slice, as a decoder starting
+// there needs them.
+func h265ParamsInFront(nalus [][]byte) bool {
+	vps, sps, pps := -1, -1, -1
+	for i, n := range nalus {
+		switch t := h265Type(n); {
+		case t == h265.NALUType_VPS_NUT && vps < 0:
+			vps = i
+		case t == h265.NALUType_SPS_NUT && sps < 0:
+			sps = i
+		case t == h265.NALUType_PPS_NUT && pps < 0:
+			pps = i
+		case isIRAP(t):
+			return vps >= 0 && vps < sps && sps < pps
 		}
 	}
-	return vps && sps && pps
+	return false
 }
 
 // withH265ParameterSets rebuilds an IRAP picture that lacks some of its
-// parameter sets with the latest VPS, SPS and PPS in front, in the order
-// each refers to the one before (the latest include any this picture
-// carried, since they were remembered while it was read).
+// parameter sets, or has them out of order, with the latest VPS, SPS and
+// PPS in front, in the order each refers to the one before (the latest
+// include any this picture carried, since they were remembered while it
+// was read).
 func withH265ParameterSets(nalus [][]byte, vps, sps, pps []byte) ([][]byte, int) {
 	out := make([][]byte, 0, len(nalus)+3)
 	out = append(out, vps, sps, pps)

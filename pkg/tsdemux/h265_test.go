@@ -103,3 +103,34 @@ func TestIsIRAP(t *testing.T) {
 		}
 	}
 }
+
+// Parameter sets out of order in an IRAP picture are put in the order a
+// decoder starting there needs (checkInvariants checks it).
+func TestH265ParameterSetsReordered(t *testing.T) {
+	src := demux(t, bytes.NewReader(readClip(t, "h265.ts")))
+	if src.err != nil || len(src.aus) == 0 {
+		t.Fatalf("source: %v", src.err)
+	}
+	first := src.aus[0].NALUs
+	if len(first) < 4 {
+		t.Fatalf("first picture has %d NAL units", len(first))
+	}
+	// PPS, slices, then VPS and SPS behind them.
+	mixed := append([][]byte{first[2]}, first[3:]...)
+	mixed = append(mixed, first[0], first[1])
+	var buf bytes.Buffer
+	track := &mpegts.Track{Codec: &mpegts.CodecH265{}}
+	w := mpegts.Writer{W: &buf, Tracks: []*mpegts.Track{track}}
+	if err := w.Initialize(); err != nil {
+		t.Fatal(err)
+	}
+	for i, au := range [][][]byte{mixed, src.aus[1].NALUs} {
+		if err := w.WriteH265(track, int64(i)*3600, int64(i)*3600, au); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := demux(t, &buf)
+	if res.err != nil || len(res.aus) != 2 || !res.aus[0].IDR {
+		t.Fatalf("%v, %d units", res.err, len(res.aus))
+	}
+}
