@@ -71,7 +71,14 @@ func (d *Demuxer) onAccessUnitH265(rawPTS, rawDTS int64, au [][]byte, emit func(
 // PPS, in that order, before its first IRAP slice, as a decoder starting
 // there needs them.
 func h265ParamsInFront(nalus [][]byte) bool {
-	vps, sps, pps := -1, -1, -1
+	vps, sps, pps, irap := h265Layout(nalus)
+	return vps >= 0 && vps < sps && sps < pps && pps < irap
+}
+
+// h265Layout is the index of the first VPS, SPS, PPS and IRAP slice of a
+// picture, -1 for each it lacks.
+func h265Layout(nalus [][]byte) (vps, sps, pps, irap int) {
+	vps, sps, pps, irap = -1, -1, -1, -1
 	for i, n := range nalus {
 		switch t := h265Type(n); {
 		case t == h265.NALUType_VPS_NUT && vps < 0:
@@ -80,11 +87,11 @@ func h265ParamsInFront(nalus [][]byte) bool {
 			sps = i
 		case t == h265.NALUType_PPS_NUT && pps < 0:
 			pps = i
-		case isIRAP(t):
-			return vps >= 0 && vps < sps && sps < pps
+		case isIRAP(t) && irap < 0:
+			irap = i
 		}
 	}
-	return false
+	return vps, sps, pps, irap
 }
 
 // withH265ParameterSets rebuilds an IRAP picture that lacks some of its

@@ -154,28 +154,20 @@ func checkInvariants(aus []*av.AccessUnit) error {
 // checkH265 is checkInvariants for an H.265 picture: VPS, SPS and PPS,
 // in that order, in front of the first slice of every IRAP picture.
 func checkH265(i int, au *av.AccessUnit) error {
-	size, vps, sps, pps, irap := 0, -1, -1, -1, -1
+	size := 0
 	for j, n := range au.NALUs {
 		if len(n) < 2 {
 			return fmt.Errorf("AU %d: NALU %d of %d bytes", i, j, len(n))
 		}
-		size += len(n)
-		switch t := h265Type(n); {
-		case t == h265.NALUType_AUD_NUT || t == h265.NALUType_FD_NUT:
+		if t := h265Type(n); t == h265.NALUType_AUD_NUT || t == h265.NALUType_FD_NUT {
 			return fmt.Errorf("AU %d: NALU type %d not dropped", i, t)
-		case t == h265.NALUType_VPS_NUT && vps < 0:
-			vps = j
-		case t == h265.NALUType_SPS_NUT && sps < 0:
-			sps = j
-		case t == h265.NALUType_PPS_NUT && pps < 0:
-			pps = j
-		case isIRAP(t) && irap < 0:
-			irap = j
 		}
+		size += len(n)
 	}
 	if size != au.Size {
 		return fmt.Errorf("AU %d: Size %d, NALUs sum to %d", i, au.Size, size)
 	}
+	vps, sps, pps, irap := h265Layout(au.NALUs)
 	if au.IDR != (irap >= 0) {
 		return fmt.Errorf("AU %d: IDR flag %v but IRAP slice index %d", i, au.IDR, irap)
 	}
