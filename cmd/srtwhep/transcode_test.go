@@ -101,6 +101,13 @@ func TestTranscodePassthrough(t *testing.T) {
 // and the size of the first.
 func decodeH264(t *testing.T, aus []whepclient.AccessUnit) (int, string) {
 	t.Helper()
+	return decodeAnnexB(t, aus, "h264")
+}
+
+// decodeAnnexB is decodeH264 for the raw format ffprobe names (h264,
+// hevc).
+func decodeAnnexB(t *testing.T, aus []whepclient.AccessUnit, format string) (int, string) {
+	t.Helper()
 	var buf bytes.Buffer
 	for _, au := range aus {
 		for _, n := range au.NALUs {
@@ -108,11 +115,11 @@ func decodeH264(t *testing.T, aus []whepclient.AccessUnit) (int, string) {
 			buf.Write(n)
 		}
 	}
-	file := filepath.Join(t.TempDir(), "viewer.h264")
+	file := filepath.Join(t.TempDir(), "viewer."+format)
 	if err := os.WriteFile(file, buf.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("ffprobe", "-v", "error", "-f", "h264", "-show_entries", "frame=width,height",
+	out, err := exec.Command("ffprobe", "-v", "error", "-f", format, "-show_entries", "frame=width,height",
 		"-of", "csv=p=0", file).Output()
 	if err != nil {
 		t.Fatalf("ffprobe: %v", err)

@@ -60,6 +60,21 @@ func newPeerConnection(opt Options, log *slog.Logger) (*webrtc.PeerConnection, e
 		}
 	}
 
+	if opt.H265 {
+		err := me.RegisterCodec(webrtc.RTPCodecParameters{
+			RTPCodecCapability: webrtc.RTPCodecCapability{
+				MimeType: webrtc.MimeTypeH265, ClockRate: 90000,
+				// What Safari offers: Main profile, level 3.1.
+				SDPFmtpLine:  "level-id=93;profile-id=1;tier-flag=0;tx-mode=SRST",
+				RTCPFeedback: feedback,
+			},
+			PayloadType: 49,
+		}, webrtc.RTPCodecTypeVideo)
+		if err != nil {
+			return nil, fmt.Errorf("whepclient: register H.265 codec: %w", err)
+		}
+	}
+
 	reg := &interceptor.Registry{}
 	if opt.NACK {
 		gen, err := nack.NewGeneratorInterceptor()

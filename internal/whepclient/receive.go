@@ -37,6 +37,8 @@ type receiver struct {
 	st     *statsState
 	decode bool
 	onAU   func(AccessUnit)
+	// offeredH265: the offer had H.265; h265: the server answered it.
+	offeredH265, h265 bool
 
 	buf []byte
 	hdr rtp.Header
@@ -55,12 +57,16 @@ func (r *receiver) init(s *Session, opt Options) {
 	r.st = &s.stats
 	r.decode = opt.Decode
 	r.onAU = opt.OnAccessUnit
+	r.offeredH265 = opt.H265
 	r.buf = make([]byte, readBufSize)
 }
 
 func (r *receiver) readLoop(t *webrtc.TrackRemote) error {
-	if mime := t.Codec().MimeType; !strings.EqualFold(mime, webrtc.MimeTypeH264) {
-		return fmt.Errorf("whepclient: server sent %q; only H.264 was offered", mime)
+	switch mime := t.Codec().MimeType; {
+	case strings.EqualFold(mime, webrtc.MimeTypeH265) && r.offeredH265:
+		r.h265 = true
+	case !strings.EqualFold(mime, webrtc.MimeTypeH264):
+		return fmt.Errorf("whepclient: server sent %q, which was not offered", mime)
 	}
 	for {
 		n, _, err := t.Read(r.buf)
@@ -117,7 +123,7 @@ func (r *receiver) handle(pkt []byte) {
 	if r.hdr.Marker {
 		st.frames.Add(1)
 	}
-	if startsIDR(payload) && (!r.keyTSSet || r.hdr.Timestamp != r.lastKeyTS) {
+	if r.startsKey(payload) && (!r.keyTSSet || r.hdr.Timestamp != r.lastKeyTS) {
 		r.keyTSSet, r.lastKeyTS = true, r.hdr.Timestamp
 		st.keyframes.Add(1)
 		if !r.gotIDR {
@@ -162,14 +168,16 @@ func startsIDR(p []byte) bool {
 // assembler rebuilds access units in Decode mode. A picture during which a
 // packet went missing is dropped whole, since a decoder could not use it.
 type assembler struct {
-	depack   codecs.H264Packet
-	active   bool
-	broken   bool
-	ts       uint32
-	firstSeq uint16
-	lastSeq  uint16
-	nalus    [][]byte
-	lastSPS  []byte
+	depack codecs.H264Packet
+	// depack265 replaces depack on an H.265 track.
+	depack265 codecs.H265Depacketizer
+	active    bool
+	broken    bool
+	ts        uint32
+	firstSeq  uint16
+	lastSeq   uint16
+	nalus     [][]byte
+	lastSPS   []byte
 }
 
 func (r *receiver) assemble(payload []byte, lost bool) {
@@ -189,12 +197,15 @@ func (r *receiver) assemble(payload []byte, lost bool) {
 		a.firstSeq = r.hdr.SequenceNumber
 		a.nalus = nil
 		a.depack = codecs.H264Packet{IsAVC: true}
+		a.depack265 = codecs.H265Depacketizer{}
 	} else if lost {
 		a.broken = true
 	}
 	a.lastSeq = r.hdr.SequenceNumber
 
-	if !a.broken {
+	if !a.broken && r.h265 {
+		r.assembleH265(payload)
+	} else if !a.broken {
 		out, err := a.depack.Unmarshal(payload)
 		if err != nil {
 			r.log.Debug("bad H.264 RTP payload", "err", err)
@@ -243,15 +254,13 @@ func (r *receiver) flushAU() {
 		FirstSeq:     a.firstSeq,
 		LastSeq:      a.lastSeq,
 		Received:     time.Now(),
+		H265:         r.h265,
 	}
 	a.nalus = nil
-	for _, n := range au.NALUs {
-		switch n[0] & 0x1f {
-		case naluIDR:
-			au.IDR = true
-		case naluSPS:
-			r.parseSPS(n)
-		}
+	if r.h265 {
+		r.describeH265(&au)
+	} else {
+		r.describeH264(&au)
 	}
 	r.st.decodedAUs.Add(1)
 	if au.IDR {
@@ -259,6 +268,18 @@ func (r *receiver) flushAU() {
 	}
 	if r.onAU != nil {
 		r.onAU(au)
+	}
+}
+
+// describeH264 marks an IDR and takes the picture size from its SPS.
+func (r *receiver) describeH264(au *AccessUnit) {
+	for _, n := range au.NALUs {
+		switch n[0] & 0x1f {
+		case naluIDR:
+			au.IDR = true
+		case naluSPS:
+			r.parseSPS(n)
+		}
 	}
 }
 

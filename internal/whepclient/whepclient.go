@@ -44,6 +44,12 @@ type Options struct {
 	// must not block for long: while it runs no RTP is read.
 	OnAccessUnit func(au AccessUnit)
 
+	// H265 offers H265/90000 (Main profile, tx-mode=SRST) besides H.264,
+	// as Safari does: a server answers it for a path that publishes
+	// H.265. Decode mode then depacketizes RFC 7798 (pion's
+	// H265Depacketizer) and AccessUnit.H265 marks what it gives.
+	H265 bool
+
 	// BearerToken, when set, is sent as "Authorization: Bearer …" on the
 	// POST and the DELETE.
 	BearerToken string
@@ -103,7 +109,8 @@ type Options struct {
 // client does not keep references to it after OnAccessUnit returns.
 type AccessUnit struct {
 	NALUs        [][]byte // without start codes
-	IDR          bool
+	IDR          bool     // an H.264 IDR, or an H.265 IRAP picture
+	H265         bool     // the answer's video codec was H.265
 	RTPTimestamp uint32
 	FirstSeq     uint16
 	LastSeq      uint16

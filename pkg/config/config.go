@@ -233,8 +233,10 @@ type Path struct {
 	AudioBitrate int `yaml:"audioBitrate" reload:"live"`
 	// Video is "auto" (passthrough when viewers can play the stream as
 	// published; otherwise transcoded once per path to H.264 a browser
-	// plays), "passthrough" (never transcode: B-frames are refused with
-	// the fix) or "transcode" (always, from the first IDR).
+	// plays; an H.265 path keeps passthrough for the viewers that offered
+	// H.265 and transcodes only for the others), "passthrough" (never
+	// transcode: B-frames are refused with the fix) or "transcode"
+	// (always, from the first IDR).
 	Video string `yaml:"video" reload:"live"`
 	// MaxKeyframeInterval is the longest keyframe interval auto passes
 	// through: a longer GOP makes a joining viewer wait for its start, so

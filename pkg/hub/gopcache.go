@@ -52,7 +52,7 @@ func (h *Hub) gopLimits(name string) GOPCacheLimits {
 	if h.cfg.GOPCache == nil {
 		return DefaultGOPCacheLimits
 	}
-	return h.cfg.GOPCache(name)
+	return h.cfg.GOPCache(baseName(name))
 }
 
 // resetCache empties the cache; clear drops the references so old frames

@@ -187,6 +187,9 @@ type Publisher struct {
 	// the path's publisher.
 	base  PublisherStats
 	final atomic.Pointer[PublisherStats]
+	// rend is the path's H.264 rendition (see rendition.go), nil when it
+	// has none.
+	rend atomic.Pointer[Publisher]
 }
 
 // SetInfo records what the stream is, for the API and metrics.
@@ -208,6 +211,9 @@ func (pub *Publisher) SetAudio(has bool) {
 		pub.p.hasAudio.Store(has)
 	}
 	pub.p.mu.Unlock()
+	if r := pub.rend.Load(); r != nil {
+		r.SetAudio(has)
+	}
 }
 
 // Write hands au to every attached reader. It never blocks on a reader: a
@@ -269,6 +275,7 @@ func (pub *Publisher) WriteAudio(af *av.AudioFrame) {
 		return
 	}
 	fanout(pub, af, (*path).updateAudioCache, countAudio, (*Reader).pushAudio)
+	pub.renditionAudio(af, nil)
 }
 
 func countAudio(p *path, af *av.AudioFrame) {
@@ -283,7 +290,12 @@ func countAudio(p *path, af *av.AudioFrame) {
 // publisher that was taken over leaves the path alone. It is safe to call
 // more than once.
 func (pub *Publisher) Close() {
-	pub.closeOnce.Do(func() { pub.h.leave(pub) })
+	pub.closeOnce.Do(func() {
+		if r := pub.rend.Swap(nil); r != nil {
+			r.Close() // with its grace: a reconnecting publisher takes its readers on
+		}
+		pub.h.leave(pub)
+	})
 }
 
 func (h *Hub) endPath(p *path) {

@@ -41,7 +41,7 @@ func (h *Hub) roomLocked(name string) (*path, error) {
 		return nil, fmt.Errorf("read %q: %w", name, ErrNoPublisher)
 	}
 	if h.cfg.MaxReaders != nil {
-		if limit := h.cfg.MaxReaders(name); limit > 0 && len(p.members) >= limit {
+		if limit := h.cfg.MaxReaders(baseName(name)); limit > 0 && h.readersLocked(name) >= limit {
 			return nil, fmt.Errorf("read %q: %w (%d readers; raise maxReaders for the path)",
 				name, ErrPathFull, limit)
 		}
@@ -64,6 +64,9 @@ func (pub *Publisher) SetSourceAudio(has bool) {
 		pub.p.hasSource.Store(has)
 	}
 	pub.p.mu.Unlock()
+	if r := pub.rend.Load(); r != nil {
+		r.SetSourceAudio(has)
+	}
 }
 
 // WriteSourceAudio hands u, an audio unit as the publisher sent it, to
@@ -78,6 +81,7 @@ func (pub *Publisher) WriteSourceAudio(u *av.AudioUnit) {
 	// Not counted, as before: the path's audio counters (AudioFramesIn)
 	// are the Opus frames of WriteAudio.
 	fanout(pub, u, (*path).updateSourceCache, nil, (*Reader).pushSource)
+	pub.renditionAudio(nil, u)
 }
 
 // updateSourceCache is updateAudioCache for source units. Called with mu

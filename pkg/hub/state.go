@@ -12,7 +12,8 @@ type PathState struct {
 	// so a reader added now starts without waiting for the encoder.
 	Playable bool
 	// Readers are reserved and attached readers, viewers kept through a
-	// grace period included.
+	// grace period included, and those of the path's H.264 rendition
+	// (rendition.go): an edge keeps its pull for them too.
 	Readers int
 	// LastFrame is when the current publisher last wrote a video frame
 	// (zero before its first): a publisher whose encoder died keeps its
@@ -31,7 +32,7 @@ func (h *Hub) State(name string) PathState {
 	if !ok {
 		return PathState{}
 	}
-	st := PathState{Publisher: p.pub != nil, Readers: len(p.members)}
+	st := PathState{Publisher: p.pub != nil, Readers: h.readersLocked(name)}
 	if st.Publisher {
 		p.mu.Lock()
 		st.Playable = p.sawIDR && !p.closed

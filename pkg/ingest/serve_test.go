@@ -184,7 +184,7 @@ func TestServeRefuses(t *testing.T) {
 		started bool
 	}{
 		{"garbage", garbage, tsdemux.ErrNoPMT, "ffmpeg -f mpegts", false},
-		{"H.265", clip(t, "h265_aac.ts"), tsdemux.ErrNoH264, "found: H265", false},
+		{"H.265 with B-frames", clip(t, "h265_aac.ts"), tsdemux.ErrBFrames, "encode with -bf 0 (ffmpeg) or set B-frames to 0 in OBS", true},
 		{"B-frames", clip(t, "h264_bframes.ts"), tsdemux.ErrBFrames, "encode with -bf 0 (ffmpeg) or set B-frames to 0 in OBS", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -167,7 +167,8 @@ func (m *Manager) Stats() []PathStats {
 		pub := p.hubPub.Load()
 		ps.Publisher = &PublisherStats{Remote: p.conn.Remote(), Since: p.since, Streaming: pub != nil, SRT: p.conn.Stats()}
 		if pub != nil {
-			ps.Readers = pub.Stats().Readers
+			// The H.264 rendition's viewers watch the path too.
+			ps.Readers = m.cfg.Hub.State(name).Readers
 		}
 		if info := p.info.Load(); info != nil {
 			ps.Info = *info

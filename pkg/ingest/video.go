@@ -10,6 +10,7 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 	"github.com/srtwhep/srtwhep/pkg/rtph264"
+	"github.com/srtwhep/srtwhep/pkg/rtph265"
 	"github.com/srtwhep/srtwhep/pkg/vtranscode"
 )
 
@@ -63,6 +64,8 @@ var (
 		"ffmpeg -bf 0; OBS (Advanced, x264 options) bframes=0; GStreamer x264enc bframes=0"}
 	reasonProfile = transcodeReason{"the H.264 profile is not playable in browsers (10-bit or 4:2:2/4:4:4)",
 		"ffmpeg -pix_fmt yuv420p; OBS Settings > Advanced > Color Format NV12; GStreamer videoconvert ! video/x-raw,format=I420 before x264enc"}
+	reasonH265 = transcodeReason{"H.265 to a viewer that did not offer H.265",
+		"ffmpeg -c:v libx264 -bf 0; OBS Encoder x264; GStreamer x264enc"}
 	reasonLongGOP = transcodeReason{"the keyframe interval is longer than maxKeyframeInterval, so joining viewers would wait for a picture",
 		"ffmpeg -g 60 (2 s at 30 fps); OBS Keyframe Interval 2 s (Advanced x264 options keyint=60); GStreamer x264enc key-int-max=60"}
 )
@@ -92,6 +95,15 @@ type videoPipeline struct {
 	unwatchedFrom int64
 	idle          bool
 
+	// rend is the path's H.264 rendition (hub.Publisher.AddRendition)
+	// for viewers that did not offer H.265: with video: auto, an H.265
+	// path passes through to the rest and transcodes only while the
+	// rendition has readers (demand). nil when the whole path passes
+	// through or is transcoded.
+	rend *hub.Publisher
+	// told: the rendition's transcoder started once and said why.
+	told bool
+
 	mu     sync.Mutex
 	tc     *vtranscode.Transcoder // nil: passthrough, or idle
 	past   vtranscode.Stats       // of transcoders stopped for lack of viewers
@@ -116,15 +128,63 @@ func (v *videoPipeline) bframes() bool {
 	if v.pub == nil || v.settings.Mode == VideoPassthrough {
 		return false // refused with the fix, as before
 	}
+	if v.rend != nil {
+		// The original cannot be played by anyone: the whole path is
+		// transcoded, and the rendition's few readers (it is the first
+		// pictures) end.
+		v.stopTranscoder()
+		v.pub.DropRendition()
+		v.rend, v.idle = nil, false
+	}
 	return v.transcoder() != nil || v.start(reasonBFrames)
 }
 
 // setInfo is called with each new SPS's description.
 func (v *videoPipeline) setInfo(info av.StreamInfo) {
 	v.info = info
-	if v.settings.Mode == VideoAuto && unplayableProfile(info.Profile) && v.transcoder() == nil {
+	// H.265's Main 10 plays where H.265 plays at all (Safari, Chrome on
+	// hardware decoders), so the profile check is H.264's alone.
+	if v.settings.Mode == VideoAuto && info.Codec != av.CodecH265.String() && unplayableProfile(info.Profile) && v.transcoder() == nil {
 		_ = v.start(reasonProfile) // on failure it passes through, as before
 	}
+	switch {
+	case v.rend != nil:
+		v.rend.SetInfo(transcodedInfo(info))
+	case v.transcoder() != nil || v.idle:
+		// Viewers of a transcoded path get H.264, whatever was published.
+		v.pub.SetInfo(transcodedInfo(info))
+	case v.settings.Mode == VideoAuto && info.Codec == av.CodecH265.String():
+		v.addRendition()
+	}
+}
+
+// addRendition gives an H.265 path its H.264 rendition, idle until a
+// viewer that did not offer H.265 reads it.
+func (v *videoPipeline) addRendition() {
+	rend, err := v.pub.AddRendition()
+	if err != nil {
+		v.log.Error("no H.264 rendition for viewers without H.265; they are refused", "err", err)
+		return
+	}
+	rend.SetInfo(transcodedInfo(v.info))
+	// The reason is recorded (for the API) once the transcoder runs.
+	v.rend, v.idle = rend, true
+}
+
+// transcodedInfo is what viewers of the transcoder's output are told:
+// H.264 of the source's size and rate (the profile-level-id is the
+// viewer's own choice, which the Constrained Baseline output fits).
+func transcodedInfo(src av.StreamInfo) av.StreamInfo {
+	return av.StreamInfo{Codec: av.CodecH264.String(), Profile: "Constrained Baseline",
+		Width: src.Width, Height: src.Height, FPS: src.FPS}
+}
+
+// out is the publisher the transcoder writes to.
+func (v *videoPipeline) out() *hub.Publisher {
+	if v.rend != nil {
+		return v.rend
+	}
+	return v.pub
 }
 
 // unplayableProfile: browsers' H.264 decoders (hardware ones above all)
@@ -137,6 +197,13 @@ func unplayableProfile(p string) bool {
 // write takes one access unit from the demuxer, in decode order.
 func (v *videoPipeline) write(au *av.AccessUnit) {
 	v.remember(au)
+	if v.rend != nil {
+		v.pass(au)
+		if tc := v.transcoder(); !v.demand(au) && tc != nil {
+			tc.Write(au)
+		}
+		return
+	}
 	if tc := v.transcoder(); tc != nil || v.idle {
 		if !v.demand(au) {
 			tc.Write(au)
@@ -154,7 +221,12 @@ func (v *videoPipeline) write(au *av.AccessUnit) {
 			return
 		}
 	}
-	au.Payloads = rtph264.Fragment(au.NALUs, rtph264.DefaultMaxPayload)
+	v.pass(au)
+}
+
+// pass writes au to the path as published.
+func (v *videoPipeline) pass(au *av.AccessUnit) {
+	au.Payloads = fragment(au)
 	v.pub.Write(au)
 	v.written, v.wrote = au.PTS, true
 }
@@ -163,16 +235,25 @@ func (v *videoPipeline) write(au *av.AccessUnit) {
 // starts it again, from the kept GOP, when a reader comes: true when au
 // was dealt with (fed to the new transcoder, or dropped while idle).
 func (v *videoPipeline) demand(au *av.AccessUnit) bool {
-	readers := v.pub.Stats().Readers
+	readers := v.out().Stats().Readers
 	switch {
 	case v.idle && readers > 0:
+		r := v.reason
+		if v.rend != nil {
+			r = reasonH265
+		}
 		// Only the newest pictures are encoded: the kept GOP is decoded
 		// for its references, and the viewer starts at once.
-		if !v.run(v.reason, au.PTS-1) {
+		if !v.run(r, au.PTS-1) {
 			return true
 		}
 		v.idle = false
-		v.log.Info("video transcoder resumed for a viewer", "reason", v.reason.why)
+		if v.rend != nil && !v.told {
+			v.told = true
+			v.logStart(v.reason)
+		} else {
+			v.log.Info("video transcoder resumed for a viewer", "reason", v.reason.why)
+		}
 		return true
 	case v.idle:
 		return true
@@ -185,7 +266,7 @@ func (v *videoPipeline) demand(au *av.AccessUnit) bool {
 		v.idle, v.unwatched = true, false
 		// The cache ends where the video stops; the next viewer starts at
 		// the resumed transcoder's first IDR.
-		v.pub.DropCache()
+		v.out().DropCache()
 		v.log.Info("video transcoder stopped: no viewers", "for", v.settings.Linger.String())
 		return true
 	}
@@ -224,13 +305,20 @@ func (v *videoPipeline) start(r transcodeReason) bool {
 	if !v.run(r, after) {
 		return false
 	}
+	v.pub.SetInfo(transcodedInfo(v.info))
+	v.logStart(r)
+	return true
+}
+
+// logStart says once why the transcoder runs, what it costs and how to
+// avoid it.
+func (v *videoPipeline) logStart(r transcodeReason) {
 	br, keyint, preset := v.transcoder().Params()
 	pixels := float64(v.info.Width*v.info.Height) * max(v.info.FPS, 1)
 	v.log.Info("video transcoded to H.264 for browsers", "reason", r.why,
 		"cost", fmt.Sprintf("about %.0f%% of one core (%dx%d at %.0f fps, libx264 %s)",
 			100*cost720p30*pixels/(1280*720*30), v.info.Width, v.info.Height, v.info.FPS, preset),
 		"bitrate", br, "keyframe_interval", keyint.String(), "fix", r.fix)
-	return true
 }
 
 // noAfter: nothing was written yet, every picture may come out.
@@ -266,8 +354,17 @@ func (v *videoPipeline) run(r transcodeReason, after int64) bool {
 
 // emit runs on the transcoder's goroutine.
 func (v *videoPipeline) emit(au *av.AccessUnit) {
-	au.Payloads = rtph264.Fragment(au.NALUs, rtph264.DefaultMaxPayload)
-	v.pub.Write(au)
+	au.Payloads = fragment(au)
+	v.out().Write(au)
+}
+
+// fragment cuts au's RTP payloads, once for every viewer, as its codec's
+// RTP format does (RFC 6184 for H.264, RFC 7798 for H.265).
+func fragment(au *av.AccessUnit) [][]byte {
+	if au.Codec == av.CodecH265 {
+		return rtph265.Fragment(au.NALUs, rtph265.DefaultMaxPayload)
+	}
+	return rtph264.Fragment(au.NALUs, rtph264.DefaultMaxPayload)
 }
 
 // sourceBitrate estimates the publisher's video bitrate from the GOP kept,
@@ -359,6 +456,7 @@ func sumTranscode(a, b vtranscode.Stats) vtranscode.Stats {
 // picture is written after it.
 func (v *videoPipeline) close() {
 	v.stopTranscoder()
+	v.rend = nil // closed with the path's publisher, with its grace
 	clear(v.gop)
 	v.gop = nil
 }

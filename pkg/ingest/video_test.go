@@ -33,6 +33,9 @@ func TestVideoTranscoded(t *testing.T) {
 		reason   string
 	}{
 		{"B-frames", "h264_bframes.ts", VideoSettings{}, 2, "B-frames"},
+		// x265's default B-frames: the whole path is transcoded (nobody
+		// can play the original), not only its H.264 rendition.
+		{"H.265 B-frames", "h265_aac.ts", VideoSettings{}, 2, "B-frames"},
 		// h264.ts has IDRs at pictures 0 and 30 (25 fps): the 26th picture
 		// (index 26) is 1.04 s into the GOP.
 		{"long GOP", "h264.ts", VideoSettings{MaxKeyframeInterval: time.Second}, 26, "keyframe interval"},

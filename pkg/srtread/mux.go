@@ -47,7 +47,7 @@ type placed struct {
 // player never sees a timestamp near the 33-bit wrap at the start.
 const startPTS = av.ClockRate
 
-// muxer turns one reader's frames into MPEG-TS: H.264 as it came, and the
+// muxer turns one reader's frames into MPEG-TS: H.264 or H.265 as it came, and the
 // source audio as it came (AAC, MPEG audio, Opus). It runs on the
 // reader's goroutine. Its writer has fixed tracks, so a change of audio
 // codec starts a new program (a new writer, a new PMT version); the
@@ -69,7 +69,9 @@ type muxer struct {
 	track *av.AudioTrack
 
 	w          *mpegts.Writer // nil until the first segment starts
+	codec      av.Codec       // the current segment's video, as published
 	video      *mpegts.Track
+	videoCodec av.Codec       // what the program's video track was made for
 	audio      *mpegts.Track  // nil: no audio in the program, or audioTrack was refused
 	audioTrack *av.AudioTrack // what the program's audio was made for
 	audioPID   uint16
@@ -117,6 +119,11 @@ func (m *muxer) write(f hub.Frame, now time.Time) error {
 		return nil
 	}
 	p := placed{f, pts}
+	if first && f.Video != nil {
+		// A new publisher may send another codec than the last: its
+		// segment gets a program whose video track says so.
+		m.codec = f.Video.Codec
+	}
 	if first {
 		if m.track == nil && m.announced() {
 			m.waiting = true
@@ -166,8 +173,12 @@ func (m *muxer) put(p placed) error {
 			// is for any other source of access units.
 			return nil
 		}
-		if err := m.w.WriteH264(m.video, p.pts, p.pts, au.NALUs); err != nil {
-			return m.outputErr(fmt.Errorf("H.264: %w", err))
+		write, name := m.w.WriteH264, "H.264"
+		if m.videoCodec == av.CodecH265 {
+			write, name = m.w.WriteH265, "H.265"
+		}
+		if err := write(m.video, p.pts, p.pts, au.NALUs); err != nil {
+			return m.outputErr(fmt.Errorf("%s: %w", name, err))
 		}
 		m.wroteVideo = true
 		for _, q := range m.held {
@@ -237,13 +248,17 @@ func (m *muxer) writeAudio(p placed) error {
 // with new parameters keeps the program, since AAC and MPEG audio carry
 // their parameters in every frame; anything else starts a new one.
 func (m *muxer) setProgram(tr *av.AudioTrack) error {
-	if m.w != nil && sameProgram(tr, m.audioTrack) {
+	if m.w != nil && m.videoCodec == m.codec && sameProgram(tr, m.audioTrack) {
 		if tr != m.audioTrack {
 			m.retune(tr)
 		}
 		return nil
 	}
-	video := &mpegts.Track{PID: videoPID, Codec: &mpegts.CodecH264{}}
+	var vc mpegts.Codec = &mpegts.CodecH264{}
+	if m.codec == av.CodecH265 {
+		vc = &mpegts.CodecH265{} // stream type 0x24
+	}
+	video := &mpegts.Track{PID: videoPID, Codec: vc}
 	tracks := []*mpegts.Track{video}
 	var audio *mpegts.Track
 	if tr != nil {
@@ -267,7 +282,7 @@ func (m *muxer) setProgram(tr *av.AudioTrack) error {
 		m.log.Info("reader's program changes", "audio", codecName(tr))
 	}
 	m.programs++
-	m.w, m.video, m.audio, m.audioTrack = w, video, audio, tr
+	m.w, m.video, m.videoCodec, m.audio, m.audioTrack = w, video, m.codec, audio, tr
 	m.wroteVideo, m.audioError = false, false
 	clear(m.held)
 	m.held = m.held[:0]

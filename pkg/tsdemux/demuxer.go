@@ -1,11 +1,14 @@
-// Package tsdemux turns an MPEG-TS byte stream into H.264 access units.
+// Package tsdemux turns an MPEG-TS byte stream into H.264 or H.265 access
+// units.
 //
 // It wraps mediacommon's mpegts.Reader and adds what a WebRTC fan-out needs:
-// the first H.264 track is picked (anything else is reported once), PTS is
-// unwrapped to a monotonic 90 kHz clock, the latest SPS/PPS are put in front
-// of every IDR so any viewer can start at any keyframe, nothing is emitted
-// before a decodable IDR, and streams a browser cannot play (no H.264, B-frames)
-// are refused with an error that names the fix.
+// the first H.264 or H.265 track is picked (anything else is reported once),
+// PTS is unwrapped to a monotonic 90 kHz clock, the latest parameter sets
+// (SPS/PPS; for H.265 VPS/SPS/PPS) are put in front of every keyframe (IDR;
+// for H.265 every IRAP picture) so any viewer can start at any keyframe,
+// nothing is emitted before a decodable keyframe, and streams that cannot be
+// served (no H.264 or H.265, B-frames nobody transcodes) are refused with an
+// error that names the fix.
 //
 // Damage (garbage, lost TS packets, truncated PES, PTS jumps) is never fatal:
 // it is counted, summarised at most every 5 s, and when a reference picture is
@@ -29,9 +32,10 @@ import (
 
 // Errors returned by Run. They are wrapped with details; test with errors.Is.
 var (
-	// ErrNoH264 means the program has no H.264 track; the wrapping text lists
-	// the tracks found and the fix.
-	ErrNoH264 = errors.New("no H.264 video track")
+	// ErrNoH264 means the program has no H.264 or H.265 track; the
+	// wrapping text lists the tracks found and the fix. (The name stays
+	// from when only H.264 was taken.)
+	ErrNoH264 = errors.New("no H.264 or H.265 video track")
 	// ErrBFrames means the stream reorders pictures (B-frames). WebRTC
 	// browsers cannot play them, so Run ends with this error (after one WARN)
 	// at the first B slice or the first picture whose PTS goes back in
@@ -230,9 +234,16 @@ func (d *Demuxer) Run(ctx context.Context, emit func(*av.AccessUnit) error) erro
 	d.videoPID = int(track.PID)
 	d.video.init()
 	tr.OnDecodeError(d.decodeError)
-	tr.OnDataH264(track, func(pts, dts int64, au [][]byte) error {
-		return d.onAccessUnit(pts, dts, au, emit)
-	})
+	if _, ok := track.Codec.(*mpegts.CodecH265); ok {
+		d.video.codec = av.CodecH265
+		tr.OnDataH265(track, func(pts, dts int64, au [][]byte) error {
+			return d.onAccessUnitH265(pts, dts, au, emit)
+		})
+	} else {
+		tr.OnDataH264(track, func(pts, dts int64, au [][]byte) error {
+			return d.onAccessUnit(pts, dts, au, emit)
+		})
+	}
 	defer d.flushSummary()
 
 	for {
@@ -273,26 +284,19 @@ func (d *Demuxer) pickTrack(tr *mpegts.Reader) (*mpegts.Track, error) {
 	tracks := tr.Tracks()
 	var video *mpegts.Track
 	names := make([]string, 0, len(tracks))
-	var hasH265 bool
 	for _, t := range tracks {
 		names = append(names, codecName(t.Codec))
 		switch t.Codec.(type) {
-		case *mpegts.CodecH264:
+		case *mpegts.CodecH264, *mpegts.CodecH265:
 			if video == nil {
 				video = t
 			}
-		case *mpegts.CodecH265:
-			hasH265 = true
 		}
 	}
 	found := joinOr(names, "no tracks")
 
 	if video == nil {
-		hint := "publish with -c:v libx264 -bf 0"
-		if hasH265 {
-			hint = "H.265 cannot be sent to WebRTC browsers here; encode with -c:v libx264 -bf 0"
-		}
-		return nil, fmt.Errorf("%w; found: %s — %s", ErrNoH264, found, hint)
+		return nil, fmt.Errorf("%w; found: %s — publish with -c:v libx264 -bf 0", ErrNoH264, found)
 	}
 	d.log.Info("MPEG-TS tracks", "tracks", found, "video_pid", video.PID)
 	// Here and not after the audio track is picked: OnAudioFound may
@@ -314,9 +318,9 @@ func (d *Demuxer) pickTrack(tr *mpegts.Reader) (*mpegts.Track, error) {
 		}
 	}
 	if len(ignored) > 0 {
-		why := "only one H.264 video track and one audio track are forwarded"
+		why := "only one video track (H.264 or H.265) and one audio track are forwarded"
 		if d.onAudio == nil {
-			why = "only one H.264 video track is forwarded; audio is off"
+			why = "only one video track (H.264 or H.265) is forwarded; audio is off"
 		}
 		d.log.Info("ignoring tracks: "+why, "ignored", joinOr(ignored, ""))
 	}

@@ -5,11 +5,14 @@ import (
 	"testing"
 )
 
+// fuzzClips are the ffmpeg clips that seed FuzzDemux.
+var fuzzClips = []string{"h264.ts", "h264_aac.ts", "h264_bframes.ts", "h265_aac.ts", "h265.ts"}
+
 // FuzzDemux feeds arbitrary bytes through Run: it must never panic, and
 // whatever comes out must keep the invariants consumers rely on (checked
 // by demux).
 func FuzzDemux(f *testing.F) {
-	for _, name := range []string{"h264.ts", "h264_aac.ts", "h264_bframes.ts", "h265_aac.ts"} {
+	for _, name := range fuzzClips {
 		clip := readClip(f, name)
 		f.Add(clip)
 		f.Add(clip[:len(clip)/3+5])

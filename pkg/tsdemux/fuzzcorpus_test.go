@@ -14,7 +14,7 @@ import (
 // tests (PTS wrap, B-frames, each audio codec).
 func TestFuzzCorpusDemux(t *testing.T) {
 	var seeds [][]any
-	for _, name := range []string{"h264.ts", "h264_aac.ts", "h264_bframes.ts", "h265_aac.ts"} {
+	for _, name := range fuzzClips {
 		clip := readClip(t, name)
 		seeds = append(seeds, []any{clip[:min(len(clip), 24*188)]})
 	}

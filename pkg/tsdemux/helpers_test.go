@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/h264"
+	"github.com/bluenviron/mediacommon/v2/pkg/codecs/h265"
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/mpeg4audio"
 	"github.com/bluenviron/mediacommon/v2/pkg/formats/mpegts"
 
@@ -108,6 +109,12 @@ func checkInvariants(aus []*av.AccessUnit) error {
 		if au.Payloads != nil {
 			return fmt.Errorf("AU %d: Payloads set", i)
 		}
+		if au.Codec == av.CodecH265 {
+			if err := checkH265(i, au); err != nil {
+				return err
+			}
+			continue
+		}
 		size, sps, pps, idr := 0, -1, -1, -1
 		for j, n := range au.NALUs {
 			if len(n) == 0 {
@@ -140,6 +147,32 @@ func checkInvariants(aus []*av.AccessUnit) error {
 		if au.IDR && !(sps >= 0 && sps < pps && pps < idr) {
 			return fmt.Errorf("AU %d: IDR without SPS, PPS in front (sps %d pps %d idr %d)", i, sps, pps, idr)
 		}
+	}
+	return nil
+}
+
+// checkH265 is checkInvariants for an H.265 picture: VPS, SPS and PPS,
+// in that order, in front of the first slice of every IRAP picture.
+func checkH265(i int, au *av.AccessUnit) error {
+	size := 0
+	for j, n := range au.NALUs {
+		if len(n) < 2 {
+			return fmt.Errorf("AU %d: NALU %d of %d bytes", i, j, len(n))
+		}
+		if t := h265Type(n); t == h265.NALUType_AUD_NUT || t == h265.NALUType_FD_NUT {
+			return fmt.Errorf("AU %d: NALU type %d not dropped", i, t)
+		}
+		size += len(n)
+	}
+	if size != au.Size {
+		return fmt.Errorf("AU %d: Size %d, NALUs sum to %d", i, au.Size, size)
+	}
+	vps, sps, pps, irap := h265Layout(au.NALUs)
+	if au.IDR != (irap >= 0) {
+		return fmt.Errorf("AU %d: IDR flag %v but IRAP slice index %d", i, au.IDR, irap)
+	}
+	if au.IDR && !(vps >= 0 && vps < sps && sps < pps && pps < irap) {
+		return fmt.Errorf("AU %d: IRAP without VPS, SPS, PPS in front (vps %d sps %d pps %d irap %d)", i, vps, sps, pps, irap)
 	}
 	return nil
 }

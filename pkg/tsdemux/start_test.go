@@ -10,8 +10,8 @@ import (
 )
 
 // OnStart marks the moment a consumer may go live: once, before any
-// access unit or audio callback, and never for input that is not H.264 in
-// MPEG-TS.
+// access unit or audio callback, and never for input that is not H.264 or
+// H.265 in MPEG-TS.
 func TestOnStart(t *testing.T) {
 	junk := make([]byte, 256<<10)
 	rnd := rand.New(rand.NewPCG(1, 2))
@@ -25,7 +25,8 @@ func TestOnStart(t *testing.T) {
 		err    error
 	}{
 		{"garbage", junk, 0, ErrNoPMT},
-		{"H.265", readClip(t, "h265_aac.ts"), 0, ErrNoH264},
+		{"H.265", readClip(t, "h265.ts"), 1, nil},
+		{"H.265 with B-frames", readClip(t, "h265_aac.ts"), 1, ErrBFrames},
 		{"H.264", readClip(t, "h264.ts"), 1, nil},
 		{"H.264 with AAC", readClip(t, "h264_aac.ts"), 1, nil},
 	}

@@ -22,7 +22,9 @@ const (
 
 // videoState is the per-stream H.264 bookkeeping, owned by Run's goroutine.
 type videoState struct {
+	codec     av.Codec
 	sps, pps  []byte
+	vps       []byte // H.265 only
 	spsParsed *h264.SPS
 	info      av.StreamInfo
 	infoSent  bool
@@ -129,29 +131,46 @@ func (d *Demuxer) onAccessUnit(rawPTS, rawDTS int64, au [][]byte, emit func(*av.
 		d.trackFrameNum(hdr, idr)
 	}
 
-	if v.needIDR {
-		if !idr || v.sps == nil || v.pps == nil {
-			d.droppedAUs.Add(1)
-			if v.skipTrans {
-				d.droppedTransp.Add(1)
-			}
-			return nil
-		}
-		v.needIDR = false
-		d.resumed()
+	if !d.startable(idr, v.sps != nil && v.pps != nil) {
+		return nil
 	}
 
 	if idr && (!hasSPS || !hasPPS) {
 		nalus, size = withParameterSets(nalus, v.sps, v.pps, hasSPS, hasPPS, size)
 	}
+	return d.emitUnit(&av.AccessUnit{Codec: av.CodecH264, PTS: pts, NALUs: nalus, IDR: idr, Size: size}, emit)
+}
 
+// startable reports whether a picture may be emitted: false (and it is
+// counted as dropped) while the output waits for a keyframe whose
+// parameter sets are known, at start or after damage.
+func (d *Demuxer) startable(key, haveParams bool) bool {
+	v := &d.video
+	if !v.needIDR {
+		return true
+	}
+	if !key || !haveParams {
+		d.droppedAUs.Add(1)
+		if v.skipTrans {
+			d.droppedTransp.Add(1)
+		}
+		return false
+	}
+	v.needIDR = false
+	d.resumed()
+	return true
+}
+
+// emitUnit counts and hands on one finished access unit of either codec.
+func (d *Demuxer) emitUnit(au *av.AccessUnit, emit func(*av.AccessUnit) error) error {
 	d.accessUnits.Add(1)
-	if idr {
+	if au.IDR {
 		d.idrs.Add(1)
 	}
 	// Taken here, once the picture is whole: the PES that carried it ended
 	// only when the next one began (video PES have no length in TS).
-	return emit(&av.AccessUnit{PTS: pts, NALUs: nalus, IDR: idr, Size: size, Arrival: time.Now()})
+	au.Arrival = time.Now()
+	return emit(au)
 }
 
 // skipToIDR holds the output back until the next IDR because damage made
@@ -214,6 +233,9 @@ func (d *Demuxer) timestamp(rawPTS, rawDTS int64) (pts int64, reordered bool) {
 	}
 	v.reorders = v.reorders || rawPTS != rawDTS
 	step := in - v.lastIn
+	// Once the stream is known to reorder, a picture presented before the
+	// latest reference is a B-frame even where its DTS equals its PTS
+	// (x264's and x265's non-reference B pictures in a B-pyramid).
 	if step < 0 && v.reorders && -step < maxPTSStep {
 		if d.acceptBFrames() {
 			// A B-frame for the transcoder, which reorders by PTS: its
@@ -313,13 +335,5 @@ func (d *Demuxer) setSPS(nalu []byte) {
 		// (Unmarshal succeeded, so they are there).
 		ProfileLevelID: fmt.Sprintf("%02x%02x%02x", nalu[1], nalu[2], nalu[3]),
 	}
-	if v.infoSent && info == v.info {
-		return
-	}
-	v.info, v.infoSent = info, true
-	d.log.Debug("H.264 stream info", "width", info.Width, "height", info.Height,
-		"profile", info.Profile, "fps", info.FPS)
-	if d.onInfo != nil {
-		d.onInfo(info)
-	}
+	d.reportInfo(info)
 }

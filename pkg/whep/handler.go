@@ -248,7 +248,9 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 	// Only now is the path's stream known (an edge's after Demand).
 	o, err := offerFor(model, reader.Info())
 	if err != nil {
-		reader.Close()
+		reader, o, err = s.transcodedReader(path, id, model, reader, err)
+	}
+	if err != nil {
 		s.stats.reject(rejectBadOffer)
 		s.refuse(w, r, path, http.StatusConflict, probVideoCodec, err.Error(), raw)
 		return

@@ -153,3 +153,35 @@ func restartFrag(l plane.ICE, o offer) string {
 	b.WriteString("a=end-of-candidates\r\n")
 	return b.String()
 }
+
+// transcodedSource is a Source whose paths may also publish their video
+// transcoded to H.264 (hub.Hub.AddTranscodedReader through HubSource),
+// for viewers that cannot take the original.
+type transcodedSource interface {
+	AddTranscodedReader(path, session string) (Reader, error)
+}
+
+// transcodedReader swaps orig, whose video the viewer cannot take
+// (codecErr), for a reader of the path's H.264 rendition when the path
+// has one. Otherwise orig is closed and codecErr returned: the viewer is
+// refused with it.
+func (s *Server) transcodedReader(path, id string, model *sdpoffer.Offer, orig Reader, codecErr error) (Reader, offer, error) {
+	ts, ok := s.cfg.Source.(transcodedSource)
+	if !ok {
+		orig.Close()
+		return nil, offer{}, codecErr
+	}
+	alt, err := ts.AddTranscodedReader(path, id)
+	// Released only now, so the path cannot lose its last reader (and
+	// an edge its pull) in between.
+	orig.Close()
+	if err != nil {
+		return nil, offer{}, codecErr
+	}
+	o, err := offerFor(model, alt.Info())
+	if err != nil {
+		alt.Close()
+		return nil, offer{}, codecErr
+	}
+	return alt, o, nil
+}

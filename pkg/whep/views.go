@@ -60,3 +60,11 @@ func (hs hubSource) AddReader(path, session string) (Reader, error) {
 	}
 	return r, nil
 }
+
+func (hs hubSource) AddTranscodedReader(path, session string) (Reader, error) {
+	r, err := hs.h.AddTranscodedReader(path, session)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}

@@ -13,5 +13,7 @@ ffmpeg $common -t 1 $x264 -preset fast -bf 2 -f mpegts h264_bframes.ts
 ffmpeg $common -t 1 $x264 -preset fast -bf 3 -f mpegts h264_bpyramid.ts
 # 1 s H.264 + AAC: video passes, one warning.
 ffmpeg $common -f lavfi -i sine=frequency=440:sample_rate=48000 -t 1 $x264 -bf 0 -c:a aac -b:a 32k -f mpegts h264_aac.ts
-# 1 s H.265 + AAC: no H.264 track.
+# 1 s H.265 + AAC with B-frames (x265's default): refused with video: passthrough, transcoded with auto.
 ffmpeg $common -f lavfi -i sine=frequency=440:sample_rate=48000 -t 1 -c:v libx265 -preset ultrafast -x265-params log-level=error -b:v 100k -c:a aac -b:a 32k -f mpegts h265_aac.ts
+# 2 s H.265 without B-frames, GOP 30: 50 pictures, IRAPs at 0 and 30 (passthrough).
+ffmpeg $common -t 2 -c:v libx265 -preset ultrafast -pix_fmt yuv420p -x265-params log-level=error:bframes=0:keyint=30:min-keyint=30:scenecut=0 -b:v 100k -f mpegts h265.ts
