@@ -144,6 +144,13 @@ func realGOP(t *testing.T) (ts []byte, pid uint16, cc uint8) {
 // rss is the server process's resident set from /proc/PID/status.
 func rss(t *testing.T, srv *testkit.Server) int {
 	t.Helper()
+	return procStatusBytes(t, srv, "VmRSS:")
+}
+
+// procStatusBytes is the field of /proc/PID/status of the server that
+// starts with key, a size in kB, in bytes.
+func procStatusBytes(t *testing.T, srv *testkit.Server, key string) int {
+	t.Helper()
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", srv.Cmd.Process.Pid))
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +158,7 @@ func rss(t *testing.T, srv *testkit.Server) int {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(sc.Text(), key); ok {
 			kb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
 			if err != nil {
 				t.Fatal(err)
@@ -159,6 +166,6 @@ func rss(t *testing.T, srv *testkit.Server) int {
 			return kb << 10
 		}
 	}
-	t.Fatal("no VmRSS in /proc/PID/status")
+	t.Fatalf("no %s in /proc/PID/status", key)
 	return 0
 }
