@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -50,14 +49,7 @@ func endlessPES(t *testing.T, mbits, seconds float64, capBytes int) {
 	b := startBystander(t, srv)
 
 	head, pid, cc := realGOP(t)
-	addr, err := net.ResolveUDPAddr("udp", srv.Addrs.SRT)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sock, err := srtcall.Dial(addr, srtcall.Options{StreamID: "publish:live/endless"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sock := dialPublisher(t, srv, "live/endless")
 	defer srtcall.Close(sock)
 
 	rssBefore := rss(t, srv)
