@@ -382,7 +382,10 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, path string) 
 		s.refuse(w, r, path, http.StatusTooManyRequests, probThrottled, d.Msg, "")
 	default: // unauthorized, hook denied
 		w.Header().Set("WWW-Authenticate", auth.Challenge(d.TokenPresented))
-		s.refuse(w, r, path, http.StatusUnauthorized, probUnauthorized, d.Msg, "")
+		// The log names the cause (the hook's answer, such as a redirect
+		// it must not send); the viewer is told only what to send.
+		s.refusals.refused(r, path, http.StatusUnauthorized, probUnauthorized, d.Error(), "")
+		httpError(w, r, http.StatusUnauthorized, probUnauthorized, d.Msg)
 	}
 	return false
 }
