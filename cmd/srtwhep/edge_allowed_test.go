@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/haivision/srtgo"
+
 	"github.com/srtwhep/srtwhep/pkg/config"
 )
 
@@ -13,10 +15,11 @@ import (
 // pulls (a source on listed paths, none in pathDefaults) never asks its
 // origin for any other path. Such a path is a local one: its POST answers
 // 409 like any path without a publisher (something may publish to it on
-// the edge), and the origin, a real srtwhep that logs every reader it
-// refuses, sees no request for it. The allowed path's POST, made after, is
-// refused by the origin and logged there, which proves the origin's log
-// would have shown a pull of the other.
+// the edge), an SRT reader of it is refused as not found, and the origin,
+// a real srtwhep that logs every reader it refuses, sees no request for
+// it. The allowed path's POST, made after, is refused by the origin and
+// logged there, which proves the origin's log would have shown a pull of
+// the others.
 func TestEdgePullsOnlyAllowedPaths(t *testing.T) {
 	t.Parallel()
 	origin := startServer(t, nil)
@@ -31,6 +34,11 @@ func TestEdgePullsOnlyAllowedPaths(t *testing.T) {
 		if code != http.StatusConflict || h.Get("Retry-After") == "" || !strings.Contains(problemDetail(t, code, body), "no stream is being published") {
 			t.Fatalf("POST %s: %d %q, want 409 + Retry-After (a local path without a publisher)", path, code, body)
 		}
+	}
+	// An SRT reader of such a path is refused at its handshake (no such
+	// stream), not pulled for either.
+	if r := srtReject(t, ts, "read:live/other"); r != srtgo.RejectionReasonNotFound {
+		t.Errorf("SRT read of live/other: reject reason %d, want %d (not found)", r, srtgo.RejectionReasonNotFound)
 	}
 	start := time.Now()
 	code, _, body := ts.postOffer(t, "live/allowed", "")
