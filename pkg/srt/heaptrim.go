@@ -23,19 +23,21 @@ import (
 // collector catches up; an idle server or one that only streams never
 // trims.
 //
-// The Go heap has the same problem at a publisher's departure: its GOP
-// cache (up to gopCacheBytes, 32 MB), the demuxer's and the packetizer's
-// buffers become garbage at once, but the next GC may be minutes away on
-// a server that then idles (the heap goal was set while they were live),
-// and the scavenger gives the freed pages back only gradually. Measured in
-// internal/hostile's TestMemoryReturnedOnLeave: without a forced return,
-// anonymous RSS was still 8.5 MB (no viewer) and 15.5 MB (a viewer kept
-// for publisherGrace) above the baseline 5 s after a 21 MB GOP left; with
-// it, 5 to 10 MB (what is left is live: the server's own state and the
-// viewer's queue still playing out). So a
-// publisher's departure also returns the Go heap (debug.FreeOSMemory: one
-// GC and a scavenge), at most once per freeEvery, so a publisher flapping
-// or a crowd leaving costs one forced GC, not one each.
+// The Go heap has a smaller form of the same problem at a publisher's
+// departure: its GOP cache (up to gopCacheBytes, 32 MB), the demuxer's and
+// the packetizer's buffers become garbage at once, and the scavenger gives
+// the freed pages back only gradually (about 3 MB of freed heap was still
+// not returned 10 s after a 21 MB GOP left). Measured in internal/hostile's
+// TestMemoryReturnedOnLeave (one run each, four with), 5 s after that
+// departure anonymous RSS was 8.5 to 11.5 MB (no viewer) and 15.5 to
+// 16.6 MB (a viewer kept for publisherGrace) above the baseline without a
+// forced return, 3 to 8 MB and 9 to 10 MB with it (what is left is live:
+// the server's own state, the viewer's queue still playing out). RSS was
+// within 32 MB of the baseline after 0.4 to 2.3 s either way. So a
+// publisher's departure also returns the Go heap
+// (debug.FreeOSMemory: one GC and a scavenge), at most once per freeEvery,
+// so a publisher flapping or a crowd leaving costs one forced GC, not one
+// each.
 const (
 	trimEvery = time.Second
 	freeEvery = 5 * time.Second
