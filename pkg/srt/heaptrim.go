@@ -28,7 +28,7 @@ import (
 // the packetizer's buffers become garbage at once, and the scavenger gives
 // the freed pages back only gradually (about 3 MB of freed heap was still
 // not returned 10 s after a 21 MB GOP left). Measured in internal/hostile's
-// TestMemoryReturnedOnLeave (one run each, four with), 5 s after that
+// TestMemoryReturnedOnLeave (two runs without, four with), 5 s after that
 // departure anonymous RSS was 8.5 to 11.5 MB (no viewer) and 15.5 to
 // 16.6 MB (a viewer kept for publisherGrace) above the baseline without a
 // forced return, 3 to 8 MB and 9 to 10 MB with it (what is left is live:
