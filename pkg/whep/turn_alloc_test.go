@@ -46,7 +46,7 @@ func allocate(t *testing.T, addr, user, pass string) error {
 	}
 	defer conn.Close()
 	c, err := turn.NewClient(&turn.ClientConfig{STUNServerAddr: addr, TURNServerAddr: addr, Conn: conn,
-		Username: user, Password: pass, Realm: "srtwhep.test", RTO: 200 * time.Millisecond})
+		Username: user, Password: pass, Realm: "srtwhep.test"})
 	if err != nil {
 		t.Fatal(err)
 	}
