@@ -48,3 +48,41 @@ func TestOpenPublishWarning(t *testing.T) {
 		t.Errorf("warned with credentials set:\n%s", logs.String())
 	}
 }
+
+// TestOpenTURNWarning: static TURN credentials on a path anyone may watch
+// are warned about once; minted ones and token-protected paths are not.
+func TestOpenTURNWarning(t *testing.T) {
+	static := config.ICEServer{URLs: []string{"turn:t.example.org:3478"}, Username: "u", Credential: "c"}
+	minted := config.ICEServer{URLs: []string{"turn:t.example.org:3478"}, AuthSecret: "s3cret"}
+	tokens := config.Path{ReadTokens: []string{"a-viewer-token-0123456789"}}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*config.Config)
+		warn   bool
+	}{
+		{"static, open", func(c *config.Config) { c.WebRTC.ICEServers = []config.ICEServer{static} }, true},
+		{"static, one listed path open", func(c *config.Config) {
+			c.WebRTC.ICEServers = []config.ICEServer{static}
+			c.PathDefaults = tokens
+			c.Paths = map[string]config.Path{"live/a": {}}
+		}, true},
+		{"static, tokens everywhere", func(c *config.Config) {
+			c.WebRTC.ICEServers = []config.ICEServer{static}
+			c.PathDefaults = tokens
+		}, false},
+		{"static, hook decides", func(c *config.Config) {
+			c.WebRTC.ICEServers = []config.ICEServer{static}
+			c.AuthHook.URL = "http://127.0.0.1:9/auth"
+		}, false},
+		{"minted, open", func(c *config.Config) { c.WebRTC.ICEServers = []config.ICEServer{minted} }, false},
+	} {
+		c := config.Default()
+		tc.mutate(c)
+		logs := &testkit.LogBuffer{}
+		warnOpenTURN(logs.Logger(0), c)
+		got := len(logs.Lines("level=WARN", "static TURN credentials of turn:t.example.org:3478 are served to anyone", "authSecret"))
+		if want := map[bool]int{true: 1, false: 0}[tc.warn]; got != want {
+			t.Errorf("%s: %d warning lines, want %d:\n%s", tc.name, got, want, logs.String())
+		}
+	}
+}

@@ -55,6 +55,9 @@ type server struct {
 	addrs     atomic.Pointer[boundAddrs] // nil until ready
 	readyFile string                     // -ready-file
 	playerICE []player.ICEServer
+	// iceFromEndpoint: some ICE server has credentials, so the player page
+	// asks the WHEP endpoint for the list instead of carrying it.
+	iceFromEndpoint bool
 }
 
 // whepOpts adjust the WHEP server's and its media plane's configs after
@@ -136,8 +139,15 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 
 	var servers []whep.ICEServer
 	for _, is := range cfg.WebRTC.ICEServers {
-		servers = append(servers, whep.ICEServer(is))
-		s.playerICE = append(s.playerICE, player.ICEServer(is))
+		servers = append(servers, whep.ICEServer{URLs: is.URLs, Username: is.Username, Credential: is.Credential,
+			AuthSecret: is.AuthSecret, CredentialTTL: time.Duration(is.CredentialTTL)})
+		if is.Username != "" || is.Credential != "" || is.AuthSecret != "" {
+			// The page is served to anyone: credentials reach a viewer
+			// only from the endpoint, after viewer auth.
+			s.iceFromEndpoint = true
+			continue
+		}
+		s.playerICE = append(s.playerICE, player.ICEServer{URLs: is.URLs})
 	}
 	pcfg := plane.Config{
 		UDPListen:         cfg.WebRTC.UDPListen(),
@@ -230,6 +240,7 @@ func (s *server) mediaPlaneSample() (metrics.MediaPlaneSample, bool) {
 func (s *server) Run(ctx context.Context) error {
 	defer s.policy.Close()
 	warnOpenPublishing(s.log, s.cfg)
+	warnOpenTURN(s.log, s.cfg)
 	if s.hooks != nil {
 		// The poster outlives the components (this defer runs after
 		// g.Wait), so the events of their shutdown still go out, within
@@ -257,7 +268,7 @@ func (s *server) Run(ctx context.Context) error {
 		WHEP:              s.whep.Handler,
 		API:               api.NotServed(),
 		APIPrefix:         api.Prefix,
-		Player: player.New(player.Config{Logger: s.log.With("component", "player"), ICEServers: s.playerICE,
+		Player: player.New(player.Config{Logger: s.log.With("component", "player"), ICEServers: s.playerICE, ICEFromEndpoint: s.iceFromEndpoint,
 			PublicURL: s.cfg.HTTP.PublicURL, ReconnectURL: s.cfg.HTTP.ReconnectURL}),
 		Ready:  s.readyValue,
 		Logger: s.log,

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -50,14 +49,7 @@ func endlessPES(t *testing.T, mbits, seconds float64, capBytes int) {
 	b := startBystander(t, srv)
 
 	head, pid, cc := realGOP(t)
-	addr, err := net.ResolveUDPAddr("udp", srv.Addrs.SRT)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sock, err := srtcall.Dial(addr, srtcall.Options{StreamID: "publish:live/endless"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sock := dialPublisher(t, srv, "live/endless")
 	defer srtcall.Close(sock)
 
 	rssBefore := rss(t, srv)
@@ -144,6 +136,13 @@ func realGOP(t *testing.T) (ts []byte, pid uint16, cc uint8) {
 // rss is the server process's resident set from /proc/PID/status.
 func rss(t *testing.T, srv *testkit.Server) int {
 	t.Helper()
+	return procStatusBytes(t, srv, "VmRSS:")
+}
+
+// procStatusBytes is the field of /proc/PID/status of the server that
+// starts with key, a size in kB, in bytes.
+func procStatusBytes(t *testing.T, srv *testkit.Server, key string) int {
+	t.Helper()
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", srv.Cmd.Process.Pid))
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +150,7 @@ func rss(t *testing.T, srv *testkit.Server) int {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(sc.Text(), key); ok {
 			kb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
 			if err != nil {
 				t.Fatal(err)
@@ -159,6 +158,6 @@ func rss(t *testing.T, srv *testkit.Server) int {
 			return kb << 10
 		}
 	}
-	t.Fatal("no VmRSS in /proc/PID/status")
+	t.Fatalf("no %s in /proc/PID/status", key)
 	return 0
 }

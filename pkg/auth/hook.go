@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/srtwhep/srtwhep/pkg/ctlclient"
 )
 
 // Action is what a hook request asks permission for.
@@ -83,14 +85,10 @@ func NewHook(cfg HookConfig) *Hook {
 	if cfg.MaxEntries <= 0 {
 		cfg.MaxEntries = defaultHookMaxEntries
 	}
-	tr := &http.Transport{
-		Proxy:               nil, // a control plane is reached directly
-		MaxIdleConnsPerHost: 4,
-		IdleConnTimeout:     30 * time.Second,
-	}
+	client, tr := ctlclient.New(4, cfg.Timeout)
 	return &Hook{
 		cfg:       cfg,
-		client:    &http.Client{Transport: tr, Timeout: cfg.Timeout},
+		client:    client,
 		transport: tr,
 		cache:     map[[sha256.Size]byte]hookAnswer{},
 		now:       time.Now,
@@ -125,7 +123,7 @@ func (h *Hook) Check(ctx context.Context, r Request) error {
 // answerError is a refusal the hook actually answered, which may be cached.
 type answerError struct{ status string }
 
-func (e *answerError) Error() string { return "the hook answered " + e.status }
+func (e *answerError) Error() string { return "auth hook answered " + e.status }
 func (e *answerError) Unwrap() error { return ErrDenied }
 
 func (h *Hook) ask(ctx context.Context, body []byte) error {
@@ -145,6 +143,10 @@ func (h *Hook) ask(ctx context.Context, body []byte) error {
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxHookBody))
 	resp.Body.Close()
+	if ctlclient.Redirected(resp) {
+		// A redirect is an answer like a 403: cached, and it refuses.
+		return &answerError{status: fmt.Sprint(resp.StatusCode) + "; hooks must answer 2xx to allow, redirects are not followed"}
+	}
 	if resp.StatusCode/100 != 2 {
 		return &answerError{status: resp.Status}
 	}

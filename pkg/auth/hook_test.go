@@ -85,7 +85,7 @@ func TestHookAllowsAndDenies(t *testing.T) {
 	if !errors.Is(err, ErrDenied) {
 		t.Fatalf("denied path: err = %v, want ErrDenied", err)
 	}
-	if want := "the hook answered 403 Forbidden"; err.Error() != want {
+	if want := "auth hook answered 403 Forbidden"; err.Error() != want {
 		t.Errorf("err = %q, want %q", err, want)
 	}
 }
@@ -168,5 +168,47 @@ func TestHookCacheBounded(t *testing.T) {
 		if n := h.CacheLen(); n > 8 {
 			t.Fatalf("cache holds %d answers, bound is 8", n)
 		}
+	}
+}
+
+// TestHookRedirectRefused: a hook that redirects refuses, whatever the
+// redirect's target would answer. Go's client would otherwise follow a
+// 302 as a body-less GET, and any 2xx page there would allow everybody.
+func TestHookRedirectRefused(t *testing.T) {
+	var followed atomic.Int64
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) {
+		followed.Add(1)
+		w.WriteHeader(http.StatusOK)
+	})
+	for _, code := range []int{301, 302, 303, 307, 308} {
+		mux.HandleFunc(fmt.Sprintf("/r%d", code), func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "/ok", code)
+		})
+	}
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	if resp, err := http.Get(srv.URL + "/ok"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the redirect target does not allow on its own (%v, %v): the test would prove nothing", resp, err)
+	}
+	followed.Store(0)
+	for _, code := range []int{301, 302, 303, 307, 308} {
+		h, _ := newTestHook(t, HookConfig{URL: fmt.Sprintf("%s/r%d", srv.URL, code), CacheTTL: time.Minute})
+		req := Request{Action: ActionRead, Path: "live/a", Token: "tok"}
+		err := h.Check(context.Background(), req)
+		if !errors.Is(err, ErrDenied) {
+			t.Fatalf("%d: err = %v, want a denial", code, err)
+		}
+		want := fmt.Sprintf("auth hook answered %d; hooks must answer 2xx to allow, redirects are not followed", code)
+		if err.Error() != want {
+			t.Errorf("%d: err = %q, want %q", code, err, want)
+		}
+		// The refusal is an answer, so it is cached like a 403.
+		if h.CacheLen() != 1 {
+			t.Errorf("%d: %d cached answers, want 1", code, h.CacheLen())
+		}
+	}
+	if n := followed.Load(); n != 0 {
+		t.Errorf("the redirect target was requested %d times; redirects must not be followed", n)
 	}
 }

@@ -218,6 +218,12 @@ func (p *Policy) askSRTHook(ctx context.Context, h *Hook, ip netip.Addr, req Req
 	return nil
 }
 
+// ViewerAuthRequired reports whether watching path takes a read token or
+// the hook's consent; an address list alone is not a credential.
+func (p *Policy) ViewerAuthRequired(path string) bool {
+	return len(p.rules.Load().ForPath(path).ReadTokens) > 0 || p.HasHook()
+}
+
 // Viewer is what a WHEP viewer presents.
 type Viewer struct {
 	Path   string

@@ -162,6 +162,14 @@ type ICEServer struct {
 	URLs       []string `yaml:"urls"`
 	Username   string   `yaml:"username"`
 	Credential string   `yaml:"credential"`
+	// AuthSecret is the TURN server's shared secret (coturn
+	// use-auth-secret / static-auth-secret): each WHEP answer then carries
+	// a credential minted for it that expires after CredentialTTL, instead
+	// of a static Username and Credential.
+	AuthSecret string `yaml:"authSecret"`
+	// CredentialTTL is how long a minted credential is valid; 0 means 24h
+	// (the TURN REST draft's recommendation).
+	CredentialTTL Duration `yaml:"credentialTTL"`
 }
 
 // Metrics configures the Prometheus listener.

@@ -167,8 +167,17 @@ func (v *validator) iceServer(key string, s ICEServer) {
 			v.fail(fmt.Sprintf("%s.urls[%d]", key, i), "contains a character that cannot go in a Link header (< > \" or a line break); remove it")
 		}
 	}
-	if turn && (s.Username == "" || s.Credential == "") {
-		v.fail(key, "a TURN server needs username and credential; set both or use a stun: URL")
+	switch {
+	case s.AuthSecret != "" && (s.Username != "" || s.Credential != ""):
+		v.fail(key+".authSecret", "is set together with username/credential; with authSecret every viewer gets a minted time-limited credential, so remove username and credential")
+	case s.AuthSecret != "" && !turn:
+		v.fail(key+".authSecret", "is set but no URL is turn: or turns:; a STUN server takes no credentials, so remove authSecret or list the TURN URL")
+	case s.AuthSecret == "" && s.CredentialTTL != 0:
+		v.fail(key+".credentialTTL", "only applies to credentials minted from authSecret; set authSecret (coturn's static-auth-secret) or remove credentialTTL")
+	case s.CredentialTTL < 0:
+		v.fail(key+".credentialTTL", "%s is negative; write how long a minted TURN credential is valid, e.g. 24h, or 0 for 24h", s.CredentialTTL)
+	case turn && s.AuthSecret == "" && (s.Username == "" || s.Credential == ""):
+		v.fail(key, "a TURN server needs username and credential, or authSecret (coturn's static-auth-secret) to mint time-limited ones; set them or use a stun: URL")
 	}
 }
 

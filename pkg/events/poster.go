@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/srtwhep/srtwhep/pkg/ctlclient"
 	"github.com/srtwhep/srtwhep/pkg/version"
 )
 
@@ -156,16 +157,8 @@ func NewPoster(cfg PosterConfig) (*Poster, error) {
 	}
 	if p.client == nil {
 		p.ownClient = true
-		p.client = &http.Client{
-			Transport: &http.Transport{
-				Proxy:               nil, // a control plane is reached directly
-				MaxIdleConnsPerHost: 1,   // one sender
-				IdleConnTimeout:     30 * time.Second,
-			},
-			// A redirected POST may turn into a GET without the event;
-			// the status is reported instead.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}
+		// One sender, so one connection; Timeout is applied per attempt.
+		p.client, _ = ctlclient.New(1, 0)
 	}
 	return p, nil
 }

@@ -53,7 +53,10 @@ class Store {
 // answer has audio ("sendonly", "rejected" or "absent"); the last entry
 // repeats. audioTrack "never" or "always" overrides whether an audio track
 // event follows, to check that either signal alone is enough.
-function page({ joins, storage, soundAutoplay, audioTrack }) {
+// token is the page's ?token=; iceFromEndpoint leaves the ICE server meta
+// out, as the server does when some carry credentials, so the page asks
+// the endpoint with OPTIONS.
+function page({ joins, storage, soundAutoplay, audioTrack, token, iceFromEndpoint }) {
   // frozen holds back the video's frames (a publisher gone); notFound
   // makes every POST a 404, whose times go to refusals.
   // gone makes the server that holds the session refuse connections (it
@@ -110,11 +113,12 @@ function page({ joins, storage, soundAutoplay, audioTrack }) {
   };
   const document = new Target();
   document.getElementById = (id) => els[id] || null;
-  document.querySelector = (sel) => (sel.includes("srtwhep-ice-servers") ? { content: "[]" } : null);
+  document.querySelector = (sel) => (sel.includes("srtwhep-ice-servers") && !iceFromEndpoint ? { content: "[]" } : null);
 
   class PC extends Target {
-    constructor() {
+    constructor(config) {
       super();
+      this.config = config;
       this.transceivers = [];
       this.iceGatheringState = "complete";
       this.connectionState = "new";
@@ -161,8 +165,12 @@ function page({ joins, storage, soundAutoplay, audioTrack }) {
 
   async function fetch(url, init) {
     if (init.method !== "POST") {
-      w.probes.push({ url, method: init.method, mode: init.mode, at: Date.now() });
+      w.probes.push({ url, method: init.method, mode: init.mode, headers: init.headers, at: Date.now() });
       if (w.gone) throw new TypeError("Failed to fetch");
+      if (init.method === "OPTIONS") {
+        const links = '<stun:s.example>; rel="ice-server", <turn:t.example>; rel="ice-server"; username="1:ab"; credential="c"; credential-type="password"';
+        return { status: 204, statusText: "No Content", ok: true, headers: new Map([["Link", links]]), text: async () => "" };
+      }
       return { status: 200, statusText: "OK", headers: new Map(), text: async () => "" };
     }
     assert.equal(url, "http://h/live/cam1/whep");
@@ -193,7 +201,7 @@ function page({ joins, storage, soundAutoplay, audioTrack }) {
   const win = new Target();
   const ctx = {
     document, fetch, URL, AbortController, performance, console,
-    location: { href: "http://h/live/cam1" },
+    location: { href: "http://h/live/cam1" + (token ? "?token=" + token : "") },
     setTimeout, clearTimeout, setInterval, clearInterval,
     RTCPeerConnection: PC, MediaStream: Stream,
     RTCRtpReceiver: { getCapabilities: () => ({ codecs: [{ mimeType: "video/H264", sdpFmtpLine: "packetization-mode=1;profile-level-id=42e01f" }] }) },
@@ -230,6 +238,16 @@ function page({ joins, storage, soundAutoplay, audioTrack }) {
 }
 
 const scenarios = {
+  async "ICE servers from the endpoint: the OPTIONS carries the token, its TURN server reaches the PeerConnection"() {
+    const p = page({ joins: ["absent"], storage: new Store(), token: "a-viewer-token-0123456789", iceFromEndpoint: true });
+    await p.playing();
+    const opts = p.w.probes.filter((x) => x.method === "OPTIONS");
+    assert.equal(opts.length, 1, "one OPTIONS before the offer");
+    assert.equal(opts[0].headers && opts[0].headers.Authorization, "Bearer a-viewer-token-0123456789");
+    const ice = p.w.pcs[0].config && p.w.pcs[0].config.iceServers;
+    assert.ok(ice && ice.some((s) => String(s.urls) === "turn:t.example" && s.username === "1:ab" && s.credential === "c"),
+      "the PeerConnection got the TURN server: " + JSON.stringify(ice));
+  },
   async "first visit, stream with audio: muted autoplay, one click anywhere unmutes and is remembered"() {
     const storage = new Store();
     const p = page({ joins: ["sendonly"], storage });

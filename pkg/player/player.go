@@ -65,6 +65,11 @@ type Config struct {
 	// ICEServers are written into the page, so it need not ask the WHEP
 	// endpoint (an OPTIONS round trip) before it can make its offer.
 	ICEServers []ICEServer
+	// ICEFromEndpoint leaves the ICE servers out of the page: some have
+	// credentials, which the page (served to anyone) must not carry, so
+	// it asks the WHEP endpoint with OPTIONS and the viewer's token, and
+	// the endpoint lists them only to a viewer it would let watch.
+	ICEFromEndpoint bool
 	// PublicURL is the server's http.publicURL. With it, session URLs are
 	// absolute URLs of whichever server holds the session, which need not
 	// be the origin the page came from (a load balancer's), so the page
@@ -89,7 +94,7 @@ type ICEServer struct {
 type Player struct {
 	title   string
 	log     *slog.Logger
-	ice     string // JSON of Config.ICEServers
+	ice     string // JSON of Config.ICEServers; "" asks the endpoint
 	connect string // the CSP connect-src sources
 }
 
@@ -101,6 +106,9 @@ func New(cfg Config) *Player {
 	}
 	ice, _ := json.Marshal(servers) // plain strings: cannot fail
 	p := &Player{title: cfg.Title, log: cfg.Logger, ice: string(ice), connect: "'self'"}
+	if cfg.ICEFromEndpoint {
+		p.ice = ""
+	}
 	// The sibling servers' origins are unknown here, so the scheme is
 	// allowed: "https:" means any secure origin.
 	if u, err := url.Parse(cfg.PublicURL); err == nil && (u.Scheme == "https" || u.Scheme == "http") {

@@ -127,14 +127,16 @@ function drop(att, reason) {
 }
 
 async function fetchIceServers() {
-  // The server writes its ICE servers into the page; only a copy of the
-  // page hosted elsewhere has to ask the endpoint (one more round trip).
+  // The server writes its ICE servers into the page unless some carry
+  // credentials (TURN): those it lists only on the endpoint, to a viewer
+  // with a valid token, so the OPTIONS sends ours. A copy of the page
+  // hosted elsewhere asks the endpoint too (one more round trip).
   const meta = document.querySelector('meta[name="srtwhep-ice-servers"]');
   if (meta) {
     try { return JSON.parse(meta.content); } catch (e) { /* fall back to OPTIONS */ }
   }
   try {
-    const resp = await timedFetch(endpoint, { method: "OPTIONS" }, OPTIONS_TIMEOUT_MS);
+    const resp = await timedFetch(endpoint, { method: "OPTIONS", headers: headers() }, OPTIONS_TIMEOUT_MS);
     return resp.ok ? iceServersFromLinks(resp.headers.get("Link")) : [];
   } catch (e) {
     return []; // no OPTIONS support: host candidates still work

@@ -249,6 +249,18 @@ func TestICEServersEmbedded(t *testing.T) {
 	}
 }
 
+// With ICE servers that carry credentials, the page (served to anyone)
+// carries none: the script then asks the endpoint, which lists them only
+// to a viewer it lets watch (the script's side: TestPagePlayback).
+func TestICEServersFromEndpoint(t *testing.T) {
+	p := New(Config{ICEServers: []ICEServer{{URLs: []string{"stun:stun.example.org:3478"}}}, ICEFromEndpoint: true})
+	rec := httptest.NewRecorder()
+	p.ServeHTTP(rec, httptest.NewRequest("GET", "/live/cam1", nil))
+	if body := rec.Body.String(); rec.Code != 200 || strings.Contains(body, `<meta name="srtwhep-ice-servers"`) {
+		t.Fatalf("%d: the page still carries an ICE server list; head:\n%s", rec.Code, body[:min(len(body), 600)])
+	}
+}
+
 // With http.publicURL the session URL names the server that holds the
 // session, another origin than the load balancer's the page came from:
 // the page may connect to any origin of that scheme, and only then.

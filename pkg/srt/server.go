@@ -114,6 +114,10 @@ type Server struct {
 	// trims counts heap trims (see heaptrim.go).
 	churn atomic.Uint64
 	trims atomic.Uint64
+	// frees counts the Go heap returns after a publisher left, left asks
+	// for one (see heaptrim.go).
+	frees atomic.Uint64
+	left  atomic.Bool
 	// rejects summarises the listen callback's rejections.
 	rejects rejectLog
 
@@ -317,6 +321,7 @@ func (s *Server) serve(ctx context.Context, c *Conn) {
 	log = log.With("path", c.Path(), "remote", c.Remote())
 	log.Info("publisher connected")
 	err := s.cfg.Serve(ctx, c)
+	s.publisherLeft()
 	c.Close()
 	s.mu.Lock()
 	delete(s.conns, c)

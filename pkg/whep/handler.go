@@ -56,7 +56,7 @@ func (s *Server) Handler(fallback http.Handler) http.Handler {
 				return
 			case http.MethodOptions:
 				s.cors(w)
-				s.handleOptions(w, true)
+				s.handleOptions(w, r, path[1:], true)
 				return
 			}
 		}
@@ -74,7 +74,7 @@ func (s *Server) Handler(fallback http.Handler) http.Handler {
 					return
 				case http.MethodOptions:
 					s.cors(w)
-					s.handleOptions(w, false)
+					s.handleOptions(w, r, path, false)
 					return
 				}
 			}
@@ -94,7 +94,13 @@ func (s *Server) cors(w http.ResponseWriter) {
 	}
 }
 
-func (s *Server) handleOptions(w http.ResponseWriter, endpoint bool) {
+// handleOptions answers preflights and the OPTIONS a WHEP client sends to
+// learn the ICE servers (RFC 9725 §4.6). Servers with credentials are
+// listed only on the endpoint, only for a request that is not a CORS
+// preflight (a preflight carries no Authorization, and a browser shows its
+// headers to no script), and only when the client passes viewer auth for
+// the path, as the POST would.
+func (s *Server) handleOptions(w http.ResponseWriter, r *http.Request, path string, endpoint bool) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Methods", "OPTIONS, POST, PATCH, DELETE")
 	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, If-Match")
@@ -104,7 +110,7 @@ func (s *Server) handleOptions(w http.ResponseWriter, endpoint bool) {
 	} else {
 		h.Set("Accept-Patch", mimeSDPFrag)
 	}
-	s.linkHeaders(w)
+	s.linkHeaders(w, endpoint && s.optionsMayGetCredentials(r, path))
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -304,7 +310,7 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 	h.Set("Location", s.sessionURL(path, id))
 	h.Set("ETag", etag)
 	h.Set("Accept-Patch", mimeSDPFrag)
-	s.linkHeaders(w)
+	s.linkHeaders(w, true) // authorize passed
 	if s.sse != nil {
 		h.Add("Link", s.sseLink(path, id))
 	}
@@ -397,7 +403,10 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, path string) 
 		s.refuse(w, r, path, http.StatusTooManyRequests, probThrottled, d.Msg, "")
 	default: // unauthorized, hook denied
 		w.Header().Set("WWW-Authenticate", auth.Challenge(d.TokenPresented))
-		s.refuse(w, r, path, http.StatusUnauthorized, probUnauthorized, d.Msg, "")
+		// The log names the cause (the hook's answer, such as a redirect
+		// it must not send); the viewer is told only what to send.
+		s.refusals.refused(r, path, http.StatusUnauthorized, probUnauthorized, d.Error(), "")
+		httpError(w, r, http.StatusUnauthorized, probUnauthorized, d.Msg)
 	}
 	return false
 }
@@ -425,20 +434,6 @@ func (s *Server) sourceError(w http.ResponseWriter, r *http.Request, path string
 	default:
 		s.log.Error("adding a reader failed", "path", path, "err", err)
 		s.refuse(w, r, path, http.StatusInternalServerError, probInternal, fmt.Sprintf("cannot read path %q: %v", path, err), raw)
-	}
-}
-
-// linkHeaders advertises ICE servers in the RFC 9725 §4.6 format.
-func (s *Server) linkHeaders(w http.ResponseWriter) {
-	for _, is := range s.cfg.ICEServers {
-		for _, u := range is.URLs {
-			v := "<" + u + `>; rel="ice-server"`
-			if is.Username != "" || is.Credential != "" {
-				v += "; username=" + strconv.Quote(is.Username) +
-					"; credential=" + strconv.Quote(is.Credential) + `; credential-type="password"`
-			}
-			w.Header().Add("Link", v)
-		}
 	}
 }
 

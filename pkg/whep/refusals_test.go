@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -104,4 +105,40 @@ func TestAuthRefusalLogged(t *testing.T) {
 			t.Errorf("a line about the refused viewer besides the refusal line: %s", s)
 		}
 	}
+}
+
+// TestHookRedirectLogged: a viewer the auth hook refused with a redirect
+// gets a plain 401, and the refusal line says the hook redirected, which
+// is what its operator must fix.
+func TestHookRedirectLogged(t *testing.T) {
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/ok" {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		http.Redirect(w, r, "/ok", http.StatusFound)
+	}))
+	t.Cleanup(hook.Close)
+	var buf syncBuffer
+	policy := auth.NewPolicy(auth.Rules{Hook: auth.HookConfig{URL: hook.URL + "/auth"}},
+		auth.ThrottleConfig{Base: time.Millisecond, Max: time.Millisecond})
+	t.Cleanup(policy.Close)
+	src := newTestSource()
+	src.publish("live/cam1")
+	_, hs := startServer(t, src, func(c *Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(&buf, nil))
+		c.Authorizer = policy
+	})
+	resp, body := post(t, hs.URL+"/live/cam1/whep", "application/sdp", testkit.Offer(t, testkit.OfferOptions{}).SDP)
+	if resp.StatusCode != http.StatusUnauthorized || strings.Contains(body, "302") {
+		t.Fatalf("%d %q, want 401 that does not show the hook's answer", resp.StatusCode, body)
+	}
+	testkit.WaitFor(t, 5*time.Second, "the refusal line", func() bool {
+		for _, m := range refusalLines(t, buf.String()) {
+			if d, _ := m["detail"].(string); strings.Contains(d, "auth hook answered 302; hooks must answer 2xx to allow, redirects are not followed") {
+				return true
+			}
+		}
+		return false
+	})
 }

@@ -80,6 +80,9 @@ type Reader interface {
 // Authorizer is the access policy as the WHEP server uses it.
 type Authorizer interface {
 	CheckViewer(ctx context.Context, v auth.Viewer) error
+	// ViewerAuthRequired reports whether watching path takes a token or
+	// the hook's consent, so a request without one need not be judged.
+	ViewerAuthRequired(path string) bool
 }
 
 // droppedCounter is optionally implemented by a Reader so Sessions can
@@ -93,6 +96,13 @@ type ICEServer struct {
 	URLs       []string
 	Username   string
 	Credential string
+	// AuthSecret, when set, is the TURN server's static-auth-secret:
+	// every answer carries a credential minted from it (TURNCredential)
+	// instead of Username and Credential.
+	AuthSecret string
+	// CredentialTTL is how long a minted credential is valid; 0 means
+	// DefaultCredentialTTL.
+	CredentialTTL time.Duration
 }
 
 // Config of the server. Zero durations and limits take the defaults below.
