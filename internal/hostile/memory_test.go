@@ -1,14 +1,10 @@
 package hostile
 
 import (
-	"bufio"
 	"context"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -162,28 +158,5 @@ func rssAnon(t *testing.T, srv *testkit.Server) int {
 // heapInUse is the server's go_memstats_heap_inuse_bytes.
 func heapInUse(t *testing.T, srv *testkit.Server) int {
 	t.Helper()
-	return metric(t, srv, "go_memstats_heap_inuse_bytes ")
-}
-
-// metric is the value of an unlabelled metric of the server; name ends
-// with the space that follows it.
-func metric(t *testing.T, srv *testkit.Server, name string) int {
-	t.Helper()
-	resp, err := http.Get("http://" + srv.Addrs.Metrics + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), name); ok {
-			v, err := strconv.ParseFloat(rest, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return int(v)
-		}
-	}
-	t.Fatalf("no %son %s/metrics", name, srv.Addrs.Metrics)
-	return 0
+	return int(metric(t, srv, "go_memstats_heap_inuse_bytes"))
 }
