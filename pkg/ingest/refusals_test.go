@@ -41,13 +41,14 @@ func TestRefusalIsRemembered(t *testing.T) {
 		t.Errorf("/v1/paths does not show the refusal: %+v", r.m.APIPaths())
 	}
 
-	// A publisher that cannot even start (no H.264) is listed too.
-	_ = wait(t, r.serve(t, newMemConn("live/h265", 4, clip(t, "h265_aac.ts"))))
-	if p, ok := r.m.Problem("live/h265"); !ok || p.Reason != ReasonNoH264 {
-		t.Errorf("Problem(live/h265) = %+v, %v; want no-h264", p, ok)
+	// A publisher that cannot even start (no video track at all) is
+	// listed too.
+	_ = wait(t, r.serve(t, newMemConn("live/audio", 4, opusOnlyTS(t))))
+	if p, ok := r.m.Problem("live/audio"); !ok || p.Reason != ReasonNoH264 {
+		t.Errorf("Problem(live/audio) = %+v, %v; want no-h264", p, ok)
 	}
-	if ps, ok := pathStats(r.m, "live/h265"); !ok || ps.Problem == nil || ps.Publisher != nil {
-		t.Errorf("stats of live/h265 = %+v, %v; want the refusal and no publisher", ps, ok)
+	if ps, ok := pathStats(r.m, "live/audio"); !ok || ps.Problem == nil || ps.Publisher != nil {
+		t.Errorf("stats of live/audio = %+v, %v; want the refusal and no publisher", ps, ok)
 	}
 
 	good := newMemConn("live/bad", 5, clip(t, "h264.ts"))
@@ -249,4 +250,22 @@ func TestRefusedPublisherKeepsGrace(t *testing.T) {
 	if videos != 50 {
 		t.Errorf("the viewer got %d pictures of the good publisher, want its 50", videos)
 	}
+}
+
+// opusOnlyTS is MPEG-TS with an Opus track and no video: refused at start
+// now that H.265 is taken.
+func opusOnlyTS(t *testing.T) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tr := &mpegts.Track{Codec: &mpegts.CodecOpus{ChannelCount: 2}}
+	w := mpegts.Writer{W: &buf, Tracks: []*mpegts.Track{tr}}
+	if err := w.Initialize(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if err := w.WriteOpus(tr, int64(i)*1800, [][]byte{{0xfc, 1, 2, 3}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf.Bytes()
 }
