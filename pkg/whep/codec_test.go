@@ -75,8 +75,9 @@ func TestOfferStreamFixtures(t *testing.T) {
 					t.Logf("%d %s: %s", resp.StatusCode, p.Type, p.Detail)
 					if resp.StatusCode != http.StatusConflict || p.Status != http.StatusConflict ||
 						p.Type != ProblemTypeBase+probVideoCodec ||
-						!strings.Contains(p.Detail, "publishes H.265") || !strings.Contains(p.Detail, "-c:v libx264 -bf 0") {
-						t.Errorf("got %d %+v, want 409 %s naming H.265 and the encoder fix", resp.StatusCode, p, probVideoCodec)
+						!strings.Contains(p.Detail, "This stream is H.265 (HEVC, Main)") || !strings.Contains(p.Detail, "it offered ") ||
+						!strings.Contains(p.Detail, "-c:v libx264 -bf 0") || !strings.Contains(p.Detail, "set video: auto") {
+						t.Errorf("got %d %+v, want 409 %s naming H.265, what the offer had, the encoder fix and the operator's", resp.StatusCode, p, probVideoCodec)
 					}
 				})
 			}
