@@ -64,7 +64,7 @@ function page({ joins, storage, soundAutoplay, audioTrack, token, iceFromEndpoin
   // lists the requests that are not POSTs.
   // conflict makes every POST the server's 409 (no publisher) and noH264
   // its 400 for an offer without H.264, both as problem details.
-  const w = { pcs: [], posts: 0, activated: false, frozen: false, notFound: false, conflict: false, noH264: false, refusals: [], gone: false, probes: [] };
+  const w = { pcs: [], posts: 0, activated: false, frozen: false, notFound: false, conflict: false, noH264: false, problem: null, refusals: [], gone: false, probes: [] };
   const tick = () => new Promise((r) => realSetTimeout(r, 0));
 
   class Track extends Target { constructor(kind) { super(); this.kind = kind; } }
@@ -177,6 +177,12 @@ function page({ joins, storage, soundAutoplay, audioTrack, token, iceFromEndpoin
     if (w.notFound) {
       w.refusals.push(Date.now());
       return { status: 404, statusText: "Not Found", headers: new Map(), text: async () => "no stream is being published on this path" };
+    }
+    if (w.problem) {
+      // Any other problem detail the scenario hands in, as pkg/whep writes it.
+      w.refusals.push(Date.now());
+      const p = w.problem;
+      return { status: p.status, statusText: "", headers: new Map([["Content-Type", "application/problem+json"]]), text: async () => JSON.stringify(p) };
     }
     if (w.conflict || w.noH264) {
       w.refusals.push(Date.now());
@@ -455,6 +461,33 @@ const scenarios = {
       "This browser offers no H.264 for WebRTC: enable the OpenH264 plugin (Firefox: about:addons → Plugins) or use another browser");
     await new Promise((r) => realSetTimeout(r, 2500));
     assert.equal(p.w.refusals.length, 1, "the page retried an offer that cannot succeed");
+    p.leave();
+  },
+
+  async "a 409 for a codec this browser cannot decode shows the server's detail, keeps it, and asks again only slowly"() {
+    const p = page({ joins: ["absent"], storage: new Store() });
+    const detail = "This stream is H.265 (HEVC, Main), which this browser cannot play over WebRTC: its offer has no H265/90000 video (it offered VP8, H264). " +
+      "Use Safari 17+ or Chrome 136+ with hardware HEVC decoding. This path passes video through (video: passthrough): the operator can set video: auto for it";
+    p.w.problem = { type: "https://srtwhep.dev/problems/video-codec-unsupported", title: "Browser cannot decode this path's video", status: 409, detail };
+    await p.until("the refusal", () => p.els.status.className === "unsupported");
+    assert.equal(p.els.status.textContent, detail);
+    await new Promise((r) => realSetTimeout(r, 2500));
+    assert.equal(p.w.refusals.length, 1, "the page asked again within 2.5 s; a codec refusal is asked again only every 20 s");
+    assert.equal(p.els.status.textContent, detail, "the refusal stays on screen while the page waits");
+    assert.equal(p.video.srcObject, null, "no video for a refused viewer");
+    p.leave();
+  },
+
+  async "a 429 waits for the server's retry_after, counting down, then plays"() {
+    const p = page({ joins: ["absent"], storage: new Store() });
+    p.w.problem = { type: "https://srtwhep.dev/problems/offer-rate", title: "Too many offers", status: 429,
+      detail: "too many offers from your address", retry_after: 2 };
+    await p.until("the countdown", () => /^Too many attempts from this address — retrying in [12] s$/.test(p.els.status.textContent));
+    assert.equal(p.w.refusals.length, 1);
+    p.w.problem = null;
+    await p.until("Playing", () => p.els.status.textContent === "Playing", 6000);
+    const waited = Date.now() - p.w.refusals[0];
+    assert.ok(waited >= 1900, "asked again " + waited + " ms after the 429, before its retry_after of 2 s");
     p.leave();
   },
 

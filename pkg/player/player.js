@@ -27,6 +27,9 @@ let firstFrameMs = null;
 // starts again from 1 s instead of going on from where an earlier outage
 // left it.
 let playedSince404 = false;
+// STEADY_STATES keep their text while the page asks again: the answer
+// will most likely be the same.
+const STEADY_STATES = ["waiting", "stalled", "problem", "unsupported"];
 
 // Sound: the page autoplays muted (browsers block unmuted autoplay) unless
 // the viewer chose sound on an earlier visit; then it tries with sound and
@@ -192,8 +195,9 @@ async function connect(keep) {
   const att = { pc: null, session: null, timers: [], connected: false, stream: null, answered: false,
     keep: prev, endpoint: endpointNow, viewers: prev ? prev.viewers : null };
   cur = att;
-  // While the publisher is absent keep saying so instead of flickering.
-  if (!prev && state !== "waiting" && state !== "stalled") setStatus("connecting", "Connecting…");
+  // While the publisher is absent, or its stream cannot be played here,
+  // keep saying so instead of flickering.
+  if (!prev && !STEADY_STATES.includes(state)) setStatus("connecting", "Connecting…");
   const stale = () => {
     if (cur === att) return false;
     release(att);
@@ -251,7 +255,6 @@ async function refused(att, resp) {
   let body = "";
   try { body = await resp.text(); } catch (e) { /* no body */ }
   const p = parseProblem(resp.headers.get("Content-Type"), body);
-  const text = p.text || (resp.status + " " + resp.statusText).trim();
   if (cur !== att) { release(att); return; }
   if (abandonMove(att)) return;
   teardown();
@@ -259,26 +262,27 @@ async function refused(att, resp) {
   // the problem body repeats it as retry_after.
   let after = retryAfterMs(resp.headers.get("Retry-After"), Date.now());
   if (after === null && p.retryAfter !== null) after = retryAfterMs(String(Math.round(p.retryAfter)), Date.now());
-  if (p.slug === "no-h264") {
-    setStatus("error", NO_H264); // the browser must change: retrying cannot help
-  } else if (resp.status === 409 && STREAM_PROBLEMS.includes(p.slug)) {
+  const plan = refusalPlan(resp.status, resp.statusText, p, !!token);
+  if (STEADY_STATES.includes(plan.state)) {
+    // Frames shown since the last "no stream yet" mean the stream just
+    // went away: the back-off starts again from 1 s.
+    if (plan.state === "waiting" && playedSince404) failures = 0;
     playedSince404 = false;
-    setStatus("problem", "The stream cannot be played: " + text);
-    retryIn(Math.max(after || 0, nextBackoff()));
-  } else if (resp.status === 409 || resp.status === 404) {
-    // No publisher yet (409, draft-03; 404 from an edge or an older
-    // server): back off, but never sooner than the server asks.
-    if (playedSince404) failures = 0;
-    playedSince404 = false;
-    setStatus("waiting", p.text && resp.status === 409 ? "Waiting for the stream — " + p.text : "Waiting for the stream…");
-    retryIn(Math.max(after || 0, nextBackoff()));
-  } else if (resp.status === 503) {
-    const ms = after === null ? nextBackoff() : after;
-    retryIn(ms, (s) => setStatus("full", "Server full — retrying in " + s + " s"));
-  } else if (resp.status >= 400 && resp.status < 500) {
-    setStatus("error", "Error: " + text); // the request itself is wrong: retrying cannot help
-  } else {
-    retryIn(nextBackoff(), (s) => setStatus("retrying", "Error: " + text + " — retrying in " + s + " s"));
+  }
+  switch (plan.retry) {
+    case "none":
+      setStatus(plan.state, plan.text);
+      break;
+    case "backoff":
+      setStatus(plan.state, plan.text);
+      retryIn(Math.max(after || 0, nextBackoff()));
+      break;
+    case "slow":
+      setStatus(plan.state, plan.text);
+      retryIn(Math.max(after || 0, CODEC_RETRY_MS));
+      break;
+    default: // "after": as the server asks, else the back-off, counting down
+      retryIn(after === null ? nextBackoff() : after, (s) => setStatus(plan.state, plan.text + " — retrying in " + s + " s"));
   }
 }
 

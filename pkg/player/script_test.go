@@ -272,3 +272,57 @@ func runNode(t *testing.T, files map[string]string, main string) {
 		t.Fatalf("node %s: %v\n%s", main, err, out)
 	}
 }
+
+// refusalChecks: what the page says, and when it asks again, for every
+// answer of the WHEP endpoint that made no session (pkg/whep/problem.go).
+// A viewer whose browser cannot decode the path's codec reads the
+// server's detail and is asked again slowly; the request's own faults are
+// never retried; load and rate limits wait for Retry-After.
+const refusalChecks = `
+const assert = require("node:assert/strict");
+const h = require("./whep.js");
+
+const hevc = "This stream is H.265 (HEVC, Main), which this browser cannot play over WebRTC: its offer has no H265/90000 video (it offered VP8, VP9, H264, AV1). Use Safari 17+ or Chrome 136+ with hardware HEVC decoding, or publish H.264 (ffmpeg -c:v libx264 -bf 0; OBS: x264 encoder). This path passes video through (video: passthrough): the operator can set video: auto for it, and the server converts H.265 to H.264 for browsers like this one";
+const cases = [
+  // [status, slug, detail, token, want state, want text (a RegExp or exact), want retry]
+  [409, "video-codec-unsupported", hevc, false, "unsupported", hevc, "slow"],
+  [409, "video-codec-unsupported", "the path publishes H.265", false, "unsupported", "The path publishes H.265", "slow"],
+  [409, "publisher-refused", "its video has B-frames", false, "problem", "The stream cannot be played: its video has B-frames", "backoff"],
+  [409, "no-decodable-picture", "no IDR", false, "problem", "The stream cannot be played: no IDR", "backoff"],
+  [409, "no-publisher", "no stream is being published", false, "waiting", "Waiting for the stream — no stream is being published", "backoff"],
+  [404, "source-refused", "origin has none", false, "waiting", "Waiting for the stream…", "backoff"],
+  [404, "", "", false, "waiting", "Waiting for the stream…", "backoff"],
+  [404, "invalid-path", "path \"a//b\" has an empty segment", false, "error", /^No such stream: path "a\/\/b"/, "none"],
+  [400, "no-h264", "VP8 only", false, "error", h.NO_H264, "none"],
+  [400, "bad-offer", "offer has no video m-section", false, "error", "Error: offer has no video m-section", "none"],
+  [415, "unsupported-media-type", "send application/sdp", false, "error", "Error: send application/sdp", "none"],
+  [413, "body-too-large", "over 64 KiB", false, "error", "Error: over 64 KiB", "none"],
+  [401, "unauthorized", "a valid token is needed", false, "error", /needs a token: open this page with \?token=YOUR_TOKEN/, "none"],
+  [401, "unauthorized", "a valid token is needed", true, "error", /token in this page's address was not accepted: a valid token is needed/, "none"],
+  [403, "forbidden", "not on the list", false, "error", "Not allowed to watch this stream: not on the list", "none"],
+  [429, "throttled", "too many wrong tokens", false, "retrying", "Too many wrong tokens from this address", "after"],
+  [429, "offer-rate", "too many offers", false, "retrying", "Too many attempts from this address", "after"],
+  [503, "path-full", "viewer limit", false, "full", "This stream has as many viewers as it allows", "after"],
+  [503, "server-full", "at capacity", false, "full", "Server full", "after"],
+  [503, "handshake-limit", "too many offers waiting", false, "full", "Server busy", "after"],
+  [503, "unavailable", "shutting down", false, "full", "Server not available", "after"],
+  [500, "internal", "cannot answer", false, "retrying", "Error: cannot answer", "after"],
+  [502, "source-unavailable", "origin down", false, "retrying", "Error: origin down", "after"],
+  [504, "source-timeout", "origin slow", false, "retrying", "Error: origin slow", "after"],
+  [502, "", "", false, "retrying", "Error: 502 Bad Gateway", "after"],
+];
+for (const [status, slug, detail, token, state, text, retry] of cases) {
+  const got = h.refusalPlan(status, "Bad Gateway", { slug, text: detail, retryAfter: null }, token);
+  const name = status + " " + slug;
+  assert.equal(got.state, state, name);
+  assert.equal(got.retry, retry, name);
+  if (text instanceof RegExp) assert.match(got.text, text, name);
+  else assert.equal(got.text, text, name);
+}
+assert.ok(h.CODEC_RETRY_MS >= 10000 && h.CODEC_RETRY_MS <= 30000, "a codec refusal is asked again every 10 to 30 s");
+console.log("ok");
+`
+
+func TestRefusalPlans(t *testing.T) {
+	runNode(t, map[string]string{"whep.js": helpersSrc, "check.js": refusalChecks}, "check.js")
+}

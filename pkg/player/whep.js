@@ -52,11 +52,70 @@ const NO_H264 = "This browser offers no H.264 for WebRTC: enable the OpenH264 pl
 // enough that a misbehaving server cannot fill the page.
 const PROBLEM_TEXT_MAX = 1000;
 
-// STREAM_PROBLEMS are the problem slugs that mean the path's publisher
-// sends something browsers cannot show: the person at the encoder must
-// change a setting, so the page says so instead of "Waiting for the
-// stream…", and keeps asking, to play as soon as it is fixed.
-const STREAM_PROBLEMS = ["publisher-refused", "no-decodable-picture"];
+// CODEC_RETRY_MS is how often the page asks again when the path's video
+// is a codec this browser cannot decode: only a change at the publisher
+// or in the server's config fixes that, which takes a person minutes,
+// so asking every second would only fill the server's log.
+const CODEC_RETRY_MS = 20000;
+
+// refusalPlan decides what the page says about a POST that made no
+// session (status, and the problem parseProblem read from it), and when
+// it asks again: retry is "none" (the viewer or the URL must change),
+// "backoff" (the growing back-off, never sooner than Retry-After),
+// "slow" (CODEC_RETRY_MS, never sooner than Retry-After) or "after"
+// (Retry-After, else the back-off, with a countdown after the text).
+// hasToken says whether the page sent a token.
+function refusalPlan(status, statusText, p, hasToken) {
+  const text = p.text || (status + " " + (statusText || "")).trim();
+  const plan = (state, shown, retry) => ({ state, text: shown, retry });
+  switch (p.slug) {
+    case "no-h264":
+      return plan("error", NO_H264, "none");
+    case "video-codec-unsupported":
+      // The server's detail names the codec, what the browser offered and
+      // the fixes; it is the whole message.
+      return plan("unsupported", capitalize(text), "slow");
+    case "publisher-refused":
+    case "no-decodable-picture":
+      // The publisher sends what no browser can show: the person at the
+      // encoder must change a setting, so say so instead of "Waiting for
+      // the stream…", and keep asking, to play as soon as it is fixed.
+      if (status === 409) return plan("problem", "The stream cannot be played: " + text, "backoff");
+      break;
+    case "invalid-path":
+      return plan("error", "No such stream: " + text, "none");
+    case "unauthorized":
+      return plan("error", hasToken
+        ? "The token in this page's address was not accepted: " + text
+        : "This stream needs a token: open this page with ?token=YOUR_TOKEN added to its address", "none");
+    case "forbidden":
+      return plan("error", "Not allowed to watch this stream: " + text, "none");
+    case "throttled":
+      return plan("retrying", "Too many wrong tokens from this address", "after");
+    case "offer-rate":
+      return plan("retrying", "Too many attempts from this address", "after");
+    case "path-full":
+      return plan("full", "This stream has as many viewers as it allows", "after");
+    case "handshake-limit":
+      return plan("full", "Server busy", "after");
+    case "unavailable":
+      return plan("full", "Server not available", "after");
+  }
+  if (status === 409 || status === 404) {
+    // No publisher yet (409, draft-03; 404 from an edge or an older
+    // server).
+    return plan("waiting", p.text && status === 409 ? "Waiting for the stream — " + p.text : "Waiting for the stream…", "backoff");
+  }
+  if (status === 503) return plan("full", "Server full", "after");
+  if (status === 429) return plan("retrying", "Too many attempts", "after");
+  // Any other 4xx: the request itself is wrong and retrying cannot help.
+  if (status >= 400 && status < 500) return plan("error", "Error: " + text, "none");
+  return plan("retrying", "Error: " + text, "after");
+}
+
+function capitalize(s) {
+  return s ? s.charAt(0).toUpperCase() + s.slice(1) : s;
+}
 
 // parseProblem reads an error answer's body: an RFC 9457 problem
 // (application/problem+json) gives its detail (else its title), its type's
@@ -277,7 +336,7 @@ function soundButtonLabel(hasAudio, muted) {
 
 if (typeof module === "object" && module.exports) {
   module.exports = {
-    whepEndpoint, backoffMs, retryAfterMs, parseProblem, NO_H264, parseLinkHeader, iceServersFromLinks, orderCodecs,
+    whepEndpoint, backoffMs, retryAfterMs, parseProblem, NO_H264, refusalPlan, CODEC_RETRY_MS, parseLinkHeader, iceServersFromLinks, orderCodecs,
     sdpHasAudio, SOUND_KEY, loadSoundPref, saveSoundPref, startPlayback, soundButtonLabel,
     frameWatch, STALL_MS, PROBE_EVERY_MS,
   };

@@ -13,7 +13,12 @@ import (
 // video as it is published (an H.265 path, an offer without H.265): the
 // viewer's browser, not its offer, is at fault, so pkg/whep answers 409.
 // Its text says what the path publishes and how to fix it.
-type CodecError struct{ msg string }
+type CodecError struct {
+	msg string
+	// H265 says the path publishes H.265: a server that could convert
+	// it (video: auto) would have served this viewer an H.264 rendition.
+	H265 bool
+}
 
 func (e *CodecError) Error() string { return e.msg }
 
@@ -33,9 +38,10 @@ func (o *Offer) ForStream(info av.StreamInfo) (*Offer, error) {
 	case av.CodecH265.String():
 		h := pickH265(v.Codecs, info.H265.ProfileID)
 		if h == nil {
-			return nil, &CodecError{msg: fmt.Sprintf("the path publishes H.265 (%s), and this viewer's offer has no H265/90000 video; "+
-				"watch it in a browser that decodes H.265 over WebRTC (Safari 17+, or Chrome 136+ with a hardware HEVC decoder), "+
-				"or publish H.264 (ffmpeg -c:v libx264 -bf 0; OBS: x264 encoder)", orUnknown(info.Profile))}
+			return nil, &CodecError{H265: true, msg: fmt.Sprintf("This stream is H.265 (HEVC, %s), which this browser cannot play over WebRTC: "+
+				"its offer has no H265/90000 video (it offered %s). "+
+				"Use Safari 17+ or Chrome 136+ with hardware HEVC decoding, "+
+				"or publish H.264 (ffmpeg -c:v libx264 -bf 0; OBS: x264 encoder)", orUnknown(info.Profile), offeredVideo(v.Codecs))}
 		}
 		return o.withVideo(av.CodecH265, h), nil
 	case "":
@@ -174,6 +180,30 @@ func pickH265(codecs []Codec, profileID int) *Codec {
 		}
 	}
 	return first
+}
+
+// offeredVideo names the video codecs an offer listed, in its order and
+// once each, leaving out the repair formats (rtx, red, FEC) that carry
+// no picture of their own: what the viewer is told its browser can play.
+func offeredVideo(codecs []Codec) string {
+	var names []string
+	seen := map[string]bool{}
+	for _, c := range codecs {
+		n := strings.ToUpper(c.Name)
+		switch n {
+		case "RTX", "RED", "ULPFEC", "FLEXFEC", "FLEXFEC-03":
+			continue
+		}
+		if n == "" || seen[n] {
+			continue
+		}
+		seen[n] = true
+		names = append(names, n)
+	}
+	if len(names) == 0 {
+		return "no video codec"
+	}
+	return strings.Join(names, ", ")
 }
 
 func orUnknown(s string) string {

@@ -59,7 +59,7 @@ func TestForStream(t *testing.T) {
 		{"H.265 Main 10", safari, h265Stream(2), "h265=104", false},
 		{"H.265 profile not offered", safari, h265Stream(3), "h265=100", false},
 		{"H.265 stream, H.264-only offer", chromeOffer, h265Stream(1),
-			"the path publishes H.265 (Main), and this viewer's offer has no H265/90000 video; watch it in a browser that decodes H.265", true},
+			"This stream is H.265 (HEVC, Main), which this browser cannot play over WebRTC: its offer has no H265/90000 video (it offered VP8, H264). Use Safari 17+", true},
 		{"H.264 stream, H.265-only offer", sessionHead + sessionCreds + h265Only("v", "profile-id=1"), h264Stream("640028"),
 			"the path publishes H264, and this viewer's offer has no H.264", true},
 		{"unknown stream, H.265-only offer", sessionHead + sessionCreds + h265Only("v", "profile-id=1"), av.StreamInfo{},

@@ -2,12 +2,14 @@ package whep
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/hub"
+	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
 )
 
 // TestOfferStreamFixtures: the fixtures of testdata/offers on paths whose
@@ -75,10 +77,48 @@ func TestOfferStreamFixtures(t *testing.T) {
 					t.Logf("%d %s: %s", resp.StatusCode, p.Type, p.Detail)
 					if resp.StatusCode != http.StatusConflict || p.Status != http.StatusConflict ||
 						p.Type != ProblemTypeBase+probVideoCodec ||
-						!strings.Contains(p.Detail, "publishes H.265") || !strings.Contains(p.Detail, "-c:v libx264 -bf 0") {
-						t.Errorf("got %d %+v, want 409 %s naming H.265 and the encoder fix", resp.StatusCode, p, probVideoCodec)
+						!strings.Contains(p.Detail, "This stream is H.265 (HEVC, Main)") || !strings.Contains(p.Detail, "it offered ") ||
+						!strings.Contains(p.Detail, "-c:v libx264 -bf 0") || !strings.Contains(p.Detail, "set video: auto") {
+						t.Errorf("got %d %+v, want 409 %s naming H.265, what the offer had, the encoder fix and the operator's", resp.StatusCode, p, probVideoCodec)
 					}
 				})
+			}
+		})
+	}
+}
+
+// TestWithoutRendition: the operator's fix (video: auto) is added only
+// where it is true: an H.265 path's refusal when the path makes no H.264
+// rendition. Another reason the rendition is missing, or a refusal of
+// some other kind, is passed on as it is.
+func TestWithoutRendition(t *testing.T) {
+	model, err := sdpoffer.Parse(readOfferFixture(t, "chromium-default.sdp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, h265Err := model.ForStream(av.StreamInfo{Codec: "H265", Profile: "Main", H265: av.H265Params{ProfileID: 1}})
+	if h265Err == nil {
+		t.Fatal("Chromium's offer took an H.265 stream")
+	}
+	other := errors.New("the path has no stream yet")
+	cases := []struct {
+		name           string
+		codecErr, rend error
+		operatorFix    bool
+	}{
+		{"H.265, no rendition", h265Err, hub.ErrNoPublisher, true},
+		{"H.265, rendition full", h265Err, hub.ErrPathFull, false},
+		{"not H.265", other, hub.ErrNoPublisher, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := withoutRendition(c.codecErr, c.rend)
+			t.Logf("%v", got)
+			if has := strings.Contains(got.Error(), "set video: auto"); has != c.operatorFix {
+				t.Errorf("names video: auto %v, want %v: %v", has, c.operatorFix, got)
+			}
+			if !strings.HasPrefix(got.Error(), c.codecErr.Error()) {
+				t.Errorf("lost the reason %q: %v", c.codecErr, got)
 			}
 		})
 	}

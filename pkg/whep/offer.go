@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/hub"
 	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
 )
@@ -176,7 +177,7 @@ func (s *Server) transcodedReader(path, id string, model *sdpoffer.Offer, orig R
 	// an edge its pull) in between.
 	orig.Close()
 	if err != nil {
-		return nil, offer{}, codecErr
+		return nil, offer{}, withoutRendition(codecErr, err)
 	}
 	o, err := offerFor(model, alt.Info())
 	if err != nil {
@@ -184,4 +185,18 @@ func (s *Server) transcodedReader(path, id string, model *sdpoffer.Offer, orig R
 		return nil, offer{}, codecErr
 	}
 	return alt, o, nil
+}
+
+// withoutRendition adds the operator's fix to the refusal of a viewer
+// without H.265 on an H.265 path that makes no H.264 rendition: on such a
+// path ingest makes one unless the path passes video through, so the
+// setting to change is known, and it is the one fix that serves every
+// browser without touching the encoder.
+func withoutRendition(codecErr, renditionErr error) error {
+	var ce *sdpoffer.CodecError
+	if !errors.As(codecErr, &ce) || !ce.H265 || !errors.Is(renditionErr, hub.ErrNoPublisher) {
+		return codecErr
+	}
+	return fmt.Errorf("%w. This path passes video through (video: passthrough): "+
+		"the operator can set video: auto for it, and the server converts H.265 to H.264 for browsers like this one", codecErr)
 }
