@@ -35,6 +35,13 @@ var notProducible = map[string]string{
 	// other encoders (GStreamer, H.265): gstreamer_test.go and
 	// pkg/ingest's refusals_test.go move them.
 	"srtwhep_publisher_refusals_total": "reasons other than bframes need GStreamer or H.265 publishers; gstreamer_test.go and pkg/ingest move them",
+	// Its global series needs 4,096 open ICE-TCP connections, and
+	// eviction a viewer validated at eight addresses before a ninth:
+	// internal/hostile's TestICETCPFlood asserts the per_client series
+	// against the binary, pkg/mediaplane's TestICETCPPerClientCap and
+	// TestICETCPEvictedClosed the rest.
+	"srtwhep_webrtc_ice_tcp_refused_total": "global needs 4,096 ICE-TCP connections; TestICETCPFlood (internal/hostile) moves per_client",
+	"srtwhep_webrtc_ice_tcp_evicted_total": "needs a viewer validated at nine addresses; pkg/mediaplane TestICETCPEvictedClosed",
 }
 
 // TestCountersMove produces, against one real server, the event behind
