@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -330,18 +331,11 @@ type pictureWatch struct {
 }
 
 func (m *Manager) watchPicture(c conn, d *tsdemux.Demuxer) *pictureWatch {
-	w := &pictureWatch{m: m, c: c, d: d, wait: cmpDuration(m.pictureWait, defaultPictureWait)}
+	w := &pictureWatch{m: m, c: c, d: d, wait: cmp.Or(m.pictureWait, defaultPictureWait)}
 	w.mu.Lock()
 	w.timer = time.AfterFunc(w.wait, w.check)
 	w.mu.Unlock()
 	return w
-}
-
-func cmpDuration(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
 
 // check runs wait after the tracks were found, and again every wait while
