@@ -37,11 +37,11 @@ var notProducible = map[string]string{
 	"srtwhep_publisher_refusals_total": "reasons other than bframes need GStreamer or H.265 publishers; gstreamer_test.go and pkg/ingest move them",
 	// ICE-TCP listens only on a fixed port (tcpPort has no ephemeral
 	// form), so the in-process servers run without it. internal/hostile's
-	// TestICETCPFlood moves per_client and evicted against the binary,
-	// pkg/mediaplane's TestICETCPPerClientCap and TestICETCPEvictedClosed
-	// on the plane; global takes 4,096 connections.
-	"srtwhep_webrtc_ice_tcp_refused_total": "ICE-TCP is off in the in-process server (fixed port only); internal/hostile TestICETCPFlood and pkg/mediaplane move it",
-	"srtwhep_webrtc_ice_tcp_evicted_total": "ICE-TCP is off in the in-process server (fixed port only); internal/hostile TestICETCPFlood and pkg/mediaplane move it",
+	// TestICETCPFlood moves per_client against the binary, pkg/mediaplane's
+	// TestICETCPPerClientCap and TestICETCPEvictedClosed move per_client
+	// and evicted on the plane; global takes 4,096 connections.
+	"srtwhep_webrtc_ice_tcp_refused_total": "ICE-TCP is off in the in-process server (fixed port only); internal/hostile TestICETCPFlood and pkg/mediaplane move per_client",
+	"srtwhep_webrtc_ice_tcp_evicted_total": "ICE-TCP is off in the in-process server (fixed port only); pkg/mediaplane TestICETCPEvictedClosed moves it",
 }
 
 // TestCountersMove produces, against one real server, the event behind
