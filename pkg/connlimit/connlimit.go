@@ -6,6 +6,7 @@
 package connlimit
 
 import (
+	"net"
 	"sync"
 	"time"
 )
@@ -117,4 +118,15 @@ func (t *Table) ClientOpen(key string) int {
 		return cl.open
 	}
 	return 0
+}
+
+// Refuse closes a connection over a cap. A TCP one is reset rather than
+// closed with a FIN, which leaves no TIME_WAIT socket behind for each
+// connection of a flood (the kernel completed the handshake already, so
+// closing is the only answer left).
+func Refuse(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = c.Close()
 }

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
@@ -44,10 +45,16 @@ func (h *Hub) readersLocked(name string) int {
 // and closing pub closes it. A rendition left by an earlier publisher of
 // the path is taken over, with its readers, as the path itself is. Call
 // it from the publisher's goroutine, at most once.
+//
+// A publisher that no longer publishes the path (taken over, or closed:
+// its demuxer may still be reading what was in flight) gets ErrEnded and
+// no rendition: one made then would take its successor's rendition over,
+// or, made after Close, be left behind with nobody to close it.
 func (pub *Publisher) AddRendition() (*Publisher, error) {
-	pub.h.mu.RLock()
-	remote := pub.p.remote
-	pub.h.mu.RUnlock()
+	remote, ok := pub.current()
+	if !ok {
+		return nil, fmt.Errorf("rendition of %q: %w", pub.p.name, ErrEnded)
+	}
 	r, err := pub.h.PublishWith(TranscodedName(pub.p.name), remote, PublishOptions{Override: true, Grace: pub.grace})
 	if err != nil {
 		return nil, err
@@ -55,7 +62,21 @@ func (pub *Publisher) AddRendition() (*Publisher, error) {
 	r.SetAudio(pub.p.hasAudio.Load())
 	r.SetSourceAudio(pub.p.hasSource.Load())
 	pub.rend.Store(r)
+	if _, ok := pub.current(); !ok {
+		// Taken over or closed in between: Close may have run before the
+		// Store, so nothing else would close r.
+		pub.DropRendition()
+		return nil, fmt.Errorf("rendition of %q: %w", pub.p.name, ErrEnded)
+	}
 	return r, nil
+}
+
+// current reports whether pub still publishes its path, and the path's
+// remote.
+func (pub *Publisher) current() (remote string, ok bool) {
+	pub.h.mu.RLock()
+	defer pub.h.mu.RUnlock()
+	return pub.p.remote, pub.p.pub == pub && pub.h.paths[pub.p.name] == pub.p
 }
 
 // DropRendition closes the rendition AddRendition made, ending its

@@ -93,3 +93,34 @@ func TestRenditionReadersCount(t *testing.T) {
 		t.Errorf("state %+v, want the rendition's reader counted", st)
 	}
 }
+
+// TestRenditionOfFormerPublisher: a publisher taken over, or closed,
+// whose demuxer still reads what was in flight, makes no rendition: it
+// would take over its successor's, or be left behind with nobody to
+// close it.
+func TestRenditionOfFormerPublisher(t *testing.T) {
+	h := New(Config{})
+	old := mustPublish(t, h, "live/a")
+	cur, err := h.PublishWith("live/a", "127.0.0.1:5001", PublishOptions{Override: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cur.Close)
+	rend, err := cur.AddRendition()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.AddRendition(); !errors.Is(err, ErrEnded) {
+		t.Errorf("rendition of a taken-over publisher: %v, want ErrEnded", err)
+	}
+	if p := h.paths[TranscodedName("live/a")]; p == nil || p.pub != rend {
+		t.Error("the current publisher's rendition was taken over by the former publisher's")
+	}
+	cur.Close()
+	if _, err := cur.AddRendition(); !errors.Is(err, ErrEnded) {
+		t.Errorf("rendition after Close: %v, want ErrEnded", err)
+	}
+	if h.HasRendition("live/a") {
+		t.Error("a rendition is left after its publisher closed")
+	}
+}

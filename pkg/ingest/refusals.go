@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -198,6 +199,14 @@ func (b *problems) clear(path string, keep func(Problem) bool) {
 func keepRefusal(p Problem) bool { return !p.Live }
 func keepProfile(p Problem) bool { return p.Live && p.Reason == ReasonProfile }
 
+// keepUnlessOwnWarning is keepRefusal for the end of the publisher at
+// remote: a publisher that took its path over may have noted a warning
+// of its own (its first SPS's profile) before the one it replaced ended,
+// and that warning still holds.
+func keepUnlessOwnWarning(remote string) func(Problem) bool {
+	return func(p Problem) bool { return keepRefusal(p) || p.Remote != remote }
+}
+
 func (b *problems) get(path string, now time.Time) (Problem, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -262,7 +271,7 @@ func (m *Manager) noteEnd(c conn, err error, held *heldLog) {
 		reason = "" // it left before sending anything: nothing to say about its stream
 	}
 	if reason == "" {
-		m.problems.clear(c.Path(), keepRefusal)
+		m.problems.clear(c.Path(), keepUnlessOwnWarning(c.Remote()))
 		held.release(true)
 		return
 	}
@@ -322,18 +331,11 @@ type pictureWatch struct {
 }
 
 func (m *Manager) watchPicture(c conn, d *tsdemux.Demuxer) *pictureWatch {
-	w := &pictureWatch{m: m, c: c, d: d, wait: cmpDuration(m.pictureWait, defaultPictureWait)}
+	w := &pictureWatch{m: m, c: c, d: d, wait: cmp.Or(m.pictureWait, defaultPictureWait)}
 	w.mu.Lock()
 	w.timer = time.AfterFunc(w.wait, w.check)
 	w.mu.Unlock()
 	return w
-}
-
-func cmpDuration(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
 
 // check runs wait after the tracks were found, and again every wait while

@@ -41,14 +41,14 @@ func TestRefusalIsRemembered(t *testing.T) {
 		t.Errorf("/v1/paths does not show the refusal: %+v", r.m.APIPaths())
 	}
 
-	// A publisher that cannot even start (no video track at all) is
-	// listed too.
-	_ = wait(t, r.serve(t, newMemConn("live/audio", 4, opusOnlyTS(t))))
-	if p, ok := r.m.Problem("live/audio"); !ok || p.Reason != ReasonNoH264 {
-		t.Errorf("Problem(live/audio) = %+v, %v; want no-h264", p, ok)
+	// A publisher that cannot even start (no H.264 or H.265 video: an
+	// Opus-only program) is listed too.
+	_ = wait(t, r.serve(t, newMemConn("live/novideo", 4, opusOnlyTS(t))))
+	if p, ok := r.m.Problem("live/novideo"); !ok || p.Reason != ReasonNoH264 {
+		t.Errorf("Problem(live/novideo) = %+v, %v; want no-h264", p, ok)
 	}
-	if ps, ok := pathStats(r.m, "live/audio"); !ok || ps.Problem == nil || ps.Publisher != nil {
-		t.Errorf("stats of live/audio = %+v, %v; want the refusal and no publisher", ps, ok)
+	if ps, ok := pathStats(r.m, "live/novideo"); !ok || ps.Problem == nil || ps.Publisher != nil {
+		t.Errorf("stats of live/novideo = %+v, %v; want the refusal and no publisher", ps, ok)
 	}
 
 	good := newMemConn("live/bad", 5, clip(t, "h264.ts"))
@@ -252,8 +252,29 @@ func TestRefusedPublisherKeepsGrace(t *testing.T) {
 	}
 }
 
-// opusOnlyTS is MPEG-TS with an Opus track and no video: refused at start
-// now that H.265 is taken.
+// TestTakenOverEndKeepsNewWarning: a publisher that took the path over
+// and warned about its own stream (a profile browsers cannot decode,
+// noted at its first SPS) keeps that warning when the publisher it
+// replaced ends afterwards; that one's end takes only its own with it.
+func TestTakenOverEndKeepsNewWarning(t *testing.T) {
+	m := New(Config{})
+	old := newMemConn("live/take", 1, nil)
+	old.remote = "192.0.2.7:4000"
+	m.problems.note("live/take", "192.0.2.7:4001", ReasonProfile, true, time.Now(), problemText(ReasonProfile))
+	m.noteEnd(old, nil, nil)
+	if p, ok := m.Problem("live/take"); !ok || p.Reason != ReasonProfile {
+		t.Fatalf("after the replaced publisher ended: %+v, %v; want the new one's %s warning", p, ok, ReasonProfile)
+	}
+	cur := newMemConn("live/take", 2, nil)
+	cur.remote = "192.0.2.7:4001"
+	m.noteEnd(cur, nil, nil)
+	if p, ok := m.Problem("live/take"); ok {
+		t.Errorf("the warning outlived its own publisher: %+v", p)
+	}
+}
+
+// opusOnlyTS is an MPEG-TS program with an Opus track and no video, which
+// the demuxer refuses with ErrNoH264 (H.265 plays since it is ingested).
 func opusOnlyTS(t *testing.T) []byte {
 	t.Helper()
 	var buf bytes.Buffer
@@ -262,7 +283,7 @@ func opusOnlyTS(t *testing.T) []byte {
 	if err := w.Initialize(); err != nil {
 		t.Fatal(err)
 	}
-	for i := range 50 {
+	for i := range 5 {
 		if err := w.WriteOpus(tr, int64(i)*1800, [][]byte{{0xfc, 1, 2, 3}}); err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -162,6 +163,9 @@ func (v *videoPipeline) setInfo(info av.StreamInfo) {
 // viewer that did not offer H.265 reads it.
 func (v *videoPipeline) addRendition() {
 	rend, err := v.pub.AddRendition()
+	if errors.Is(err, hub.ErrEnded) {
+		return // taken over: the path's viewers are its successor's
+	}
 	if err != nil {
 		v.log.Error("no H.264 rendition for viewers without H.265; they are refused", "err", err)
 		return

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/srtwhep/srtwhep/pkg/plane"
+	"github.com/srtwhep/srtwhep/pkg/connlimit"
 )
 
 // ICE-TCP (RFC 6544) is the fallback for viewers whose UDP is blocked: the
@@ -82,7 +82,7 @@ func (s *Server) acceptTCP() {
 		_ = tc.SetNoDelay(true) // each frame is a datagram: no coalescing delay
 		c := &tcpConn{srv: s, conn: tc, ap: ap}
 		if !s.admitTCP(c) {
-			plane.RefuseTCP(tc)
+			connlimit.Refuse(tc)
 			continue
 		}
 		s.spawn(func() { s.serveTCP(c) })

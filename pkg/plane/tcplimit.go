@@ -113,15 +113,8 @@ func (ll *tcpLimitListener) Accept() (net.Conn, error) {
 		if ok {
 			return &limitedConn{TCPConn: tc, release: release}, nil
 		}
-		RefuseTCP(tc)
+		connlimit.Refuse(tc)
 	}
-}
-
-// RefuseTCP closes a connection over a cap with a reset rather than a
-// FIN, which leaves no TIME_WAIT socket behind for each one of a flood.
-func RefuseTCP(c *net.TCPConn) {
-	_ = c.SetLinger(0)
-	_ = c.Close()
 }
 
 // limitedConn gives its slot back when closed; it stays a *net.TCPConn

@@ -53,12 +53,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if l.admit(key, addr) {
 			return &countedConn{Conn: c, release: func() { l.release(key) }}, nil
 		}
-		if tc, ok := c.(*net.TCPConn); ok {
-			// A reset instead of FIN leaves no TIME_WAIT socket behind
-			// for each of a flood's connections.
-			_ = tc.SetLinger(0)
-		}
-		c.Close()
+		connlimit.Refuse(c)
 	}
 }
 

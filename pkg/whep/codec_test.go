@@ -123,3 +123,43 @@ func TestWithoutRendition(t *testing.T) {
 		})
 	}
 }
+
+// TestRenditionAtReaderCap: the path's reader cap counts both
+// renditions, so the H.264 viewer of an H.265 path must not be refused
+// for the original's reader it holds only while it asks for the
+// rendition's: with one slot left it gets 201, and once the path is full
+// the next one gets 503 path-full (it could play the stream), not a 409.
+func TestRenditionAtReaderCap(t *testing.T) {
+	h := hub.New(hub.Config{MaxReaders: func(string) int { return 1 }})
+	pub, err := h.Publish("live/hevc", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pub.Close)
+	pub.SetAudio(true)
+	pub.SetInfo(av.StreamInfo{Codec: "H265", Profile: "Main", Width: 1280, Height: 720, H265: av.H265Params{ProfileID: 1, LevelID: 93}})
+	rend, err := pub.AddRendition()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rend.SetInfo(av.StreamInfo{Codec: "H264", Profile: "Constrained Baseline", Width: 1280, Height: 720})
+	_, hs := startServer(t, HubSource(h), nil)
+	offer := readOfferFixture(t, "chromium-default.sdp")
+
+	resp, body := post(t, hs.URL+"/live/hevc/whep", "application/sdp", offer)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("H.264 viewer with the path's one slot free: got %d %q, want 201", resp.StatusCode, body)
+	}
+	if got := answerSummary(t, body); !strings.Contains(got, "H264") {
+		t.Errorf("answer %s, want H.264 (the rendition)", got)
+	}
+	resp, body = post(t, hs.URL+"/live/hevc/whep", "application/sdp", offer)
+	var p struct{ Type string }
+	_ = json.Unmarshal([]byte(body), &p)
+	if resp.StatusCode != http.StatusServiceUnavailable || p.Type != ProblemTypeBase+probPathFull {
+		t.Errorf("H.264 viewer of a full path: got %d %q, want 503 %s", resp.StatusCode, body, probPathFull)
+	}
+	if n := h.State("live/hevc").Readers; n != 1 {
+		t.Errorf("%d readers on the path's renditions, want the one admitted", n)
+	}
+}

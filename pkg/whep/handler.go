@@ -255,6 +255,10 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 	o, err := offerFor(model, reader.Info())
 	if err != nil {
 		reader, o, err = s.transcodedReader(path, id, model, reader, err)
+		if atReaderCap(err) {
+			s.sourceError(w, r, path, err, raw)
+			return
+		}
 	}
 	if err != nil {
 		s.stats.reject(rejectBadOffer)

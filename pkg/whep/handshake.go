@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/srtwhep/srtwhep/pkg/auth"
+	"github.com/srtwhep/srtwhep/pkg/connlimit"
 )
 
 // DefaultICEStartTimeout is how long an answered offer may go without a
@@ -30,19 +30,18 @@ var errNoHandshakeSlot = errors.New("ICE started while every WebRTC handshake sl
 // handshakes counts slots in total and per client, so that neither one
 // client nor everyone together can hold more than their share: the
 // server keeps one for the offers answered and waiting for ICE (pending)
-// and one for those whose ICE has started (the DTLS work). The per-client table has
-// an entry only while that client has a handshake in flight, so it never
-// holds more entries than the total cap.
+// and one for those whose ICE has started (the DTLS work). It is the
+// connection table of the HTTP and ICE-TCP listeners (pkg/connlimit),
+// whose per-client entries live only while that client holds a slot, so
+// it never holds more entries than the total cap; its refusal summaries
+// go unused (a refused offer is logged with the refusals).
 type handshakes struct {
-	total, perClient int
-
-	mu      sync.Mutex
-	n       int
-	clients map[string]int
+	perClient int
+	table     *connlimit.Table
 }
 
 func newHandshakes(total, perClient int) *handshakes {
-	return &handshakes{total: total, perClient: perClient, clients: map[string]int{}}
+	return &handshakes{perClient: perClient, table: connlimit.New(perClient, total, time.Second)}
 }
 
 // handshakeRefusal says which cap refused a handshake.
@@ -56,17 +55,14 @@ const (
 
 // acquire takes a slot for client key without waiting.
 func (h *handshakes) acquire(key string) handshakeRefusal {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	ok, r := h.table.Admit(key)
 	switch {
-	case h.n >= h.total:
+	case ok:
+		return handshakeOK
+	case r.OverTotal:
 		return handshakeServerFull
-	case h.clients[key] >= h.perClient:
-		return handshakeClientFull
 	}
-	h.n++
-	h.clients[key]++
-	return handshakeOK
+	return handshakeClientFull
 }
 
 // release gives back a slot acquire granted to key; on nil (no slot
@@ -75,26 +71,13 @@ func (h *handshakes) release(key string) {
 	if h == nil {
 		return
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.n--
-	if h.clients[key]--; h.clients[key] <= 0 {
-		delete(h.clients, key)
-	}
+	h.table.Release(key)
 }
 
-func (h *handshakes) inFlight() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.n
-}
+func (h *handshakes) inFlight() int { return h.table.Open() }
 
-// clients is the size of the per-client table (for tests).
-func (h *handshakes) clientCount() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.clients)
-}
+// clientCount is the size of the per-client table (for tests).
+func (h *handshakes) clientCount() int { return h.table.Clients() }
 
 // handshakeKey is the client a POST's token and slots are counted against:
 // the address the HTTP listener derived (the real client behind a trusted

@@ -165,7 +165,8 @@ type transcodedSource interface {
 // transcodedReader swaps orig, whose video the viewer cannot take
 // (codecErr), for a reader of the path's H.264 rendition when the path
 // has one. Otherwise orig is closed and codecErr returned: the viewer is
-// refused with it.
+// refused with it, unless only a reader cap stands in the way
+// (atReaderCap: the hub's error, for a 503).
 func (s *Server) transcodedReader(path, id string, model *sdpoffer.Offer, orig Reader, codecErr error) (Reader, offer, error) {
 	ts, ok := s.cfg.Source.(transcodedSource)
 	if !ok {
@@ -173,10 +174,23 @@ func (s *Server) transcodedReader(path, id string, model *sdpoffer.Offer, orig R
 		return nil, offer{}, codecErr
 	}
 	alt, err := ts.AddTranscodedReader(path, id)
+	if atReaderCap(err) {
+		// The reader cap counts both renditions' readers, orig among
+		// them: at the cap it holds the very slot alt needs. Give it
+		// back and ask again; the path's other readers keep its pull.
+		orig.Close()
+		orig = nil
+		alt, err = ts.AddTranscodedReader(path, id)
+	}
 	// Released only now, so the path cannot lose its last reader (and
 	// an edge its pull) in between.
-	orig.Close()
-	if err != nil {
+	if orig != nil {
+		orig.Close()
+	}
+	switch {
+	case atReaderCap(err):
+		return nil, offer{}, err // the viewer could play it: a 503, not a 409
+	case err != nil:
 		return nil, offer{}, withoutRendition(codecErr, err)
 	}
 	o, err := offerFor(model, alt.Info())
@@ -199,4 +213,9 @@ func withoutRendition(codecErr, renditionErr error) error {
 	}
 	return fmt.Errorf("%w. This path passes video through (video: passthrough): "+
 		"the operator can set video: auto for it, and the server converts H.265 to H.264 for browsers like this one", codecErr)
+}
+
+// atReaderCap reports whether err is the hub's path or server reader cap.
+func atReaderCap(err error) bool {
+	return errors.Is(err, hub.ErrPathFull) || errors.Is(err, hub.ErrServerFull)
 }
