@@ -88,12 +88,15 @@ func TestOfferFloodCappedPath(t *testing.T) {
 
 	// The cap still holds for viewers who connect: two more fill it.
 	for range 2 {
-		dialViewer(t, srv, path, "third or fourth", whepclient.Options{})
+		dialViewer(t, srv, path, "third or fourth", whepclient.Options{Decode: true})
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	_, err := whepclient.Dial(ctx, url, whepclient.Options{HTTPClient: httpClientFrom(net.IPv4(127, 0, 0, 4)),
+	fifth, err := whepclient.Dial(ctx, url, whepclient.Options{HTTPClient: httpClientFrom(net.IPv4(127, 0, 0, 4)),
 		SettingEngine: func(se *webrtc.SettingEngine) { testkit.LoopbackOnly(se) }})
+	if err == nil {
+		_ = fifth.Close()
+	}
 	var he *whepclient.HTTPError
 	if !errors.As(err, &he) || he.StatusCode != http.StatusServiceUnavailable || !strings.Contains(he.Error(), "path-full") {
 		t.Errorf("a fifth viewer of a path with maxReaders 4: %v, want 503 path-full", err)
