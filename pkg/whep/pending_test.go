@@ -5,11 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/pion/webrtc/v4"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/pkg/hub"
@@ -27,7 +24,7 @@ func cappedHub(t *testing.T, maxReaders int) *hub.Hub {
 	return h
 }
 
-// awaitConnected waits for a channel applyAnswer returned.
+// awaitConnectedPC waits for a channel applyAnswer returned.
 func awaitConnectedPC(t *testing.T, connected <-chan struct{}, who string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
@@ -108,16 +105,7 @@ func TestPendingOfferFullAtICEStart(t *testing.T) {
 				return h.State("live/cam1").Readers == 1
 			})
 
-			var once sync.Once
-			lateConnected := make(chan struct{})
-			late.PC.OnConnectionStateChange(func(s webrtc.PeerConnectionState) {
-				if s == webrtc.PeerConnectionStateConnected {
-					once.Do(func() { close(lateConnected) })
-				}
-			})
-			if err := late.PC.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: lateAnswer}); err != nil {
-				t.Fatal(err)
-			}
+			connectWith(t, late, lateAnswer)
 			testkit.WaitFor(t, 15*time.Second, "the late viewer to be refused", func() bool {
 				st := srv.Stats()
 				return st.Rejected["reader_cap"] == 1 && st.Sessions == 1 && st.PendingOffers == 0
