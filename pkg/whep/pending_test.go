@@ -37,17 +37,28 @@ func awaitConnectedPC(t *testing.T, connected <-chan struct{}, who string) {
 }
 
 // Answered offers whose viewers never start ICE hold no reader slot: on
-// a path with maxReaders 2 and more silent offers than that, real viewers
-// still get in (and show in the counts alone), and the cap still holds for
-// them: the next POST is refused 503 path-full at once.
+// a path with maxReaders 5 that 3 viewers play, silent offers from 16
+// addresses (more than the free seats) leave the counts alone, and a 4th
+// and 5th viewer still get in; the cap still holds for viewers who
+// connect: the 6th POST is refused 503 path-full at once.
 func TestPendingOffersHoldNoReaderSlot(t *testing.T) {
-	h := cappedHub(t, 2)
+	const maxReaders, silent = 5, 16
+	h := cappedHub(t, maxReaders)
 	srv, hs := startServer(t, HubSource(h), func(c *Config) {
 		c.ICEStartTimeout = 20 * time.Second // the silent offers stay pending throughout
 		c.HandshakeTimeout = 30 * time.Second
 	})
 	url := hs.URL + "/live/cam1/whep"
-	const silent = 8
+	join := func(i int) {
+		t.Helper()
+		awaitConnectedPC(t, applyAnswer(t, clientFrom("127.0.0.2"), url), fmt.Sprintf("viewer %d", i+1))
+		testkit.WaitFor(t, 10*time.Second, "the viewer to be counted", func() bool {
+			return h.State("live/cam1").Readers == i+1
+		})
+	}
+	for i := range 3 {
+		join(i)
+	}
 	for i := range silent {
 		ip := fmt.Sprintf("127.0.0.%d", 10+i)
 		if code, body := postFrom(t, clientFrom(ip), url, testkit.Offer(t, testkit.OfferOptions{}).SDP); code != http.StatusCreated {
@@ -57,18 +68,14 @@ func TestPendingOffersHoldNoReaderSlot(t *testing.T) {
 	if st := srv.Stats(); st.PendingOffers != silent {
 		t.Fatalf("%d pending offers, want %d", st.PendingOffers, silent)
 	}
-	if n := h.State("live/cam1").Readers; n != 0 {
-		t.Fatalf("%d readers counted for %d silent offers, want 0", n, silent)
+	if n := h.State("live/cam1").Readers; n != 3 {
+		t.Fatalf("%d readers counted with 3 viewers and %d silent offers, want 3", n, silent)
 	}
-	if ps := h.Paths(); len(ps) != 1 || ps[0].Readers != 0 || len(ps[0].Sessions) != 0 {
-		t.Fatalf("Paths with silent offers only: %+v", ps)
+	if ps := h.Paths(); len(ps) != 1 || ps[0].Readers != 3 || len(ps[0].Sessions) != 3 {
+		t.Fatalf("Paths with 3 viewers and silent offers: %+v", ps)
 	}
-
-	for i := range 2 {
-		awaitConnectedPC(t, applyAnswer(t, clientFrom("127.0.0.2"), url), fmt.Sprintf("viewer %d", i))
-		testkit.WaitFor(t, 10*time.Second, "the viewer to be counted", func() bool {
-			return h.State("live/cam1").Readers == i+1
-		})
+	for i := 3; i < maxReaders; i++ {
+		join(i)
 	}
 	code, body := postFrom(t, clientFrom("127.0.0.3"), url, testkit.Offer(t, testkit.OfferOptions{}).SDP)
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "path-full") {
