@@ -127,3 +127,32 @@ func TestPendingReaderAttachCounts(t *testing.T) {
 	r.Close()
 	other.Close()
 }
+
+// A pending reader of the path's H.264 rendition claims a seat under the
+// path's one cap, which both renditions share.
+func TestPendingRenditionReader(t *testing.T) {
+	h := New(Config{MaxReaders: func(string) int { return 1 }})
+	pub := mustPublish(t, h, "live/a")
+	if _, err := pub.AddRendition(); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := h.AddPendingTranscodedReader("live/a", "t")
+	if err != nil {
+		t.Fatalf("pending rendition reader: %v", err)
+	}
+	defer tr.Close()
+	orig := mustReader(t, h, "live/a", "o")
+	if err := tr.Claim(); !errors.Is(err, ErrPathFull) {
+		t.Fatalf("claim with the original rendition's reader in the seat: %v, want ErrPathFull", err)
+	}
+	orig.Close()
+	if err := tr.Claim(); err != nil {
+		t.Fatalf("claim with the seat free: %v", err)
+	}
+	if st := h.State("live/a"); st.Readers != 1 {
+		t.Fatalf("State.Readers %d, want the rendition's reader", st.Readers)
+	}
+	if _, err := h.AddPendingReader("live/a", "late"); !errors.Is(err, ErrPathFull) {
+		t.Fatalf("pending reader with the rendition's reader in the seat: %v, want ErrPathFull", err)
+	}
+}
