@@ -70,7 +70,7 @@ type Hub struct {
 
 	mu       sync.RWMutex
 	paths    map[string]*path
-	total    int       // reserved + attached readers over all paths
+	total    int       // counted readers over all paths (not pending ones)
 	departed []*Reader // removed readers whose drops are not logged yet
 }
 
@@ -151,6 +151,10 @@ func (h *Hub) Publish(name string, remote string) (*Publisher, error) {
 // caps at once but receives nothing until Attach, so a viewer still doing
 // its ICE handshake fills no queue.
 func (h *Hub) AddReader(name, session string) (*Reader, error) {
+	return h.addReader(name, session, true)
+}
+
+func (h *Hub) addReader(name, session string, counted bool) (*Reader, error) {
 	if h.cfg.Admit != nil {
 		if err := h.cfg.Admit(); err != nil {
 			return nil, fmt.Errorf("read %q: %w: %v", name, ErrServerFull, err)
@@ -164,8 +168,18 @@ func (h *Hub) AddReader(name, session string) (*Reader, error) {
 	}
 	r := newReader(h, p, session, h.cfg.QueueSize, audioSlots(h.cfg.QueueSize))
 	p.members = append(p.members, r)
-	h.total++
+	if counted {
+		h.countLocked(r)
+	}
 	return r, nil
+}
+
+// countLocked makes r one of the readers the caps and the counts see.
+// Called with Hub.mu held.
+func (h *Hub) countLocked(r *Reader) {
+	r.counted = true
+	r.p.counted++
+	h.total++
 }
 
 // release frees r's slot; it is a no-op when the slot is already free.
@@ -176,7 +190,10 @@ func (h *Hub) release(r *Reader) {
 		return
 	}
 	r.released = true
-	h.total--
+	if r.counted {
+		r.p.counted--
+		h.total--
+	}
 	// slices.Delete zeroes the vacated tail, so the reader can be collected.
 	if i := slices.Index(r.p.members, r); i >= 0 {
 		r.p.members = slices.Delete(r.p.members, i, i+1)
@@ -193,7 +210,7 @@ type PathStats struct {
 	Publisher     bool
 	Remote        string
 	Info          av.StreamInfo
-	Readers       int // reserved + attached
+	Readers       int // counted (reserved or attached), not pending
 	FramesIn      uint64
 	BytesIn       uint64
 	FramesDropped uint64 // over every reader the path has had, departed ones included
@@ -223,14 +240,17 @@ func (h *Hub) Paths() []PathStats {
 			Publisher:     p.pub != nil,
 			Remote:        p.remote,
 			Info:          info,
-			Readers:       len(p.members),
+			Readers:       p.counted,
 			FramesIn:      p.framesIn.Load(),
 			BytesIn:       p.bytesIn.Load(),
 			FramesDropped: p.dropped[kindVideo].Load() + p.dropped[kindAudio].Load(),
 			Since:         p.since,
-			Sessions:      make([]ReaderStats, 0, len(p.members)),
+			Sessions:      make([]ReaderStats, 0, p.counted),
 		}
 		for _, r := range p.members {
+			if !r.counted {
+				continue // an offer nobody may ever complete is no viewer
+			}
 			ps.Sessions = append(ps.Sessions, ReaderStats{
 				Session:   r.session,
 				Attached:  r.attached.Load(),

@@ -27,9 +27,11 @@ type path struct {
 	grace  *time.Timer
 	pubs   uint64
 
-	// members are the reserved and attached readers, guarded by Hub.mu
-	// because the caps are decided there.
+	// members are the pending, reserved and attached readers, guarded by
+	// Hub.mu because the caps are decided there; counted is how many of
+	// them the caps and the counts see (all but the pending ones).
 	members []*Reader
+	counted int
 
 	// wmu is held by fanout (every Write*) for the whole fan-out, and by a
 	// change of generation, so the readers' gates and the "only one
@@ -122,6 +124,9 @@ func newPath(name, remote string, cacheMax int, log *slog.Logger) *path {
 // withAudio also delivers audio (cached and live), withSource the source
 // audio units.
 func (p *path) attach(r *Reader, withAudio, withSource bool) {
+	// A pending reader attached without Claim is delivered to, so it is
+	// a viewer and counts from now on; its owner chose to skip the caps.
+	_ = r.h.claim(r, false)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed || r.state != stateReserved {
@@ -328,7 +333,8 @@ func (h *Hub) removePathLocked(p *path) []*Reader {
 			h.departed = append(h.departed, r)
 		}
 	}
-	h.total -= len(members)
+	h.total -= p.counted
+	p.counted = 0
 	return members
 }
 

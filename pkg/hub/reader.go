@@ -12,7 +12,7 @@ import (
 type readerState uint8
 
 const (
-	stateReserved readerState = iota // counted against the caps, receives nothing
+	stateReserved readerState = iota // not attached yet (pending or counted): receives nothing
 	stateAttached
 	stateClosed
 )
@@ -83,6 +83,9 @@ type Reader struct {
 
 	state    readerState // guarded by p.mu
 	released bool        // slot freed; guarded by Hub.mu
+	// counted: the caps and the counts see the reader (AddReader, or a
+	// pending reader once claimed); guarded by Hub.mu.
+	counted bool
 	// gate is only touched by the publisher's goroutine once the reader is
 	// in the readers snapshot; attach sets it under p.mu before that, and
 	// Write takes p.mu to load the snapshot, which orders the two.

@@ -33,7 +33,7 @@ func (h *Hub) readersLocked(name string) int {
 	n := 0
 	for _, k := range [...]string{base, TranscodedName(base)} {
 		if p, ok := h.paths[k]; ok {
-			n += len(p.members)
+			n += p.counted
 		}
 	}
 	return n

@@ -40,18 +40,27 @@ func (h *Hub) roomLocked(name string) (*path, error) {
 	if !ok || p.pub == nil {
 		return nil, fmt.Errorf("read %q: %w", name, ErrNoPublisher)
 	}
+	if err := h.capsLocked(name); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// capsLocked reports whether one more counted reader of name would pass
+// the path's and the server's reader caps. Called with Hub.mu held.
+func (h *Hub) capsLocked(name string) error {
 	if h.cfg.MaxReaders != nil {
 		if limit := h.cfg.MaxReaders(baseName(name)); limit > 0 && h.readersLocked(name) >= limit {
-			return nil, fmt.Errorf("read %q: %w (%d readers; raise maxReaders for the path)",
+			return fmt.Errorf("read %q: %w (%d readers; raise maxReaders for the path)",
 				name, ErrPathFull, limit)
 		}
 	}
 	if h.cfg.MaxReadersTotal != nil {
 		if limit := h.cfg.MaxReadersTotal(); limit > 0 && h.total >= limit {
-			return nil, fmt.Errorf("read %q: %w (%d readers in total)", name, ErrServerFull, limit)
+			return fmt.Errorf("read %q: %w (%d readers in total)", name, ErrServerFull, limit)
 		}
 	}
-	return p, nil
+	return nil
 }
 
 // SetSourceAudio declares whether the publisher sends source audio

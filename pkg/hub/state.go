@@ -11,8 +11,8 @@ type PathState struct {
 	// Playable: the publisher's stream has reached the hub with an IDR,
 	// so a reader added now starts without waiting for the encoder.
 	Playable bool
-	// Readers are reserved and attached readers, viewers kept through a
-	// grace period included, and those of the path's H.264 rendition
+	// Readers are reserved and attached readers (not pending ones),
+	// viewers kept through a grace period included, and those of the path's H.264 rendition
 	// (rendition.go): an edge keeps its pull for them too.
 	Readers int
 	// LastFrame is when the current publisher last wrote a video frame

@@ -2,7 +2,7 @@ package hub
 
 // PublisherStats is a snapshot of one publisher's path.
 type PublisherStats struct {
-	Readers       int    // reserved + attached
+	Readers       int    // counted (reserved or attached), not pending
 	FramesIn      uint64 // video access units written
 	BytesIn       uint64 // their NAL unit bytes
 	AudioFramesIn uint64 // Opus frames written
@@ -44,7 +44,7 @@ func (p *path) counters() PublisherStats {
 	congested := p.congested.Load()
 	video, audio := p.dropped[kindVideo].Load(), p.dropped[kindAudio].Load()
 	return PublisherStats{
-		Readers:                len(p.members),
+		Readers:                p.counted,
 		FramesIn:               p.framesIn.Load(),
 		BytesIn:                p.bytesIn.Load(),
 		AudioFramesIn:          p.audioFramesIn.Load(),

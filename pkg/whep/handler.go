@@ -217,7 +217,8 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 	}
 	// An answered offer costs a reader and a connection waiting for a
 	// check, nothing more, until its viewer starts ICE (awaitConnected);
-	// the DTLS slot is taken only then.
+	// the reader's seat under the caps (claimReader) and the DTLS slot
+	// are taken only then.
 	switch s.pending.acquire(clientKey) {
 	case handshakeServerFull:
 		s.stats.reject(rejectPendingLimit)

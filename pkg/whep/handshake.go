@@ -3,11 +3,13 @@ package whep
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/srtwhep/srtwhep/pkg/auth"
 	"github.com/srtwhep/srtwhep/pkg/connlimit"
+	"github.com/srtwhep/srtwhep/pkg/hub"
 )
 
 // DefaultICEStartTimeout is how long an answered offer may go without a
@@ -110,11 +112,14 @@ func (s *Server) awaitConnected(sess *session) error {
 			sess.log.Info("viewer opened")
 		}
 	}
-	// toHandshake moves the session from its pending slot to a handshake
-	// slot.
+	// toHandshake moves the session from its pending slot to its reader
+	// slot and a handshake slot.
 	toHandshake := func() error {
 		opened()
 		started = nil
+		if err := s.claimReader(sess); err != nil {
+			return err
+		}
 		slots.release(sess.clientKey)
 		slots = nil
 		if s.handshakes.acquire(sess.clientKey) != handshakeOK {
@@ -130,6 +135,11 @@ func (s *Server) awaitConnected(sess *session) error {
 		select {
 		case <-connected:
 			opened()
+			// Connected before its ICE start was seen (on pion the two
+			// are one event): the reader slot is still to take.
+			if started != nil {
+				return s.claimReader(sess)
+			}
 			return nil
 		case <-started:
 			if err := toHandshake(); err != nil {
@@ -158,4 +168,42 @@ func (s *Server) awaitConnected(sess *session) error {
 			return context.Cause(sess.ctx)
 		}
 	}
+}
+
+// claimer is a Reader that holds no slot on its path until claimed (a hub
+// pending reader); a Reader without it counted from AddReader on.
+type claimer interface {
+	Claim() error
+}
+
+// errFullAtICE ends a session whose viewer started ICE after its path, or
+// the server, reached the reader cap: the cap counts viewers who started
+// to connect, not answered offers, so the POST's check is repeated here.
+var errFullAtICE = errors.New("the viewer limit was reached before the viewer's ICE started")
+
+// claimReader takes sess's reader slot when its viewer starts ICE. The
+// refusal is what the POST would have got then (503 path-full or
+// server-full, counted as reader_cap or server_full): a player retries
+// after Retry-After as it does on a 503.
+func (s *Server) claimReader(sess *session) error {
+	c, ok := sess.reader.(claimer)
+	if !ok {
+		return nil
+	}
+	err := c.Claim()
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, hub.ErrPathFull):
+		s.stats.reject(rejectReaderCap)
+		s.refusals.refusedFrom(sess.remote, sess.path, http.StatusServiceUnavailable, probPathFull,
+			fmt.Sprintf("path %q reached its viewer limit before the viewer's ICE started; retry later", sess.path), "")
+	case errors.Is(err, hub.ErrServerFull):
+		s.stats.reject(rejectServerFull)
+		s.refusals.refusedFrom(sess.remote, sess.path, http.StatusServiceUnavailable, probServerFull,
+			fmt.Sprintf("the server reached its viewer limit before the viewer's ICE started (%v); retry later", err), "")
+	default:
+		return err // the path ended: nothing to refuse
+	}
+	return fmt.Errorf("%w: %v", errFullAtICE, err)
 }

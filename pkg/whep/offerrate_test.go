@@ -194,6 +194,13 @@ func applyAnswer(t *testing.T, c *http.Client, url string) <-chan struct{} {
 	if code != http.StatusCreated {
 		t.Fatalf("viewer: %d %q", code, answer)
 	}
+	return connectWith(t, off, answer)
+}
+
+// connectWith applies an answer to off and returns a channel closed once
+// its connection is up.
+func connectWith(t *testing.T, off *testkit.Offerer, answer string) <-chan struct{} {
+	t.Helper()
 	connected := make(chan struct{})
 	var once sync.Once
 	off.PC.OnConnectionStateChange(func(s webrtc.PeerConnectionState) {

@@ -92,6 +92,11 @@ func TestSSEContract(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	// The viewer counts once its ICE has started: an answered offer alone
+	// is no viewer (claimReader).
+	if err := v.WaitConnected(ctx); err != nil {
+		t.Fatal(err)
+	}
 	all, err := whepclient.OpenEvents(ctx, nil, target, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -53,8 +53,10 @@ func HubSource(h *hub.Hub) Source { return hubSource{h} }
 
 type hubSource struct{ h *hub.Hub }
 
+// The readers are pending (hub.Hub.AddPendingReader): an answered offer
+// holds no reader slot until its viewer starts ICE (claimReader).
 func (hs hubSource) AddReader(path, session string) (Reader, error) {
-	r, err := hs.h.AddReader(path, session)
+	r, err := hs.h.AddPendingReader(path, session)
 	if err != nil {
 		return nil, err // not a typed nil inside the interface
 	}
@@ -62,7 +64,7 @@ func (hs hubSource) AddReader(path, session string) (Reader, error) {
 }
 
 func (hs hubSource) AddTranscodedReader(path, session string) (Reader, error) {
-	r, err := hs.h.AddTranscodedReader(path, session)
+	r, err := hs.h.AddPendingTranscodedReader(path, session)
 	if err != nil {
 		return nil, err
 	}

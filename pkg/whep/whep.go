@@ -59,7 +59,9 @@ type Source interface {
 }
 
 // Reader is one viewer's reservation on a path. It queues nothing until
-// Attach or AttachAV, so a viewer still in ICE costs no queue; from then
+// Attach or AttachAV, so a viewer still in ICE costs no queue; one that
+// also has Claim() error (a hub pending reader) takes no seat under the
+// reader caps until its viewer starts ICE (claimReader). From then
 // on the session's sender reads it (rtpsend.Source: the frames, video or
 // audio, in the order the publisher wrote them, marked CatchUp when part
 // of the catch-up burst a new viewer starts from). Close releases the
