@@ -106,8 +106,9 @@ func TestRetryAfter(t *testing.T) {
 	}{
 		{&whepclient.HTTPError{StatusCode: 503, RetryAfter: "1"}, true, 1250 * time.Millisecond},
 		{fmt.Errorf("dial: %w", &whepclient.HTTPError{StatusCode: 503, RetryAfter: "30"}), true, 2250 * time.Millisecond},
-		{&whepclient.HTTPError{StatusCode: 503}, false, 0},                  // no hint: a real failure
-		{&whepclient.HTTPError{StatusCode: 404, RetryAfter: "1"}, false, 0}, // not published
+		{&whepclient.HTTPError{StatusCode: 429, RetryAfter: "1"}, true, 1250 * time.Millisecond}, // the offer rate of one address
+		{&whepclient.HTTPError{StatusCode: 503}, false, 0},                                       // no hint: a real failure
+		{&whepclient.HTTPError{StatusCode: 404, RetryAfter: "1"}, false, 0},                      // not published
 		{&whepclient.HTTPError{StatusCode: 503, RetryAfter: "Wed, 21 Oct 2015 07:28:00 GMT"}, false, 0},
 		{errors.New("ICE failed"), false, 0},
 	}

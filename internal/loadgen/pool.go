@@ -108,7 +108,7 @@ type Pool struct {
 	decoders int            // decode sessions opened
 	failures map[string]int // error text → count, for the summary
 	lost     int            // sessions that ended on their own
-	retries  int            // offers repeated after a 503 with Retry-After
+	retries  int            // offers repeated after a 503 or 429 with Retry-After
 }
 
 // NewPool checks the URL and picks the local address the server is reached
@@ -220,8 +220,9 @@ func (p *Pool) Grow(ctx context.Context, target int, rate float64) (added, faile
 }
 
 // dialRetrying opens a session, repeating the offer while the server
-// answers 503 with Retry-After (its handshake limit under a ramp), as a
-// player does, until ctx ends. The retries are counted: a ladder must show
+// answers 503 with Retry-After (its handshake limit under a ramp) or 429
+// (its per-address offer rate, http.offerRate: a load generator is one
+// address), as a player does, until ctx ends. The retries are counted: a ladder must show
 // them, not hide them.
 func (p *Pool) dialRetrying(ctx context.Context, id int, decode bool) (*Session, error) {
 	for {
@@ -239,12 +240,13 @@ func (p *Pool) dialRetrying(ctx context.Context, id int, decode bool) (*Session,
 	}
 }
 
-// retryAfter tells whether err is a 503 the server asks to retry, and
-// when. Waits are capped so a ramp keeps its pace, and spread so the
+// retryAfter tells whether err is a 503 or 429 the server asks to retry,
+// and when. Waits are capped so a ramp keeps its pace, and spread so the
 // refused sessions do not all come back at once.
 func retryAfter(err error) (time.Duration, bool) {
 	var he *whepclient.HTTPError
-	if !errors.As(err, &he) || he.StatusCode != http.StatusServiceUnavailable || he.RetryAfter == "" {
+	if !errors.As(err, &he) || he.RetryAfter == "" ||
+		(he.StatusCode != http.StatusServiceUnavailable && he.StatusCode != http.StatusTooManyRequests) {
 		return 0, false
 	}
 	secs, perr := strconv.Atoi(he.RetryAfter)

@@ -54,7 +54,7 @@ type RunReport struct {
 	GenCPUHold                 float64       // % of one core while holding
 	GenCPUAll                  float64       // % of one core over the whole run, ramp included
 	Failures                   map[string]int
-	Retries                    int // offers repeated after a 503 with Retry-After
+	Retries                    int // offers repeated after a 503 or 429 with Retry-After
 
 	Mode   ViewerMode
 	Stalls uint64 // video pauses > 200 ms over all sessions
@@ -206,7 +206,7 @@ func (r *RunReport) WriteText(w io.Writer) error {
 			r.FeedbackSessions, r.ReportsPerViewerSecond, r.NACKed, r.PLIs, r.RTCPUnsent)
 	}
 	if r.Retries > 0 {
-		fmt.Fprintf(&b, "offers repeated after 503 with Retry-After: %d\n", r.Retries)
+		fmt.Fprintf(&b, "offers repeated after 503/429 with Retry-After: %d\n", r.Retries)
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.Failures)) {
 		fmt.Fprintf(&b, "failed to connect (%d×): %s\n", r.Failures[k], k)

@@ -152,7 +152,7 @@ func joinPion(t *testing.T, srv *Server, pv *pionViewer, vc ViewerConfig) (*View
 // consent checks of an ICE-lite server, so consent holds on its own
 // answers for several consent timeouts.
 func TestPionAnswersConsent(t *testing.T) {
-	const timeout = 3 * time.Second
+	const timeout = 6 * time.Second // room for a loaded -race run
 	srv, _ := newServer(t, func(c *Config) { c.ProofTimeout = timeout })
 	pv := newPionViewer(t, false)
 	v, _ := joinPion(t, srv, pv, codecsFor(t, pv.offer))
