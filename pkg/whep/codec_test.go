@@ -127,7 +127,8 @@ func TestWithoutRendition(t *testing.T) {
 // TestRenditionAtReaderCap: the path's reader cap counts both
 // renditions, so the H.264 viewer of an H.265 path must not be refused
 // for the original's reader it holds only while it asks for the
-// rendition's: with one slot left it gets 201, and once the path is full
+// rendition's: with one slot left it gets 201 (pending: no seat until its
+// ICE starts), and once the path is full
 // the next one gets 503 path-full (it could play the stream), not a 409.
 func TestRenditionAtReaderCap(t *testing.T) {
 	h := hub.New(hub.Config{MaxReaders: func(string) int { return 1 }})
@@ -153,6 +154,14 @@ func TestRenditionAtReaderCap(t *testing.T) {
 	if got := answerSummary(t, body); !strings.Contains(got, "H264") {
 		t.Errorf("answer %s, want H.264 (the rendition)", got)
 	}
+	// That viewer never starts ICE, so it holds no seat (pending offers
+	// do not count): a reader that counts at once, as an SRT reader
+	// does, fills the path.
+	srtReader, err := h.AddReader("live/hevc", "srt-reader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srtReader.Close)
 	resp, body = post(t, hs.URL+"/live/hevc/whep", "application/sdp", offer)
 	var p struct{ Type string }
 	_ = json.Unmarshal([]byte(body), &p)
@@ -160,6 +169,6 @@ func TestRenditionAtReaderCap(t *testing.T) {
 		t.Errorf("H.264 viewer of a full path: got %d %q, want 503 %s", resp.StatusCode, body, probPathFull)
 	}
 	if n := h.State("live/hevc").Readers; n != 1 {
-		t.Errorf("%d readers on the path's renditions, want the one admitted", n)
+		t.Errorf("%d readers counted on the path's renditions, want the SRT reader alone (the pending viewer holds no seat)", n)
 	}
 }
