@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bluenviron/mediacommon/v2/pkg/codecs/h265"
+
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/internal/whepclient"
 )
@@ -28,6 +30,9 @@ type encoderRow struct {
 	// after, when set, checks more once the viewer is done and returns
 	// notes for the table.
 	after func(t *testing.T, ts *testServer, path string) []string
+	// viewerH265: the viewer offers H.265 besides H.264, so an H.265
+	// publisher can pass through instead of reaching it transcoded.
+	viewerH265 bool
 }
 
 // encoderResult is what a new viewer saw, as the matrix's table reports it.
@@ -185,15 +190,26 @@ func encoderRows() []encoderRow {
 		gstRow("GStreamer 1.22, without alignment=7", "", gstVideo, "mpegtsmux name=m", gstAACav),
 		gstRow("GStreamer 1.22, without format=I420", "no profile caps either: x264enc picks its input format", gstNoFormat, gstMux, gstAACav),
 		srtRelayRow,
-		ffmpegRow("ffmpeg H.265", "", "-c:v libx265 -preset ultrafast -bf 0 -g 60 -b:v 2500k -c:a aac -b:a 128k"),
+		ffmpegRow("ffmpeg H.265", "", ffmpegH265),
 		gstRow("GStreamer 1.22, x265enc", "", gstH265, gstMux, gstAACav),
+		offersH265(ffmpegRow("ffmpeg H.265, viewer offers H.265", "", ffmpegH265)),
+		offersH265(gstRow("GStreamer 1.22, x265enc, viewer offers H.265", "", gstH265, gstMux, gstAACav)),
 	}
+}
+
+const ffmpegH265 = "-c:v libx265 -preset ultrafast -bf 0 -g 60 -b:v 2500k -c:a aac -b:a 128k"
+
+// offersH265: the row's publisher played by a viewer whose offer has
+// H265/90000 as well, as Safari's and recent Chrome's do.
+func offersH265(r encoderRow) encoderRow {
+	r.viewerH265 = true
+	return r
 }
 
 // TestEncoders is the publisher matrix: each publisher people use, with
 // the settings they start with and those the README gives, pushes over SRT
 // to the real server (default config) and a real pion viewer (H.264 and
-// Opus offered) plays it. It is a report, run by scripts/bench.sh, not a
+// Opus offered; for the H.265 publishers also one offering H.265) plays it. It is a report, run by scripts/bench.sh, not a
 // gate: ENCODERS=1 runs it, ENCODERS_OUT=FILE writes the markdown table.
 // It fails only when the README's own settings do not play.
 func TestEncoders(t *testing.T) {
@@ -204,7 +220,7 @@ func TestEncoders(t *testing.T) {
 	var table []string
 	size, _, _ := encoderSize()
 	table = append(table,
-		fmt.Sprintf("Publishers at %s 30 fps against srtwhep's default config (`video: auto`), %s; a pion viewer offering H.264 and Opus joins once the publisher has sent 3 s; fps and audio packets are counted from 3 s to 8 s after its first picture; all its pictures are decoded by ffprobe.", size, time.Now().UTC().Format("2006-01-02 15:04 UTC")),
+		fmt.Sprintf("Publishers at %s 30 fps against srtwhep's default config (`video: auto`), %s; a pion viewer offering H.264 and Opus (and H.265 where the row says so) joins once the publisher has sent 3 s; fps and audio packets are counted from 3 s to 8 s after its first picture; all its pictures are decoded by ffprobe.", size, time.Now().UTC().Format("2006-01-02 15:04 UTC")),
 		"",
 		"| publisher | WHEP | POST → first picture | fps (5 s) | video received | decoded | transcoded | audio | notes |",
 		"| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -264,7 +280,7 @@ func measureEncoder(t *testing.T, ts *testServer, row encoderRow, path string) e
 		r.notes = append(r.notes, fmt.Sprintf("%d pictures reached the hub in 20 s", n))
 	}
 	posted := time.Now()
-	v, err := connectViewer(ts, path, func(o *whepclient.Options) { o.Audio = true })
+	v, err := connectViewer(ts, path, func(o *whepclient.Options) { o.Audio, o.H265 = true, row.viewerH265 })
 	if err != nil {
 		var he *whepclient.HTTPError
 		if errors.As(err, &he) {
@@ -309,8 +325,15 @@ func measureEncoder(t *testing.T, ts *testServer, row encoderRow, path string) e
 		}
 	}
 	r.fps = float64(n) / to.Sub(from).Seconds()
-	r.received = h264Profile(aus)
-	frames, dims := decodeH264(t, aus)
+	var frames int
+	var dims string
+	if len(aus) > 0 && aus[0].H265 {
+		r.received = h265Profile(aus)
+		frames, dims = decodeAnnexB(t, aus, "hevc")
+	} else {
+		r.received = h264Profile(aus)
+		frames, dims = decodeH264(t, aus)
+	}
 	r.decoded = fmt.Sprintf("%d/%d at %s", frames, len(aus), strings.Replace(dims, ",", "x", 1))
 	if st, ok := ingestPath(ts, path); ok && st.Transcode.Reason != "" {
 		r.transcoded = "yes: " + st.Transcode.Reason
@@ -372,6 +395,30 @@ func h264Profile(aus []whepclient.AccessUnit) string {
 		}
 	}
 	return "H.264, no SPS"
+}
+
+// h265Profile names the general profile and level of the first SPS
+// received.
+func h265Profile(aus []whepclient.AccessUnit) string {
+	for _, au := range aus {
+		for _, n := range au.NALUs {
+			if len(n) < 3 || h265.NALUType((n[0]>>1)&0x3f) != h265.NALUType_SPS_NUT {
+				continue
+			}
+			var sps h265.SPS
+			if err := sps.Unmarshal(n); err != nil {
+				return "H.265, SPS: " + err.Error()
+			}
+			ptl := sps.ProfileTierLevel
+			name := map[uint8]string{1: "Main", 2: "Main 10", 3: "Main Still Picture", 4: "RExt"}[ptl.GeneralProfileIdc]
+			if name == "" {
+				name = fmt.Sprintf("profile_idc %d", ptl.GeneralProfileIdc)
+			}
+			// general_level_idc is 30 × the level.
+			return fmt.Sprintf("H.265 %s %g", name, float64(ptl.GeneralLevelIdc)/30)
+		}
+	}
+	return "H.265, no SPS"
 }
 
 func freeUDPPort(t *testing.T) int {

@@ -28,13 +28,19 @@ func cmdG2G(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.WHEPURL, "url", "", "WHEP endpoint of the same path, e.g. http://127.0.0.1:8889/live/g2g/whep (required)")
 	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "how long to measure after the warm-up")
 	fs.DurationVar(&cfg.Warmup, "warmup", 3*time.Second, "frames made in this time after the viewer connects are not counted (its first GOP comes from the cache)")
-	fs.StringVar(&cfg.Bitrate, "bitrate", "1500k", "x264 bitrate of the 640x360@30 clip")
+	fs.StringVar(&cfg.Bitrate, "bitrate", "1500k", "encoder bitrate of the 640x360@30 clip")
+	fs.StringVar(&cfg.Codec, "codec", "h264", "what the generator publishes: h264 (libx264) or h265 (libx265)")
+	fs.BoolVar(&cfg.ViewerH265, "viewer-h265", false, "the viewer offers H.265 too (an H.265 path then passes through to it; without, it gets the path's H.264 rendition)")
 	fs.StringVar(&metricsURL, "metrics", "", "the server's /metrics URL, to report its own share ("+serverLatencyMetric+")")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if cfg.SRTURL == "" || cfg.WHEPURL == "" {
 		fmt.Fprintln(stderr, "whep-loadgen g2g: -srt and -url are required")
+		return 2
+	}
+	if cfg.Codec != "h264" && cfg.Codec != "h265" {
+		fmt.Fprintf(stderr, "whep-loadgen g2g: -codec %q: want h264 or h265\n", cfg.Codec)
 		return 2
 	}
 	var before glass.Buckets
@@ -52,8 +58,8 @@ func cmdG2G(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
-	fmt.Fprintf(stdout, "glass-to-glass (frame created -> its last RTP packet at a pion viewer, loopback): median %s, p95 %s, min %s, max %s over %d frames\n",
-		ms(res.Median), ms(res.P95), ms(res.Min), ms(res.Max), len(res.Samples))
+	fmt.Fprintf(stdout, "glass-to-glass (%s published, %s received; frame created -> its last RTP packet at a pion viewer, loopback): median %s, p95 %s, min %s, max %s over %d frames\n",
+		cfg.Codec, res.Codec, ms(res.Median), ms(res.P95), ms(res.Min), ms(res.Max), len(res.Samples))
 	fmt.Fprintf(stdout, "  frames generated %d, decoded %d, stamp unreadable %d, out of step %d, pictures lost on the way %d\n",
 		res.Generated, res.Decoded, res.Unreadable, res.OutOfStep, res.LostPictures)
 	if metricsURL != "" {

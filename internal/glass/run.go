@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pion/webrtc/v4"
@@ -23,8 +24,14 @@ type Config struct {
 	WHEPURL string // where the viewer plays the same path
 
 	Width, Height, FPS int    // 640x360 at 30 when zero
-	Bitrate            string // x264 -b:v, "1500k" when empty
+	Bitrate            string // encoder -b:v, "1500k" when empty
 	GOP                int    // frames between IDRs, 2 s when zero
+	// Codec the generator publishes: "h264" (libx264, the default) or
+	// "h265" (libx265), both ultrafast, zerolatency, no B-frames.
+	Codec string
+	// ViewerH265: the viewer offers H.265 besides H.264, so an H.265 path
+	// reaches it as published; without it, the path's H.264 rendition.
+	ViewerH265 bool
 
 	Warmup   time.Duration // samples from frames created earlier are discarded
 	Duration time.Duration // measured time after the warm-up
@@ -38,6 +45,7 @@ type Config struct {
 // viewer, for every frame whose stamp was read back.
 type Result struct {
 	Samples      []time.Duration
+	Codec        string // what the viewer received: "h264" or "h265"
 	Median, P95  time.Duration
 	Min, Max     time.Duration
 	Generated    int // frames the generator wrote
@@ -69,11 +77,16 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	defer wg.Wait() // after cancel (deferred later, so run first)
 	defer cancel()
 
-	enc := exec.CommandContext(ctx, cfg.FFmpeg, "-hide_banner", "-loglevel", "error", "-nostdin",
+	encoder := []string{"-c:v", "libx264"}
+	if cfg.Codec == "h265" {
+		encoder = []string{"-c:v", "libx265", "-x265-params", "log-level=error"}
+	}
+	args := []string{"-hide_banner", "-loglevel", "error", "-nostdin",
 		"-f", "rawvideo", "-pix_fmt", "yuv420p", "-s", fmt.Sprintf("%dx%d", cfg.Width, cfg.Height),
-		"-r", strconv.Itoa(cfg.FPS), "-i", "pipe:0",
-		"-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-bf", "0",
+		"-r", strconv.Itoa(cfg.FPS), "-i", "pipe:0"}
+	args = append(append(args, encoder...), "-preset", "ultrafast", "-tune", "zerolatency", "-bf", "0",
 		"-g", strconv.Itoa(cfg.GOP), "-b:v", cfg.Bitrate, "-f", "mpegts", cfg.SRTURL)
+	enc := exec.CommandContext(ctx, cfg.FFmpeg, args...)
 	encIn, err := enc.StdinPipe()
 	if err != nil {
 		return res, err
@@ -88,8 +101,13 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	})
 	wg.Go(func() { _ = enc.Wait() })
 
+	// The server passes H.265 through only to a viewer that offered it.
+	received := "h264"
+	if cfg.Codec == "h265" && cfg.ViewerH265 {
+		received = "hevc"
+	}
 	dec := exec.CommandContext(ctx, cfg.FFmpeg, "-hide_banner", "-loglevel", "error",
-		"-f", "h264", "-i", "pipe:0", "-fps_mode", "passthrough", "-threads", "1",
+		"-f", received, "-i", "pipe:0", "-fps_mode", "passthrough", "-threads", "1",
 		"-f", "rawvideo", "-pix_fmt", "gray", "pipe:1")
 	decIn, err := dec.StdinPipe()
 	if err != nil {
@@ -147,8 +165,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	wg.Wait()
 	res.Generated = generated
 	res.summarise()
+	res.Codec = p.codec()
 	if len(res.Samples) == 0 {
 		return res, errors.New("no frame's stamp was read back")
+	}
+	if want := map[string]string{"h264": "h264", "hevc": "h265"}[received]; res.Codec != want {
+		return res, fmt.Errorf("the viewer received %s, the decoder expected %s", res.Codec, want)
 	}
 	return res, nil
 }
@@ -165,6 +187,9 @@ func (c *Config) defaults() {
 	}
 	if c.Bitrate == "" {
 		c.Bitrate = "1500k"
+	}
+	if c.Codec == "" {
+		c.Codec = "h264"
 	}
 	if c.FFmpeg == "" {
 		c.FFmpeg = "ffmpeg"
@@ -217,7 +242,7 @@ func dialWhenLive(ctx context.Context, cfg Config, p *pairer) (*whepclient.Sessi
 	for {
 		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		sess, err := whepclient.Dial(dctx, cfg.WHEPURL, whepclient.Options{
-			Decode: true, NACK: true, OnAccessUnit: p.onAccessUnit,
+			Decode: true, NACK: true, H265: cfg.ViewerH265, OnAccessUnit: p.onAccessUnit,
 			SettingEngine: cfg.SettingEngine, Logger: cfg.Logger,
 		})
 		if err == nil {
@@ -248,6 +273,11 @@ type pairer struct {
 	started  bool // an IDR has been seen; only the read goroutine touches it
 	arrivals chan time.Time
 	pictures chan []byte
+	h265     atomic.Int32 // the codec of the first picture: 0 none yet, 1 H.264, 2 H.265
+}
+
+func (p *pairer) codec() string {
+	return [...]string{"none", "h264", "h265"}[p.h265.Load()]
 }
 
 // onAccessUnit runs on the session's read goroutine: it copies the picture
@@ -255,6 +285,13 @@ type pairer struct {
 func (p *pairer) onAccessUnit(au whepclient.AccessUnit) {
 	if !p.started && !au.IDR {
 		return
+	}
+	if !p.started {
+		c := int32(1)
+		if au.H265 {
+			c = 2
+		}
+		p.h265.Store(c)
 	}
 	p.started = true
 	var b []byte

@@ -69,7 +69,23 @@ func startBystander(t *testing.T, srv *testkit.Server) *bystander {
 // its first IDR; the test's end closes it.
 func dialViewer(t *testing.T, srv *testkit.Server, path, who string, opt whepclient.Options) *whepclient.Session {
 	t.Helper()
-	opt.SettingEngine = func(se *webrtc.SettingEngine) { testkit.LoopbackOnly(se) }
+	s := dialSession(t, srv, path, who, opt)
+	testkit.WaitFor(t, 10*time.Second, "the "+who+" viewer's first IDR", func() bool {
+		return s.Stats().IDRs > 0
+	})
+	return s
+}
+
+// dialSession is dialViewer without the wait for the first IDR.
+func dialSession(t *testing.T, srv *testkit.Server, path, who string, opt whepclient.Options) *whepclient.Session {
+	t.Helper()
+	more := opt.SettingEngine
+	opt.SettingEngine = func(se *webrtc.SettingEngine) {
+		testkit.LoopbackOnly(se)
+		if more != nil {
+			more(se)
+		}
+	}
 	var s *whepclient.Session
 	testkit.WaitFor(t, 15*time.Second, "the "+who+" viewer connects", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -79,9 +95,6 @@ func dialViewer(t *testing.T, srv *testkit.Server, path, who string, opt whepcli
 		return err == nil
 	})
 	t.Cleanup(func() { _ = s.Close() })
-	testkit.WaitFor(t, 10*time.Second, "the "+who+" viewer's first IDR", func() bool {
-		return s.Stats().IDRs > 0
-	})
 	return s
 }
 
