@@ -129,6 +129,11 @@ func TestCountersMove(t *testing.T) {
 					t.Errorf("%s exported on the %s plane", name, ts.config().WebRTC.MediaPlane)
 				}
 			}
+			// Both planes cap ICE-TCP with plane.TCPLimit, so both export
+			// its refusals.
+			if _, ok := fams["srtwhep_webrtc_ice_tcp_refused_total"]; !ok {
+				t.Errorf("srtwhep_webrtc_ice_tcp_refused_total not exported on the %s plane", ts.config().WebRTC.MediaPlane)
+			}
 			return
 		}
 		// The viewers so far checked, shook hands and reported (the
@@ -266,10 +271,11 @@ func TestCountersMove(t *testing.T) {
 	w.checkAllMoved(t)
 }
 
-// ownPlaneFamilies are exported by the own media plane only.
+// ownPlaneFamilies are exported by the own media plane only
+// (srtwhep_webrtc_ice_tcp_refused_total is on both).
 var ownPlaneFamilies = []string{"srtwhep_webrtc_received_datagrams_total", "srtwhep_webrtc_received_dropped_total",
 	"srtwhep_webrtc_send_syscalls_total", "srtwhep_webrtc_send_messages_total", "srtwhep_webrtc_consent_failures_total",
-	"srtwhep_webrtc_ice_tcp_refused_total", "srtwhep_webrtc_ice_tcp_evicted_total"}
+	"srtwhep_webrtc_ice_tcp_evicted_total"}
 
 // forgeDatagrams sends the own media plane, from a socket of the test's,
 // a datagram for each reason it drops one: junk, RTCP from an address no

@@ -48,8 +48,11 @@ type server struct {
 	// ownPlane is whep's media plane when it is the own one, for its
 	// metrics; nil on pion's.
 	ownPlane *mediaplane.Plane
-	load     *admission.Controller
-	hooks    *events.Poster // nil without hooks.url
+	// pionPlane is whep's media plane when it is pion's, for the ICE-TCP
+	// refusal counts (the one family both planes export); nil on the own.
+	pionPlane *pionplane.Plane
+	load      *admission.Controller
+	hooks     *events.Poster // nil without hooks.url
 
 	ready     chan struct{}
 	addrs     atomic.Pointer[boundAddrs] // nil until ready
@@ -188,9 +191,11 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 	}
 	// Its errors name whep already.
 	if cfg.WebRTC.MediaPlane == config.MediaPlanePion {
-		if wcfg.Plane, err = pionplane.New(pcfg); err != nil {
+		p, err := pionplane.New(pcfg)
+		if err != nil {
 			return s, err
 		}
+		wcfg.Plane, s.pionPlane = p, p
 	} else {
 		own, err := mediaplane.NewPlane(pcfg)
 		if err != nil {
@@ -203,7 +208,8 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 }
 
 // mediaPlaneSample is metrics.Sources.MediaPlane: the own media plane's
-// receive and send counters, false on the pion plane (pion's
+// receive and send counters (ICE-TCP refusals apart, see
+// tcpRefusalSample), false on the pion plane (pion's
 // PeerConnections demultiplex inside pion and count nothing we could
 // export, so no series rather than zeros that would read as "nothing
 // received") and before the plane has bound its socket.
@@ -229,10 +235,25 @@ func (s *server) mediaPlaneSample() (metrics.MediaPlaneSample, bool) {
 		SendMessages:        st.Messages,
 		ConsentAnswers:      st.ConsentAnswers,
 		ConsentFailures:     st.ConsentFailures,
-		TCPRefusedPerClient: st.TCPRefusedPerClient,
-		TCPRefusedGlobal:    st.TCPRefusedGlobal,
 		TCPEvicted:          st.TCPEvicted,
 	}, true
+}
+
+// tcpRefusalSample is metrics.Sources.TCPRefusals: both planes cap
+// ICE-TCP with a plane.TCPLimit, so both export its refusals.
+func (s *server) tcpRefusalSample() (metrics.TCPRefusalSample, bool) {
+	if s.pionPlane != nil {
+		perClient, global := s.pionPlane.TCPRefused()
+		return metrics.TCPRefusalSample{PerClient: perClient, Global: global}, true
+	}
+	if s.ownPlane == nil {
+		return metrics.TCPRefusalSample{}, false
+	}
+	st, ok := s.ownPlane.Stats()
+	if !ok {
+		return metrics.TCPRefusalSample{}, false
+	}
+	return metrics.TCPRefusalSample{PerClient: st.TCPRefusedPerClient, Global: st.TCPRefusedGlobal}, true
 }
 
 // Run starts every component and blocks until ctx ends or one of them
@@ -300,7 +321,7 @@ func (s *server) Run(ctx context.Context) error {
 		// time; the metrics package imports none of them.
 		m := metrics.New(metrics.Sources{Build: metrics.BuildInfo{Version: version.String()}, Profiling: s.cfg.Metrics.Pprof,
 			Paths: s.ingest.PathSamples, SRT: s.ingest.SRTSamples, WebRTC: s.whep.MetricsSample, Hooks: s.hooks.MetricsSource(),
-			MediaPlane: s.mediaPlaneSample, Refusals: s.ingest.Refusals})
+			MediaPlane: s.mediaPlaneSample, TCPRefusals: s.tcpRefusalSample, Refusals: s.ingest.Refusals})
 		g.Go(func() error { return m.Serve(ctx, metricsLn, s.log.With("component", "metrics")) })
 	}
 	g.Go(func() error {

@@ -176,7 +176,7 @@ var defs = [numDefs]def{
 	webrtcConsentFailures: {"srtwhep_webrtc_consent_failures_total",
 		"Consent checks (RFC 7675) that went unanswered on the own media plane: an address a viewer nominated that never answered the server's check, so got no media (a viewer spoofing a third party's address to aim its stream there, or a path that broke while moving), and viewers ended because their media address answered none of the server's consent checks for 30 s (RFC 7675: what a viewer sends proves nothing, since it may spoof its source). Not exported on the pion plane.", counter, nil},
 	webrtcTCPRefused: {"srtwhep_webrtc_ice_tcp_refused_total",
-		"ICE-TCP connections the own media plane closed at accept, by reason: per_client = over webrtc.maxTCPPerClient from one address (per /64 for IPv6), global = over the 4,096 open at once. per_client growing while ICE-TCP viewers fail means many of them share one address (raise the cap); otherwise it is a flood, and the log names the client once a second. Not exported on the pion plane.", counter, []string{"reason"}},
+		"ICE-TCP connections the media plane (own or pion) closed at accept, by reason: per_client = over webrtc.maxTCPPerClient from one address (per /64 for IPv6), global = over the 4,096 open at once. per_client growing while ICE-TCP viewers fail means many of them share one address (raise the cap); otherwise it is a flood, and the log names the client once a second.", counter, []string{"reason"}},
 	webrtcTCPEvicted: {"srtwhep_webrtc_ice_tcp_evicted_total",
 		"Validated ICE-TCP connections the own media plane closed because a newer address of the same viewer took their place (a viewer keeps eight). Not exported on the pion plane.", counter, nil},
 	serverLatency: {"srtwhep_server_latency_seconds",
@@ -220,6 +220,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	if c.src.MediaPlane != nil {
 		if s, ok := c.src.MediaPlane(); ok {
 			c.collectMediaPlane(ch, s)
+		}
+	}
+	if c.src.TCPRefusals != nil {
+		if s, ok := c.src.TCPRefusals(); ok {
+			c.emit(ch, webrtcTCPRefused, float64(s.PerClient), "per_client")
+			c.emit(ch, webrtcTCPRefused, float64(s.Global), "global")
 		}
 	}
 	if c.src.Refusals != nil {
@@ -358,8 +364,6 @@ func (c *collector) collectMediaPlane(ch chan<- prometheus.Metric, s MediaPlaneS
 	c.emit(ch, webrtcSendSyscalls, float64(s.SendSyscalls))
 	c.emit(ch, webrtcSendMessages, float64(s.SendMessages))
 	c.emit(ch, webrtcConsentFailures, float64(s.ConsentFailures))
-	c.emit(ch, webrtcTCPRefused, float64(s.TCPRefusedPerClient), "per_client")
-	c.emit(ch, webrtcTCPRefused, float64(s.TCPRefusedGlobal), "global")
 	c.emit(ch, webrtcTCPEvicted, float64(s.TCPEvicted))
 }
 

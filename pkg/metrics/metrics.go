@@ -135,10 +135,16 @@ type MediaPlaneSample struct {
 	// addresses that never answered (and got no media) plus viewers ended
 	// because their media address stopped answering.
 	ConsentAnswers, ConsentFailures uint64
-	// ICE-TCP connections closed at accept, over webrtc.maxTCPPerClient
-	// or over the server's cap, and validated ones closed because a newer
+	// TCPEvicted are validated ICE-TCP connections closed because a newer
 	// address of the same viewer replaced them.
-	TCPRefusedPerClient, TCPRefusedGlobal, TCPEvicted uint64
+	TCPEvicted uint64
+}
+
+// TCPRefusalSample counts, for the life of the process, the ICE-TCP
+// connections either media plane closed at accept: over
+// webrtc.maxTCPPerClient from one client, and over the server's cap.
+type TCPRefusalSample struct {
+	PerClient, Global uint64
 }
 
 // HookSample counts the events posted to hooks.url for the life of the
@@ -171,6 +177,10 @@ type Sources struct {
 	// are then left out rather than exported as zeros that would read as
 	// "nothing received".
 	MediaPlane func() (MediaPlaneSample, bool)
+	// TCPRefusals reports false while no media plane is running. Both
+	// planes cap ICE-TCP the same way (pkg/plane), so unlike MediaPlane
+	// this is exported on the pion plane too.
+	TCPRefusals func() (TCPRefusalSample, bool)
 	// Profiling also serves Go's pprof handlers under /debug/pprof/.
 	Profiling bool
 	// Build fills srtwhep_build_info (always 1). An empty Version reads

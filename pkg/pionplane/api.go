@@ -123,7 +123,7 @@ func interfaceFilter(names []string) func(string) bool {
 	return func(name string) bool { return slices.Contains(names, name) }
 }
 
-func listenMuxes(cfg plane.Config, log *slog.Logger) (*muxes, error) {
+func listenMuxes(cfg plane.Config, limit *plane.TCPLimit, log *slog.Logger) (*muxes, error) {
 	lf := pionslog.Factory{Log: log}
 	ua, err := net.ResolveUDPAddr("udp", cfg.UDPListen)
 	if err != nil {
@@ -165,7 +165,7 @@ func listenMuxes(cfg plane.Config, log *slog.Logger) (*muxes, error) {
 		m.tcpLn = ln
 		// pion's mux takes every connection it is given: the caps come
 		// before it, as on the own plane.
-		limited := plane.NewTCPLimit(cfg.MaxTCPPerClient, plane.MaxTCPConns, log).Listener(ln)
+		limited := limit.Listener(ln)
 		if len(cfg.PublicIPs) > 0 && ln.Addr().(*net.TCPAddr).IP.IsUnspecified() {
 			m.tcp = familyTCPMux{newTCPMux(lf.NewLogger("tcpmux"), familyListener{limited})}
 		} else {

@@ -29,6 +29,9 @@ type Plane struct {
 	cfg plane.Config
 	m   *muxes
 	api *apis
+	// tcpLimit is made in New, not Start, so that a scrape may read its
+	// counts at any time without racing Start.
+	tcpLimit *plane.TCPLimit
 }
 
 // New checks cfg and starts nothing.
@@ -36,12 +39,13 @@ func New(cfg plane.Config) (*Plane, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, fmt.Errorf("whep: %w", err)
 	}
-	return &Plane{cfg: cfg.WithDefaults()}, nil
+	cfg = cfg.WithDefaults()
+	return &Plane{cfg: cfg, tcpLimit: plane.NewTCPLimit(cfg.MaxTCPPerClient, plane.MaxTCPConns, cfg.Logger)}, nil
 }
 
 // Start binds the muxes and builds the pion APIs.
 func (p *Plane) Start() error {
-	m, err := listenMuxes(p.cfg, p.cfg.Logger)
+	m, err := listenMuxes(p.cfg, p.tcpLimit, p.cfg.Logger)
 	if err != nil {
 		return err
 	}
@@ -72,6 +76,11 @@ func (p *Plane) SocketStats() (datagrams, refused, receiveDrops uint64) {
 	}
 	return datagrams, refused, p.m.udpDrops.Count0()
 }
+
+// TCPRefused is how many ICE-TCP connections were reset at accept so
+// far, over webrtc.maxTCPPerClient and over plane.MaxTCPConns; zero
+// before Start and without an ICE-TCP listener.
+func (p *Plane) TCPRefused() (perClient, global uint64) { return p.tcpLimit.Refused() }
 
 // conn is a viewer's PeerConnection with its tracks, as a plane.Conn.
 type conn struct {
