@@ -1,6 +1,7 @@
 package whep
 
 import (
+	"container/list"
 	"math"
 	"sync"
 	"time"
@@ -30,17 +31,24 @@ type offerBuckets struct {
 	now   func() time.Time // time.Now; tests step it
 
 	mu      sync.Mutex
-	clients map[string]*offerBucket
+	clients map[string]*list.Element // Value: *offerBucket
+	// seen holds the buckets in the order their clients were last seen,
+	// the longest ago first. A take moves its bucket to the back, so the
+	// refilled buckets (seen refill or more ago) are always a run at the
+	// front: eviction and expiry pop from there and never scan the table,
+	// which a full table would otherwise make every newcomer do.
+	seen list.List
 }
 
 type offerBucket struct {
+	key    string
 	tokens float64
 	at     time.Time // when tokens was last brought up to date
 }
 
 func newOfferBuckets(rate, burst, max int) *offerBuckets {
 	return &offerBuckets{rate: float64(rate), burst: float64(burst), max: max, now: time.Now,
-		clients: make(map[string]*offerBucket)}
+		clients: make(map[string]*list.Element)}
 }
 
 // take takes a token for key; when there is none it returns how long
@@ -49,16 +57,20 @@ func (b *offerBuckets) take(key string) (ok bool, wait time.Duration) {
 	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	c := b.clients[key]
-	if c == nil {
+	var c *offerBucket
+	if e := b.clients[key]; e == nil {
 		if len(b.clients) >= b.max {
 			b.makeRoom(now)
 		}
-		c = &offerBucket{tokens: b.burst, at: now}
-		b.clients[key] = c
-	} else if d := now.Sub(c.at); d > 0 {
-		c.tokens = math.Min(b.burst, c.tokens+d.Seconds()*b.rate)
-		c.at = now
+		c = &offerBucket{key: key, tokens: b.burst, at: now}
+		b.clients[key] = b.seen.PushBack(c)
+	} else {
+		c = e.Value.(*offerBucket)
+		if d := now.Sub(c.at); d > 0 {
+			c.tokens = math.Min(b.burst, c.tokens+d.Seconds()*b.rate)
+			c.at = now
+		}
+		b.seen.MoveToBack(e)
 	}
 	if c.tokens >= 1 {
 		c.tokens--
@@ -74,17 +86,9 @@ func (b *offerBuckets) take(key string) (ok bool, wait time.Duration) {
 // once; the pending table's caps still bound what those offers cost.
 func (b *offerBuckets) makeRoom(now time.Time) {
 	b.expireLocked(now)
-	if len(b.clients) < b.max {
-		return
+	if len(b.clients) >= b.max {
+		b.removeLocked(b.seen.Front())
 	}
-	var oldest string
-	var oldestAt time.Time
-	for k, c := range b.clients {
-		if oldest == "" || c.at.Before(oldestAt) {
-			oldest, oldestAt = k, c.at
-		}
-	}
-	delete(b.clients, oldest)
 }
 
 // expire drops the entries whose buckets have refilled; the server's Run
@@ -97,13 +101,18 @@ func (b *offerBuckets) expire() {
 	b.expireLocked(now)
 }
 
+// expireLocked costs one step per entry it drops, plus one: each entry is
+// dropped at most once after the take that added it, so a full table's
+// newcomers pay O(1) amortised.
 func (b *offerBuckets) expireLocked(now time.Time) {
 	full := time.Duration(b.burst / b.rate * float64(time.Second))
-	for k, c := range b.clients {
-		if now.Sub(c.at) >= full {
-			delete(b.clients, k)
-		}
+	for e := b.seen.Front(); e != nil && now.Sub(e.Value.(*offerBucket).at) >= full; e = b.seen.Front() {
+		b.removeLocked(e)
 	}
+}
+
+func (b *offerBuckets) removeLocked(e *list.Element) {
+	delete(b.clients, b.seen.Remove(e).(*offerBucket).key)
 }
 
 func (b *offerBuckets) size() int {

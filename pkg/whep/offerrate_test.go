@@ -88,6 +88,40 @@ func TestOfferBucketTableBound(t *testing.T) {
 	}
 }
 
+// A full table evicts the client seen longest ago, not the one added
+// first: a client that keeps posting keeps its (emptied) bucket.
+func TestOfferBucketEvictsLeastRecentlySeen(t *testing.T) {
+	now := time.Unix(1000, 0)
+	const max = 4
+	b := newOfferBuckets(1, 2, max)
+	b.now = func() time.Time { return now }
+	step := func(key string) bool {
+		now = now.Add(time.Millisecond)
+		ok, _ := b.take(key)
+		return ok
+	}
+	for i := range max {
+		step(fmt.Sprint("c", i))
+	}
+	// c0 empties its bucket and is now the most recently seen.
+	step("c0")
+	if step("c0") {
+		t.Fatal("c0 had more than its burst of 2")
+	}
+	step("new") // the table is full: c1 goes
+	if n := b.size(); n != max {
+		t.Fatalf("table holds %d, want %d", n, max)
+	}
+	if step("c0") {
+		t.Error("c0 got a fresh bucket: it was evicted although c1 was seen longer ago")
+	}
+	step("new2") // c2 goes next
+	// c1 comes back with a fresh bucket of 2 (evicting c3).
+	if !step("c1") || !step("c1") {
+		t.Error("c1 was kept although it was seen longest ago")
+	}
+}
+
 // Past its burst a client gets 429 with Retry-After and the offer-rate
 // problem, before anything else is looked at; another address does not.
 func TestOfferRate429(t *testing.T) {
