@@ -40,7 +40,7 @@ var notProducible = map[string]string{
 	// TestICETCPFlood moves per_client against the binary, pkg/mediaplane's
 	// TestICETCPPerClientCap and TestICETCPEvictedClosed move per_client
 	// and evicted on the plane; global takes 4,096 connections.
-	"srtwhep_webrtc_ice_tcp_refused_total": "ICE-TCP is off in the in-process server (fixed port only); internal/hostile TestICETCPFlood and pkg/mediaplane move per_client",
+	"srtwhep_webrtc_ice_tcp_refused_total": "ICE-TCP is off in the in-process server (fixed port only); internal/hostile TestICETCPFlood, pkg/mediaplane and pkg/pionplane TestTCPRefusedCounts move per_client",
 	"srtwhep_webrtc_ice_tcp_evicted_total": "ICE-TCP is off in the in-process server (fixed port only); pkg/mediaplane TestICETCPEvictedClosed moves it",
 }
 
