@@ -301,7 +301,12 @@ func forgeDatagrams(t *testing.T, ts *testServer, w *counterWatch) {
 		return offer.PC.ConnectionState() == webrtc.PeerConnectionStateConnected
 	})
 	testkit.WaitFor(t, 15*time.Second, "the server to see the viewer connected", free)
-	check := func(pwd string) []byte { return iceCheck(t, offer.SDP, answer, pwd) }
+	ice := testkit.NewICECheck(t, offer.SDP, answer)
+	check := func(pwd string) []byte {
+		c := ice
+		c.Password = pwd
+		return c.Build(t).Raw
+	}
 
 	conn, err := net.Dial("udp4", ts.addrs.Load().WebRTCUDP)
 	if err != nil {
@@ -312,12 +317,12 @@ func forgeDatagrams(t *testing.T, ts *testServer, w *counterWatch) {
 	// a datagram too.
 	send := func(reason string, b []byte) {
 		t.Helper()
-		before, _ := series(w.scrape(t), "srtwhep_webrtc_received_dropped_total", "reason", reason)
+		before, _ := testkit.Series(w.scrape(t), "srtwhep_webrtc_received_dropped_total", "reason", reason)
 		testkit.WaitFor(t, 15*time.Second, "a datagram dropped as "+reason, func() bool {
 			if _, err := conn.Write(b); err != nil {
 				t.Fatal(err)
 			}
-			v, _ := series(w.scrape(t), "srtwhep_webrtc_received_dropped_total", "reason", reason)
+			v, _ := testkit.Series(w.scrape(t), "srtwhep_webrtc_received_dropped_total", "reason", reason)
 			return v > before
 		})
 	}
@@ -333,7 +338,7 @@ func forgeDatagrams(t *testing.T, ts *testServer, w *counterWatch) {
 	send("other", stun.MustBuild(stun.TransactionID, stun.BindingSuccess).Raw)
 	send("bad_integrity", check("not the password"))
 
-	good := check(sdpValue(t, answer, "ice-pwd"))
+	good := ice.Build(t).Raw
 	resp := make([]byte, 1500)
 	testkit.WaitFor(t, 15*time.Second, "an answer to a valid ICE check", func() bool {
 		if _, err := conn.Write(good); err != nil {
@@ -348,22 +353,12 @@ func forgeDatagrams(t *testing.T, ts *testServer, w *counterWatch) {
 
 	// The viewer's own credentials nominate the test's socket, which never
 	// answers the server's consent checks: no media, one consent failure.
-	nominate := iceCheck(t, offer.SDP, answer, sdpValue(t, answer, "ice-pwd"), stun.RawAttribute{Type: stun.AttrUseCandidate})
+	ice.Nominate = true
+	nominate := ice.Build(t).Raw
 	if _, err := conn.Write(nominate); err != nil {
 		t.Fatal(err)
 	}
 	w.waitAbove(t, "srtwhep_webrtc_consent_failures_total")
-}
-
-// iceCheck is an ICE connectivity check from the viewer that made offer
-// to the server that gave answer, with attrs (USE-CANDIDATE) and signed
-// with pwd.
-func iceCheck(t *testing.T, offer, answer, pwd string, attrs ...stun.Setter) []byte {
-	t.Helper()
-	username := sdpValue(t, answer, "ice-ufrag") + ":" + sdpValue(t, offer, "ice-ufrag")
-	setters := append([]stun.Setter{stun.TransactionID, stun.BindingRequest, stun.NewUsername(username)}, attrs...)
-	setters = append(setters, stun.NewShortTermIntegrity(pwd), stun.Fingerprint)
-	return stun.MustBuild(setters...).Raw
 }
 
 // dropAtICEStart makes the own plane's server close a viewer whose ICE
@@ -384,7 +379,7 @@ func dropAtICEStart(t *testing.T, ts *testServer, w *counterWatch) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	good := iceCheck(t, holder.SDP, answer, sdpValue(t, answer, "ice-pwd"))
+	good := testkit.NewICECheck(t, holder.SDP, answer).Build(t).Raw
 	testkit.WaitFor(t, 15*time.Second, "the ICE check to take the handshake slot", func() bool {
 		if _, err := conn.Write(good); err != nil {
 			t.Fatal(err)
@@ -403,18 +398,6 @@ func dropAtICEStart(t *testing.T, ts *testServer, w *counterWatch) {
 	w.waitAbove(t, "srtwhep_webrtc_rejected_total", "reason", "handshake_limit")
 	_ = v.PC.Close()
 	testkit.WaitFor(t, 15*time.Second, "the holder's handshake to time out", ts.slotsFree)
-}
-
-// sdpValue returns the value of the first a=key: line of sdp.
-func sdpValue(t *testing.T, sdp, key string) string {
-	t.Helper()
-	for line := range strings.Lines(sdp) {
-		if v, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), "a="+key+":"); ok {
-			return v
-		}
-	}
-	t.Fatalf("no a=%s in\n%s", key, sdp)
-	return ""
 }
 
 // x264AACArgs is x264Args' stream with a 48 kHz AAC tone, for the audio

@@ -25,7 +25,7 @@ type counterWatch struct {
 
 func (w *counterWatch) scrape(t *testing.T) map[string]*dto.MetricFamily {
 	t.Helper()
-	fams := scrapeMetrics(t, w.addr)
+	fams := testkit.Scrape(t, w.addr)
 	for name, f := range fams {
 		if !strings.HasPrefix(name, "srtwhep_") || f.GetType() != dto.MetricType_COUNTER {
 			continue
@@ -43,7 +43,7 @@ func (w *counterWatch) scrape(t *testing.T) map[string]*dto.MetricFamily {
 func (w *counterWatch) waitAbove(t *testing.T, name string, labels ...string) {
 	t.Helper()
 	testkit.WaitFor(t, 15*time.Second, fmt.Sprintf("%s%q above 0", name, labels), func() bool {
-		v, _ := series(w.scrape(t), name, labels...)
+		v, _ := testkit.Series(w.scrape(t), name, labels...)
 		return v > 0
 	})
 }
@@ -56,7 +56,7 @@ func (w *counterWatch) pathCounters(fams map[string]*dto.MetricFamily, path stri
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			if labelOf(m, "path") == path {
+			if testkit.LabelOf(m, "path") == path {
 				out[counterKey(name, m)] = m.GetCounter().GetValue()
 			}
 		}
@@ -66,7 +66,7 @@ func (w *counterWatch) pathCounters(fams map[string]*dto.MetricFamily, path stri
 
 func (w *counterWatch) wantPublisherUp(t *testing.T, fams map[string]*dto.MetricFamily, path string, want float64) {
 	t.Helper()
-	if v, ok := series(fams, "srtwhep_path_publisher_up", "path", path); !ok || v != want {
+	if v, ok := testkit.Series(fams, "srtwhep_path_publisher_up", "path", path); !ok || v != want {
 		t.Errorf("srtwhep_path_publisher_up{path=%q} = %v (exported: %v), want %v", path, v, ok, want)
 	}
 }

@@ -12,10 +12,6 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/internal/whepclient"
 	"github.com/srtwhep/srtwhep/pkg/config"
@@ -157,54 +153,4 @@ func (ts *testServer) waitUnthrottled(t *testing.T) {
 	testkit.WaitFor(t, 3*time.Second, "failure penalty to expire", func() bool {
 		return ts.policy.Penalty("127.0.0.1:1") == 0
 	})
-}
-
-// scrapeMetrics reads the server's /metrics with Prometheus' own parser.
-func scrapeMetrics(t *testing.T, addr string) map[string]*dto.MetricFamily {
-	t.Helper()
-	code, _, body := request(t, http.MethodGet, "http://"+addr+"/metrics", "", "", "")
-	if code != http.StatusOK {
-		t.Fatalf("scrape: %d %s", code, body)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
-	if err != nil {
-		t.Fatalf("scrape: %v in\n%s", err, body)
-	}
-	return families
-}
-
-// series returns the value of the first sample of family name whose labels
-// include every pair of labels (name, value, name, value, ...).
-func series(families map[string]*dto.MetricFamily, name string, labels ...string) (float64, bool) {
-	for _, m := range families[name].GetMetric() {
-		match := true
-		for i := 0; i+1 < len(labels); i += 2 {
-			match = match && labelOf(m, labels[i]) == labels[i+1]
-		}
-		if match {
-			return sampleValue(m), true
-		}
-	}
-	return 0, false
-}
-
-func labelOf(m *dto.Metric, name string) string {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
-}
-
-// sampleValue is the value of a counter, gauge or untyped sample.
-func sampleValue(m *dto.Metric) float64 {
-	switch {
-	case m.Counter != nil:
-		return m.GetCounter().GetValue()
-	case m.Gauge != nil:
-		return m.GetGauge().GetValue()
-	}
-	return m.GetUntyped().GetValue()
 }

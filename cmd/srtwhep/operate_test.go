@@ -35,24 +35,24 @@ func TestOperateMetricsAndAPI(t *testing.T) {
 		}
 		var m map[string]*dto.MetricFamily
 		testkit.WaitFor(t, 10*time.Second, "a scrape with sent bytes and an RTT sample", func() bool {
-			m = scrapeMetrics(t, addr)
-			sent, _ := series(m, "srtwhep_path_sent_bytes_total", "path", path)
-			_, ok := series(m, "srtwhep_srt_rtt_seconds", "path", path)
+			m = testkit.Scrape(t, addr)
+			sent, _ := testkit.Series(m, "srtwhep_path_sent_bytes_total", "path", path)
+			_, ok := testkit.Series(m, "srtwhep_srt_rtt_seconds", "path", path)
 			return sent > 0 && ok
 		})
-		if v, _ := series(m, "srtwhep_path_readers", "path", path); v != 2 {
+		if v, _ := testkit.Series(m, "srtwhep_path_readers", "path", path); v != 2 {
 			t.Errorf("srtwhep_path_readers = %v, want 2 (two viewers)", v)
 		}
-		if v, _ := series(m, "srtwhep_path_ingest_bytes_total", "path", path); v <= 0 {
+		if v, _ := testkit.Series(m, "srtwhep_path_ingest_bytes_total", "path", path); v <= 0 {
 			t.Errorf("srtwhep_path_ingest_bytes_total = %v, want > 0", v)
 		}
-		if v, ok := series(m, "srtwhep_path_frames_dropped_total", "path", path, "reason", "slow_reader"); !ok || v != 0 {
+		if v, ok := testkit.Series(m, "srtwhep_path_frames_dropped_total", "path", path, "reason", "slow_reader"); !ok || v != 0 {
 			t.Errorf("slow_reader drops = %v (present %v), want 0 for two healthy viewers", v, ok)
 		}
-		if rtt, _ := series(m, "srtwhep_srt_rtt_seconds", "path", path); rtt < 0 || rtt >= 1 {
+		if rtt, _ := testkit.Series(m, "srtwhep_srt_rtt_seconds", "path", path); rtt < 0 || rtt >= 1 {
 			t.Errorf("srtwhep_srt_rtt_seconds = %v, want within [0, 1) on loopback", rtt)
 		}
-		if v, ok := series(m, "srtwhep_webrtc_rejected_total", "reason", "auth"); !ok || v != 0 {
+		if v, ok := testkit.Series(m, "srtwhep_webrtc_rejected_total", "reason", "auth"); !ok || v != 0 {
 			t.Errorf("srtwhep_webrtc_rejected_total{reason=auth} = %v (present %v), want 0", v, ok)
 		}
 	})

@@ -32,12 +32,12 @@ func TestBinarySignalShutdown(t *testing.T) {
 	if srv.Addrs.Metrics == "" {
 		t.Fatal("the ready file names no metrics address")
 	}
-	families := scrapeMetrics(t, srv.Addrs.Metrics)
+	families := testkit.Scrape(t, srv.Addrs.Metrics)
 	info := families["srtwhep_build_info"]
 	if info == nil || len(info.GetMetric()) != 1 {
 		t.Fatalf("srtwhep_build_info: %v, want one series", info)
 	}
-	if got := labelOf(info.GetMetric()[0], "version"); got != version {
+	if got := testkit.LabelOf(info.GetMetric()[0], "version"); got != version {
 		t.Errorf("srtwhep_build_info{version=%q}, but -version prints %q", got, version)
 	}
 

@@ -1,7 +1,6 @@
 package hostile
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -9,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -121,10 +118,10 @@ func TestICETCPFlood(t *testing.T) {
 	refusedLines := len(srv.Log.Lines("ICE-TCP connection refused: too many from this client"))
 	// Both planes count refusals (plane.TCPLimit); evictions are the own
 	// plane's.
-	perClientRefused := metric(t, srv, `srtwhep_webrtc_ice_tcp_refused_total{reason="per_client"}`)
+	perClientRefused := testkit.MustMetric(t, srv.Addrs.Metrics, "srtwhep_webrtc_ice_tcp_refused_total", "reason", "per_client")
 	var evicted float64
 	if own {
-		evicted = metric(t, srv, "srtwhep_webrtc_ice_tcp_evicted_total")
+		evicted = testkit.MustMetric(t, srv.Addrs.Metrics, "srtwhep_webrtc_ice_tcp_evicted_total")
 	}
 	t.Logf("ICE-TCP flood from %s: %d connections dialed, %d closed at once by the server (metric per_client refused %.0f, evicted %.0f), %d garbage frames; RSS %.1f MB → %.1f MB; %d log lines (%d per-client refusal lines)",
 		describeSources(sources), dialed, closedAtOnce, perClientRefused, evicted, garbage,
@@ -170,27 +167,4 @@ func closedByServer(c net.Conn, d time.Duration) bool {
 	_, err := c.Read(make([]byte, 1))
 	_ = c.SetReadDeadline(time.Time{})
 	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)
-}
-
-// metric scrapes one series' value from the server's /metrics.
-func metric(t *testing.T, srv *testkit.Server, series string) float64 {
-	t.Helper()
-	resp, err := http.Get("http://" + srv.Addrs.Metrics + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<16), 1<<20)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
-			v, err := strconv.ParseFloat(rest, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return v
-		}
-	}
-	t.Fatalf("no %s in /metrics", series)
-	return 0
 }

@@ -158,5 +158,5 @@ func rssAnon(t *testing.T, srv *testkit.Server) int {
 // heapInUse is the server's go_memstats_heap_inuse_bytes.
 func heapInUse(t *testing.T, srv *testkit.Server) int {
 	t.Helper()
-	return int(metric(t, srv, "go_memstats_heap_inuse_bytes"))
+	return int(testkit.MustMetric(t, srv.Addrs.Metrics, "go_memstats_heap_inuse_bytes"))
 }

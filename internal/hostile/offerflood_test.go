@@ -40,7 +40,7 @@ func TestOfferFlood(t *testing.T) {
 	rssPeak := rss(t, srv)
 	// The answered offers are closed after the ICE start timeout.
 	testkit.WaitFor(t, 15*time.Second, "the flood's sessions to be closed", func() bool {
-		return metric(t, srv, `srtwhep_webrtc_sessions{state="connecting"}`) == 0
+		return testkit.MustMetric(t, srv.Addrs.Metrics, "srtwhep_webrtc_sessions", "state", "connecting") == 0
 	})
 	rssAfter := rss(t, srv)
 	lines := len(srv.Log.Lines()) - linesBefore

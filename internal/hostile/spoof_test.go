@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pion/sdp/v3"
-	"github.com/pion/stun/v4"
-
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/internal/whepclient"
 )
@@ -101,35 +98,9 @@ func TestSpoofedNomination(t *testing.T) {
 // FINGERPRINT, a fresh transaction ID each call.
 func forgedCheck(t *testing.T, offer, answer string) func() []byte {
 	t.Helper()
-	localUfrag, _ := iceCreds(t, offer)
-	srvUfrag, srvPwd := iceCreds(t, answer)
-	return func() []byte {
-		m, err := stun.Build(stun.TransactionID, stun.BindingRequest,
-			stun.NewUsername(srvUfrag+":"+localUfrag),
-			stun.RawAttribute{Type: stun.AttrPriority, Value: []byte{0x6e, 0x7f, 0x1e, 0xff}},
-			stun.RawAttribute{Type: stun.AttrICEControlling, Value: []byte{1, 2, 3, 4, 5, 6, 7, 8}},
-			stun.RawAttribute{Type: stun.AttrUseCandidate},
-			stun.NewShortTermIntegrity(srvPwd), stun.Fingerprint)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m.Raw
-	}
-}
-
-// iceCreds reads the first media section's ice-ufrag and ice-pwd.
-func iceCreds(t *testing.T, sdpText string) (ufrag, pwd string) {
-	t.Helper()
-	var sd sdp.SessionDescription
-	if err := sd.UnmarshalString(sdpText); err != nil || len(sd.MediaDescriptions) == 0 {
-		t.Fatalf("unparsable SDP (%v):\n%s", err, sdpText)
-	}
-	ufrag, _ = sd.MediaDescriptions[0].Attribute("ice-ufrag")
-	pwd, _ = sd.MediaDescriptions[0].Attribute("ice-pwd")
-	if ufrag == "" || pwd == "" {
-		t.Fatalf("no ICE credentials in\n%s", sdpText)
-	}
-	return ufrag, pwd
+	c := testkit.NewICECheck(t, offer, answer)
+	c.Controlling, c.Nominate = true, true
+	return func() []byte { return c.Build(t).Raw }
 }
 
 // udpCandidate is the answer's first IPv4 UDP host candidate.

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/bluenviron/mediacommon/v2/pkg/formats/mpegts"
+
+	"github.com/srtwhep/srtwhep/internal/testkit/tsfixture"
 )
 
 // TestRefusalIsRemembered: a publisher refused for its stream leaves, per
@@ -43,7 +45,7 @@ func TestRefusalIsRemembered(t *testing.T) {
 
 	// A publisher that cannot even start (no H.264 or H.265 video: an
 	// Opus-only program) is listed too.
-	_ = wait(t, r.serve(t, newMemConn("live/novideo", 4, opusOnlyTS(t))))
+	_ = wait(t, r.serve(t, newMemConn("live/novideo", 4, tsfixture.OpusOnly(t))))
 	if p, ok := r.m.Problem("live/novideo"); !ok || p.Reason != ReasonNoH264 {
 		t.Errorf("Problem(live/novideo) = %+v, %v; want no-h264", p, ok)
 	}
@@ -271,22 +273,4 @@ func TestTakenOverEndKeepsNewWarning(t *testing.T) {
 	if p, ok := m.Problem("live/take"); ok {
 		t.Errorf("the warning outlived its own publisher: %+v", p)
 	}
-}
-
-// opusOnlyTS is an MPEG-TS program with an Opus track and no video, which
-// the demuxer refuses with ErrNoH264 (H.265 plays since it is ingested).
-func opusOnlyTS(t *testing.T) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	tr := &mpegts.Track{Codec: &mpegts.CodecOpus{ChannelCount: 2}}
-	w := mpegts.Writer{W: &buf, Tracks: []*mpegts.Track{tr}}
-	if err := w.Initialize(); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 5 {
-		if err := w.WriteOpus(tr, int64(i)*1800, [][]byte{{0xfc, 1, 2, 3}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return buf.Bytes()
 }

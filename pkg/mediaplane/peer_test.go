@@ -20,6 +20,8 @@ import (
 	"github.com/pion/srtp/v3"
 	"github.com/pion/stun/v4"
 	"github.com/pion/transport/v5/deadline"
+
+	"github.com/srtwhep/srtwhep/internal/testkit"
 )
 
 // rawPeer is a viewer assembled from pion's parts: STUN checks written
@@ -203,19 +205,8 @@ func (p *rawPeer) join(srv *Server, vc ViewerConfig) *Viewer {
 
 // request builds a binding request as a controlling full agent sends it.
 func (p *rawPeer) request(srvUfrag, srvPwd string, nominate bool) *stun.Message {
-	setters := []stun.Setter{stun.TransactionID, stun.BindingRequest,
-		stun.NewUsername(srvUfrag + ":" + p.ufrag),
-		stun.RawAttribute{Type: stun.AttrPriority, Value: []byte{0x6e, 0x7f, 0x1e, 0xff}},
-		stun.RawAttribute{Type: stun.AttrICEControlling, Value: []byte{1, 2, 3, 4, 5, 6, 7, 8}}}
-	if nominate {
-		setters = append(setters, stun.RawAttribute{Type: stun.AttrUseCandidate})
-	}
-	setters = append(setters, stun.NewShortTermIntegrity(srvPwd), stun.Fingerprint)
-	m, err := stun.Build(setters...)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return m
+	p.t.Helper()
+	return testkit.ICECheck{ServerUfrag: srvUfrag, ClientUfrag: p.ufrag, Password: srvPwd, Controlling: true, Nominate: nominate}.Build(p.t)
 }
 
 // check sends a valid check and returns the mapped address of the

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/pion/srtp/v3"
-	"github.com/pion/stun/v4"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
 )
@@ -110,11 +109,7 @@ func TestICETCPEvictedClosed(t *testing.T) {
 	srv.byUfrag[creds.ufrag] = creds
 	srv.mu.Unlock()
 	check := func(c net.Conn) {
-		req, err := stun.Build(stun.TransactionID, stun.BindingRequest,
-			stun.NewUsername(creds.ufrag+":"+creds.remoteUfrag), stun.NewShortTermIntegrity(creds.pwd), stun.Fingerprint)
-		if err != nil {
-			t.Fatal(err)
-		}
+		req := testkit.ICECheck{ServerUfrag: creds.ufrag, ClientUfrag: creds.remoteUfrag, Password: creds.pwd}.Build(t)
 		if _, err := c.Write(append(binary.BigEndian.AppendUint16(nil, uint16(len(req.Raw))), req.Raw...)); err != nil {
 			t.Fatal(err)
 		}

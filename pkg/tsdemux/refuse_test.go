@@ -7,32 +7,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bluenviron/mediacommon/v2/pkg/formats/mpegts"
-
+	"github.com/srtwhep/srtwhep/internal/testkit/tsfixture"
 	"github.com/srtwhep/srtwhep/pkg/av"
 )
 
 func TestNoH264(t *testing.T) {
-	opus := func() []byte {
-		var buf bytes.Buffer
-		tr := &mpegts.Track{Codec: &mpegts.CodecOpus{ChannelCount: 2}}
-		w := mpegts.Writer{W: &buf, Tracks: []*mpegts.Track{tr}}
-		if err := w.Initialize(); err != nil {
-			t.Fatal(err)
-		}
-		for i := range 5 {
-			if err := w.WriteOpus(tr, int64(i)*1800, [][]byte{{0xfc, 1, 2, 3}}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return buf.Bytes()
-	}
 	for _, tc := range []struct {
 		name string
 		data []byte
 		want string
 	}{
-		{"opus only", opus(), "no H.264 or H.265 video track; found: Opus — publish with -c:v libx264 -bf 0"},
+		{"opus only", tsfixture.OpusOnly(t), "no H.264 or H.265 video track; found: Opus — publish with -c:v libx264 -bf 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := demux(t, bytes.NewReader(tc.data))
