@@ -161,24 +161,7 @@ func TestH265Edge(t *testing.T) {
 // here and so offers no H.265, plays an H.265 path through its H.264
 // rendition from the player page, as any such browser will.
 func TestBrowserPlaysH265(t *testing.T) {
-	requireNetns(t, chromiumPath)
-	bin := testkit.BuildBinary(t, "./cmd/srtwhep")
-	srvNS, cliNS := newNetns(t, "srv"), newNetns(t, "cli")
-	link(t, srvNS, "s0", "10.217.0.1/24", cliNS, "c0", "10.217.0.2/24")
-	cliNS.ip(t, "route", "add", "default", "via", "10.217.0.1")
-	ctx := newBrowser(t, cliNS)
-	srv := serverInNetns(t, bin, srvNS, `srt:
-  listen: "127.0.0.1:8890"
-http:
-  drainTimeout: 0s
-  listen: "10.217.0.1:8889"
-webrtc:
-  listenIP: 10.217.0.1
-  udpPort: 8189
-  tcpPort: 8189
-`+testkit.MediaPlaneYAML()+`metrics:
-  listen: ""
-`)
+	ctx, srv, srvNS := browserAndServer(t, "10.217.0", config.VideoAuto)
 	args := append([]string{"-hide_banner", "-loglevel", "warning", "-nostdin"}, x265Args("640x360")...)
 	testkit.StartProcess(t, "ffmpeg", srvNS.command("ffmpeg", append(args, "-f", "mpegts", srv.SRTURL("publish:live/hevc"))...))
 	srv.WaitLog(t, 15*time.Second, "stream parameters", "path=live/hevc", "codec=H265")

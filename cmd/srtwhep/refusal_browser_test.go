@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/pkg/config"
 )
 
 // refusedPublisher is an encoder setting main refuses at ingest with
@@ -24,10 +25,11 @@ var refusedPublisher = struct {
 	shows: []string{"The stream cannot be played", "B-frames", "ffmpeg -bf 0", "OBS Simple output mode", "GStreamer: x264enc bframes=0"},
 }
 
-// passthroughBrowser starts the server with video: passthrough in one
-// network namespace and headless Chromium in another, linked on the /24
-// of prefix ("10.233.0" → server 10.233.0.1, browser 10.233.0.2).
-func passthroughBrowser(t *testing.T, prefix string) (context.Context, *testkit.Server, *netns) {
+// browserAndServer starts the server with pathDefaults' video set to
+// video in one network namespace and headless Chromium in another,
+// linked on the /24 of prefix ("10.233.0" → server 10.233.0.1, browser
+// 10.233.0.2).
+func browserAndServer(t *testing.T, prefix, video string) (context.Context, *testkit.Server, *netns) {
 	t.Helper()
 	requireNetns(t, chromiumPath)
 	bin := testkit.BuildBinary(t, "./cmd/srtwhep")
@@ -47,7 +49,7 @@ webrtc:
 `+testkit.MediaPlaneYAML()+`metrics:
   listen: ""
 pathDefaults:
-  video: passthrough
+  video: `+video+`
 `)
 	return ctx, srv, srvNS
 }
@@ -74,7 +76,7 @@ func playerInState(t *testing.T, ctx context.Context, url, state string) (func()
 // instead of "Waiting for the stream…", and keeps asking, so it plays as
 // soon as a publisher with the right settings comes.
 func TestBrowserShowsRefusal(t *testing.T) {
-	ctx, srv, srvNS := passthroughBrowser(t, "10.233.0")
+	ctx, srv, srvNS := browserAndServer(t, "10.233.0", config.VideoPassthrough)
 	bad := testkit.StartProcess(t, "ffmpeg", srvNS.command("ffmpeg", append(append([]string{"-hide_banner", "-loglevel", "error", "-nostdin",
 		"-re", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30"}, refusedPublisher.args...),
 		"-f", "mpegts", srv.SRTURL("publish:live/cam1"))...))
@@ -103,7 +105,7 @@ func TestBrowserShowsRefusal(t *testing.T) {
 // the publisher), plays nothing, and keeps asking slowly: once the
 // publisher switches to H.264 on the same path, it plays.
 func TestBrowserShowsH265Refusal(t *testing.T) {
-	ctx, srv, srvNS := passthroughBrowser(t, "10.234.0")
+	ctx, srv, srvNS := browserAndServer(t, "10.234.0", config.VideoPassthrough)
 	args := append([]string{"-hide_banner", "-loglevel", "warning", "-nostdin"}, x265Args("640x360")...)
 	hevc := testkit.StartProcess(t, "ffmpeg", srvNS.command("ffmpeg", append(args, "-f", "mpegts", srv.SRTURL("publish:live/cam1"))...))
 	srv.WaitLog(t, 15*time.Second, "stream parameters", "path=live/cam1", "codec=H265")
