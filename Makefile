@@ -61,26 +61,16 @@ test: ## deps, tidy go.mod, go vet, gofmt, shellcheck, go test -race, fuzz, offl
 		echo "gofmt: these files need 'gofmt -w':"; echo "$$unformatted"; exit 1; \
 	fi
 	shellcheck $(SHELL_SCRIPTS)
-	@# Beside the unit packages rather than after them: pkg/whep's tests
-	@# again on the pion media plane (webrtc.mediaPlane: pion), which is not
-	@# the default (cmd/srtwhep covers it end to end with
-	@# TestPionMediaPlaneCorePath), and the tools module's offline deploy
-	@# checks. internal/loadgen alone takes about 90 s of the unit line and
-	@# holds one of go test's two package slots while the other runs dry;
-	@# the two runs beside it take about 15 s each. The pkg/whep test binary
-	@# is built first (its packages are the unit line's too, so nothing is
-	@# compiled twice) and run in its package directory, as go test does.
+	@# Beside the unit packages rather than after them: the tools module's
+	@# offline deploy checks. internal/loadgen alone takes about 90 s of the
+	@# unit line and holds one of go test's two package slots while the
+	@# other runs dry; the run beside it takes about 15 s.
 	dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
-	$(GO) test -race -c -o "$$dir/whep.test" ./pkg/whep; \
-	(cd pkg/whep && { TEST_MEDIAPLANE=pion "$$dir/whep.test" -test.count=1 -test.timeout=5m >"$$dir/pion.log" 2>&1 \
-		&& echo 0 || echo $$?; } >"$$dir/pion.rc") & \
 	(cd tools && { $(GO) test -count=1 -timeout 5m ./... >"$$dir/tools.log" 2>&1 && echo 0 || echo $$?; } >"$$dir/tools.rc") & \
 	units=0; $(GO) test -race -count=1 -timeout 8m $$($(GO) list ./... | grep -v '/cmd/srtwhep$$') || units=$$?; \
-	wait; pion=$$(cat "$$dir/pion.rc"); tools=$$(cat "$$dir/tools.rc"); \
-	if [[ $$pion != 0 ]]; then echo "FAIL pkg/whep with TEST_MEDIAPLANE=pion:"; cat "$$dir/pion.log"; \
-	else echo "ok   pkg/whep with TEST_MEDIAPLANE=pion"; fi; \
+	wait; tools=$$(cat "$$dir/tools.rc"); \
 	cat "$$dir/tools.log"; \
-	[[ $$units == 0 && $$pion == 0 && $$tools == 0 ]]
+	[[ $$units == 0 && $$tools == 0 ]]
 	@# The end-to-end package runs on its own, verbose into a log, so the
 	@# tests that need the machine to themselves (the browser tests, which
 	@# print figures, and those that measure load; they do not call

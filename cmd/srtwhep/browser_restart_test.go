@@ -39,7 +39,7 @@ webrtc:
   listenIP: 10.211.0.1
   udpPort: 8189
   tcpPort: 8189
-`+testkit.MediaPlaneYAML()+`metrics:
+metrics:
   listen: ""
 pathDefaults:
   publisherGrace: 4s

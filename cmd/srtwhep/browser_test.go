@@ -75,7 +75,7 @@ webrtc:
   listenIP: 10.210.0.1
   udpPort: 8189
   tcpPort: 8189
-`+testkit.MediaPlaneYAML()+`metrics:
+metrics:
   listen: ""
 `)
 	// The reference stream with AAC sound, which the server turns into

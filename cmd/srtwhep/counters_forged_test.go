@@ -15,12 +15,6 @@ import (
 	"github.com/srtwhep/srtwhep/internal/testkit"
 )
 
-// ownPlaneFamilies are exported by the own media plane only
-// (srtwhep_webrtc_ice_tcp_refused_total is on both).
-var ownPlaneFamilies = []string{"srtwhep_webrtc_received_datagrams_total", "srtwhep_webrtc_received_dropped_total",
-	"srtwhep_webrtc_send_syscalls_total", "srtwhep_webrtc_send_messages_total", "srtwhep_webrtc_consent_failures_total",
-	"srtwhep_webrtc_ice_tcp_evicted_total"}
-
 // forgeDatagrams sends the own media plane, from a socket of the test's,
 // a datagram for each reason it drops one: junk, RTCP from an address no
 // ICE check validated, checks for no viewer and with a wrong password, a

@@ -137,7 +137,7 @@ webrtc:
   listenIP: %s
   udpPort: %d
   tcpPort: %d
-`, httpAddr, httpAddr, failoverSrvIP, failoverSrvIP, 8191+i, 8191+i) + testkit.MediaPlaneYAML() + `metrics:
+`, httpAddr, httpAddr, failoverSrvIP, failoverSrvIP, 8191+i, 8191+i) + `metrics:
   listen: ""
 api:
   listen: ` + failoverSrvIP + `:0
@@ -175,7 +175,7 @@ webrtc:
   listenIP: 127.0.0.1
   udpPort: 0
   tcpPort: 0
-`+testkit.MediaPlaneYAML()+`metrics:
+metrics:
   listen: ""
 `)
 	ffmpegInNetns(t, srvNS, "640x360", origin.SRTURL("publish:live/cam1"))

@@ -54,7 +54,7 @@ http:
   listenIP: %s
   udpPort: 8189
   tcpPort: 8189
-`, srtPort, ip, extra, ip) + testkit.MediaPlaneYAML() + `metrics:
+`, srtPort, ip, extra, ip) + `metrics:
   listen: ""
 api:
   listen: "127.0.0.1:0"

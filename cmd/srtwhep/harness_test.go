@@ -42,8 +42,8 @@ func startServer(t *testing.T, mutate func(*config.Config), whepOpts ...func(*wh
 }
 
 // loopbackConfig is the defaults with every listener on an ephemeral
-// loopback port, no metrics listener, no automatic CPU limit and the
-// media plane TEST_MEDIAPLANE names, then mutate.
+// loopback port, no metrics listener and no automatic CPU limit, then
+// mutate.
 func loopbackConfig(mutate func(*config.Config)) *config.Config {
 	cfg := config.Default()
 	cfg.SRT.Listen = "127.0.0.1:0"
@@ -60,9 +60,6 @@ func loopbackConfig(mutate func(*config.Config)) *config.Config {
 	// would; the offer bucket has tests of its own (pkg/whep,
 	// internal/hostile TestOfferFlood, TestCountersMove).
 	cfg.HTTP.OfferRate, cfg.HTTP.OfferBurst = 1000, 1000
-	if p := testkit.MediaPlane(); p != "" {
-		cfg.WebRTC.MediaPlane = p
-	}
 	if mutate != nil {
 		mutate(cfg)
 	}

@@ -16,16 +16,13 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/config"
 )
 
-// TestPionMediaPlaneCorePath is TestCorePath with sound on the pion media
-// plane (webrtc.mediaPlane: pion), which is not the default, whatever
-// TEST_MEDIAPLANE says: real ffmpeg pushes 720p30 with AAC; three real
-// pion viewers start at an IDR with SPS and PPS, play every frame at
-// 30 fps without a sequence gap, and hear Opus with contiguous sequence
-// numbers.
-func TestPionMediaPlaneCorePath(t *testing.T) {
+// TestCorePathWithSound is TestCorePath with sound: real ffmpeg pushes
+// 720p30 with AAC; three real pion viewers start at an IDR with SPS and
+// PPS, play every frame at 30 fps without a sequence gap, and hear Opus
+// with contiguous sequence numbers.
+func TestCorePathWithSound(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t, func(c *config.Config) { c.WebRTC.MediaPlane = config.MediaPlanePion })
-	ts.logs.WaitLog(t, 5*time.Second, "whep ready", "media_plane=pion")
+	ts := startServer(t, nil)
 	args := x264Args("1280x720", "-c:a", "aac", "-ar", "48000", "-b:a", "96k")
 	// The tone is the second input: inputs come before the encoders.
 	args = append(append(args[:5:5], "-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=48000"), args[5:]...)
@@ -70,24 +67,17 @@ func TestPionMediaPlaneCorePath(t *testing.T) {
 // connects; the default keeps the test light on two cores.
 const goroutineViewersEnv = "TEST_GOROUTINE_VIEWERS"
 
-// goroutinesPerViewer is what one connected viewer costs on each media
-// plane, in goroutines of the server. On the own plane a fixed pool
-// writes for every viewer, so a viewer costs none. On the pion plane each
-// PeerConnection owns the goroutines pion starts for it and the session
-// goroutines whep starts per viewer: 15, measured with 20 viewers (pion
-// v4.2.26, video only; 301 goroutines for 20 viewers, the one over being
-// a connection the server was still closing). One goroutine more per
-// viewer is a leak, and fails.
-var goroutinesPerViewer = map[string]int{
-	config.MediaPlaneOwn:  0,
-	config.MediaPlanePion: 15,
-}
+// goroutinesPerViewer is what one connected viewer costs, in goroutines
+// of the server: none, since a fixed pool writes for every UDP viewer
+// and the demultiplexer reads for all. One goroutine more per viewer is
+// a leak, and fails.
+const goroutinesPerViewer = 0
 
 // TestGoroutinesPerViewer measures the real server's goroutines per
 // connected viewer (its goroutine profile before and after N viewers
-// connect) on each media plane, and requires the figure
-// goroutinesPerViewer gives: a goroutine that a session starts and never
-// ends shows here, long before it shows as memory.
+// connect) and requires the figure goroutinesPerViewer gives: a
+// goroutine that a session starts and never ends shows here, long before
+// it shows as memory.
 //
 // Not parallel: a measurement, taken with nothing else running.
 func TestGoroutinesPerViewer(t *testing.T) {
@@ -98,18 +88,10 @@ func TestGoroutinesPerViewer(t *testing.T) {
 			t.Fatalf("%s=%q: want a positive count", goroutineViewersEnv, s)
 		}
 	}
-	for _, plane := range []string{config.MediaPlaneOwn, config.MediaPlanePion} {
-		t.Run(plane, func(t *testing.T) { goroutinesPerViewerOn(t, plane, n) })
-	}
-}
-
-func goroutinesPerViewerOn(t *testing.T, plane string, n int) {
 	cfg := binaryConfig(t, func(c *config.Config) {
-		c.WebRTC.MediaPlane = plane
 		c.Metrics.Pprof = true // the goroutine profile is the figure
 	})
 	srv := testkit.StartServer(t, testkit.BuildBinary(t, "./cmd/srtwhep"), cfg)
-	srv.WaitLog(t, 5*time.Second, "whep ready", "media_plane="+plane)
 	proc, err := procfs.NewProc(srv.Cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
@@ -155,25 +137,25 @@ func goroutinesPerViewerOn(t *testing.T, plane string, n int) {
 	// closes the HTTP connections a moment after we do: the figure is
 	// awaited, not read once. Two goroutines of slack are such a
 	// connection still closing; a leak of one per viewer is n more.
-	want := goroutinesPerViewer[plane] * n
+	want := goroutinesPerViewer * n
 	var after serverUsage
 	ok := pollEvery(15*time.Second, func() bool {
 		after = usageOf(t, proc, pprofBase)
 		return after.goroutines-before.goroutines <= want+2
 	})
 	per := float64(after.goroutines-before.goroutines) / float64(n)
-	t.Logf("%s plane: %d goroutines with no viewer, %d with %d connected viewers: %.2f per viewer (want %d); RSS %.1f → %.1f MiB",
-		plane, before.goroutines, after.goroutines, n, per, goroutinesPerViewer[plane],
+	t.Logf("%d goroutines with no viewer, %d with %d connected viewers: %.2f per viewer (want %d); RSS %.1f → %.1f MiB",
+		before.goroutines, after.goroutines, n, per, goroutinesPerViewer,
 		float64(before.rss)/(1<<20), float64(after.rss)/(1<<20))
 	if !ok {
-		t.Errorf("%s plane: %d goroutines for %d viewers (%.2f each), want %d each:\n%s",
-			plane, after.goroutines-before.goroutines, n, per, goroutinesPerViewer[plane], topStacks(after.dump))
+		t.Errorf("%d goroutines for %d viewers (%.2f each), want %d each:\n%s",
+			after.goroutines-before.goroutines, n, per, goroutinesPerViewer, topStacks(after.dump))
 	}
 	// Fewer than that means the viewers were not all served as sessions
 	// of their own (or the figure above is stale): the count must still
 	// measure what it claims to.
 	if got := after.goroutines - before.goroutines; got < want-n/2 {
-		t.Errorf("%s plane: only %d goroutines for %d viewers, want %d (%d each): update goroutinesPerViewer if pion changed",
-			plane, got, n, want, goroutinesPerViewer[plane])
+		t.Errorf("only %d goroutines for %d viewers, want %d (%d each): update goroutinesPerViewer",
+			got, n, want, goroutinesPerViewer)
 	}
 }

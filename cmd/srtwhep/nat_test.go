@@ -81,12 +81,9 @@ webrtc:
   tcpPort: %s
   publicIPs: %s
   handshakeTimeout: 4s
-%smetrics:
+metrics:
   listen: ""
-`, natHTTPPort, natMediaPort, natMediaPort, c.publicIPs, testkit.MediaPlaneYAML()))
-			if p := testkit.MediaPlane(); p != "" {
-				server.WaitLog(t, 5*time.Second, "whep ready", "media_plane="+p)
-			}
+`, natHTTPPort, natMediaPort, natMediaPort, c.publicIPs))
 			publishInNetns(t, srv, server, "live/cam1")
 
 			res := runNATViewer(t, cli, "http://"+natPublicIP+":"+natHTTPPort+"/live/cam1/whep")

@@ -46,7 +46,7 @@ webrtc:
   listenIP: `+prefix+`.1
   udpPort: 8189
   tcpPort: 8189
-`+testkit.MediaPlaneYAML()+`metrics:
+metrics:
   listen: ""
 pathDefaults:
   video: `+video+`

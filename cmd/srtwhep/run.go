@@ -22,7 +22,6 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/ingest"
 	"github.com/srtwhep/srtwhep/pkg/mediaplane"
 	"github.com/srtwhep/srtwhep/pkg/metrics"
-	"github.com/srtwhep/srtwhep/pkg/pionplane"
 	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/player"
 	"github.com/srtwhep/srtwhep/pkg/srt"
@@ -45,14 +44,10 @@ type server struct {
 	srtRd  *srtread.Server
 	edge   *edge.Puller
 	whep   *whep.Server
-	// ownPlane is whep's media plane when it is the own one, for its
-	// metrics; nil on pion's.
-	ownPlane *mediaplane.Plane
-	// pionPlane is whep's media plane when it is pion's, for the ICE-TCP
-	// refusal counts (the one family both planes export); nil on the own.
-	pionPlane *pionplane.Plane
-	load      *admission.Controller
-	hooks     *events.Poster // nil without hooks.url
+	// plane is whep's media plane, for its metrics.
+	plane *mediaplane.Plane
+	load  *admission.Controller
+	hooks *events.Poster // nil without hooks.url
 
 	ready     chan struct{}
 	addrs     atomic.Pointer[boundAddrs] // nil until ready
@@ -162,7 +157,6 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		MaxTCPPerClient:   cfg.WebRTC.MaxTCPPerClient,
 		HandshakeTimeout:  time.Duration(cfg.WebRTC.HandshakeTimeout),
 		DisconnectTimeout: time.Duration(cfg.WebRTC.DisconnectTimeout),
-		Keepalive:         time.Duration(cfg.WebRTC.Keepalive),
 		Logger:            log.With("component", "whep"),
 	}
 	wcfg := whep.Config{
@@ -175,7 +169,6 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		OfferRate:              cfg.HTTP.OfferRate,
 		OfferBurst:             cfg.HTTP.OfferBurst,
 		MaxPendingOffers:       cfg.HTTP.MaxPendingOffers,
-		MediaPlane:             cfg.WebRTC.MediaPlane,
 		Source:                 whep.HubSource(s.hub),
 		Demand:                 s.edge.Demand,
 		PublicURL:              cfg.HTTP.PublicURL,
@@ -190,19 +183,10 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		opt(&wcfg, &pcfg)
 	}
 	// Its errors name whep already.
-	if cfg.WebRTC.MediaPlane == config.MediaPlanePion {
-		p, err := pionplane.New(pcfg)
-		if err != nil {
-			return s, err
-		}
-		wcfg.Plane, s.pionPlane = p, p
-	} else {
-		own, err := mediaplane.NewPlane(pcfg)
-		if err != nil {
-			return s, err
-		}
-		wcfg.Plane, s.ownPlane = own, own
+	if s.plane, err = mediaplane.NewPlane(pcfg); err != nil {
+		return s, err
 	}
+	wcfg.Plane = s.plane
 	s.whep, err = whep.New(wcfg)
 	return s, err
 }
@@ -272,7 +256,7 @@ func (s *server) Run(ctx context.Context) error {
 		// time; the metrics package imports none of them.
 		m := metrics.New(metrics.Sources{Build: metrics.BuildInfo{Version: version.String()}, Profiling: s.cfg.Metrics.Pprof,
 			Paths: s.ingest.PathSamples, SRT: s.ingest.SRTSamples, WebRTC: s.whep.MetricsSample, Hooks: s.hooks.MetricsSource(),
-			MediaPlane: s.mediaPlaneSample, TCPRefusals: s.tcpRefusalSample, Refusals: s.ingest.Refusals})
+			MediaPlane: s.mediaPlaneSample, Refusals: s.ingest.Refusals})
 		g.Go(func() error { return m.Serve(ctx, metricsLn, s.log.With("component", "metrics")) })
 	}
 	g.Go(func() error {

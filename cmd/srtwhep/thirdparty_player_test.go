@@ -214,7 +214,7 @@ webrtc:
   listenIP: 10.212.0.1
   udpPort: 8189
   tcpPort: 8189
-`+testkit.MediaPlaneYAML()+`metrics:
+metrics:
   listen: ""
 `)
 	testkit.StartProcess(t, "ffmpeg", srvNS.command("ffmpeg", "-hide_banner", "-loglevel", "warning", "-nostdin",

@@ -36,7 +36,7 @@ func TestEdgeRandomPulls(t *testing.T) {
 	for i := range deadPaths + 1 {
 		fmt.Fprintf(&paths, "  dead/p%d:\n    source: srt://%s\n    sourceLinger: 60s\n", i, dead.LocalAddr())
 	}
-	cfg := procstart.LoopbackConfig(testkit.MediaPlaneYAML(), fmt.Sprintf(
+	cfg := procstart.LoopbackConfig("", fmt.Sprintf(
 		"pathDefaults:\n  source: srt://%s\n  sourceTimeout: 3s\npaths:\n%s", origin.Addrs.SRT, paths.String()))
 	cfg = strings.Replace(cfg, "srt:\n", fmt.Sprintf("srt:\n  maxPulls: %d\n", maxPulls), 1)
 	edge := testkit.StartServer(t, testkit.BuildBinary(t, "./cmd/srtwhep"), cfg)

@@ -22,7 +22,7 @@ import (
 
 // TestICETCPFlood opens many ICE-TCP connections from several source
 // addresses for a few seconds, half of them sending RFC 4571 frames of
-// garbage and half idle: the own media plane keeps each source to
+// garbage and half idle: the media plane keeps each source to
 // webrtc.maxTCPPerClient (8) and closes the rest at accept, counting and
 // logging them once a second per source; the bystander keeps its frame
 // rate and a new viewer that may only use ICE-TCP still connects and
@@ -35,7 +35,6 @@ func TestICETCPFlood(t *testing.T) {
 	if srv.Addrs.WebRTCTCP == "" {
 		t.Fatal("ICE-TCP is not listening")
 	}
-	own := testkit.MediaPlane() != "pion"
 	b := startBystander(t, srv)
 	rssBefore := rss(t, srv)
 	linesBefore := len(srv.Log.Lines())
@@ -116,31 +115,19 @@ func TestICETCPFlood(t *testing.T) {
 	rssAfter := rss(t, srv)
 	lines := len(srv.Log.Lines()) - linesBefore
 	refusedLines := len(srv.Log.Lines("ICE-TCP connection refused: too many from this client"))
-	// Both planes count refusals (plane.TCPLimit); evictions are the own
-	// plane's.
 	perClientRefused := testkit.MustMetric(t, srv.Addrs.Metrics, "srtwhep_webrtc_ice_tcp_refused_total", "reason", "per_client")
-	var evicted float64
-	if own {
-		evicted = testkit.MustMetric(t, srv.Addrs.Metrics, "srtwhep_webrtc_ice_tcp_evicted_total")
-	}
+	evicted := testkit.MustMetric(t, srv.Addrs.Metrics, "srtwhep_webrtc_ice_tcp_evicted_total")
 	t.Logf("ICE-TCP flood from %s: %d connections dialed, %d closed at once by the server (metric per_client refused %.0f, evicted %.0f), %d garbage frames; RSS %.1f MB → %.1f MB; %d log lines (%d per-client refusal lines)",
 		describeSources(sources), dialed, closedAtOnce, perClientRefused, evicted, garbage,
 		float64(rssBefore)/1e6, float64(rssAfter)/1e6, lines, refusedLines)
-	if own {
-		// The clients' own count can only miss a close slower than its
-		// short read, so it is stated, not asserted.
-		if want := sources * (dialsPerSource - perClient); int(perClientRefused) != want {
-			t.Errorf("refused %.0f connections over the per-client cap, want %d", perClientRefused, want)
-		}
-		// One line a second per source at most, while the dials lasted.
-		if refusedLines == 0 || refusedLines > sources*(2+seconds) {
-			t.Errorf("%d per-client refusal lines for %d sources, want one a second per source at most", refusedLines, sources)
-		}
-	} else if perClientRefused == 0 {
-		// pion's mux frees a garbage sender's slot when it reads the
-		// garbage, so the count is not exact there; but the idle half,
-		// held for pion's first-binding wait, fill every source's cap.
-		t.Errorf("no connection refused over the per-client cap on the pion plane (%d dialed from %d sources, cap %d)", dialed, sources, perClient)
+	// The clients' own count can only miss a close slower than its short
+	// read, so it is stated, not asserted.
+	if want := sources * (dialsPerSource - perClient); int(perClientRefused) != want {
+		t.Errorf("refused %.0f connections over the per-client cap, want %d", perClientRefused, want)
+	}
+	// One line a second per source at most, while the dials lasted.
+	if refusedLines == 0 || refusedLines > sources*(2+seconds) {
+		t.Errorf("%d per-client refusal lines for %d sources, want one a second per source at most", refusedLines, sources)
 	}
 	if growth := rssAfter - rssBefore; growth > 64<<20 {
 		t.Errorf("RSS grew by %.1f MB, want under 64 MB", float64(growth)/1e6)

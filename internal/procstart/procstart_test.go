@@ -78,16 +78,16 @@ func TestLoopbackConfig(t *testing.T) {
 		LogLevel string `yaml:"logLevel"`
 		SRT      struct{ Listen string }
 		WebRTC   struct {
-			ListenIP   string `yaml:"listenIP"`
-			MediaPlane string `yaml:"mediaPlane"`
+			ListenIP         string `yaml:"listenIP"`
+			HandshakeTimeout string `yaml:"handshakeTimeout"`
 		} `yaml:"webrtc"`
 		Metrics struct{ Listen string }
 	}
-	if err := yaml.Unmarshal([]byte(LoopbackConfig("  mediaPlane: own\n", "logLevel: warn\n")), &cfg); err != nil {
+	if err := yaml.Unmarshal([]byte(LoopbackConfig("  handshakeTimeout: 7s\n", "logLevel: warn\n")), &cfg); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.LogLevel != "warn" || cfg.SRT.Listen != "127.0.0.1:0" || cfg.WebRTC.ListenIP != "127.0.0.1" ||
-		cfg.WebRTC.MediaPlane != "own" || cfg.Metrics.Listen != "127.0.0.1:0" {
+		cfg.WebRTC.HandshakeTimeout != "7s" || cfg.Metrics.Listen != "127.0.0.1:0" {
 		t.Errorf("config read back as %+v", cfg)
 	}
 }

@@ -26,10 +26,9 @@ type Server struct {
 }
 
 // LoopbackConfig is the config for a server whose every listener is on an
-// ephemeral loopback port, on the media plane MediaPlane names; extra (more
-// top-level YAML) is appended.
+// ephemeral loopback port; extra (more top-level YAML) is appended.
 func LoopbackConfig(extra string) string {
-	return procstart.LoopbackConfig(MediaPlaneYAML(), extra)
+	return procstart.LoopbackConfig("", extra)
 }
 
 // StartServer writes config to a file, runs `bin -config FILE -ready-file

@@ -131,21 +131,10 @@ type WebRTC struct {
 	ICEServers        []ICEServer `yaml:"iceServers" reload:"restart"`
 	HandshakeTimeout  Duration    `yaml:"handshakeTimeout" reload:"restart"`
 	DisconnectTimeout Duration    `yaml:"disconnectTimeout" reload:"restart"`
-	Keepalive         Duration    `yaml:"keepalive" reload:"restart"`
 	// SocketBuffer is the receive and send buffer of the shared WebRTC UDP
 	// socket in bytes, capped by net.core.rmem_max/wmem_max.
 	SocketBuffer int `yaml:"socketBuffer" reload:"restart"`
-	// MediaPlane picks the WebRTC transport of viewers: MediaPlaneOwn
-	// (pkg/mediaplane, the default) or MediaPlanePion (a pion
-	// PeerConnection each).
-	MediaPlane string `yaml:"mediaPlane" reload:"restart"`
 }
-
-// The webrtc.mediaPlane values.
-const (
-	MediaPlanePion = "pion"
-	MediaPlaneOwn  = "own"
-)
 
 // PublicIPStrings returns PublicIPs in the string form pion's
 // ICEAddressRewriteRule.External expects.
@@ -262,9 +251,7 @@ func Default() *Config {
 			MaxTCPPerClient:   8, // mediaplane.DefaultMaxTCPPerClient
 			HandshakeTimeout:  Duration(10 * time.Second),
 			DisconnectTimeout: Duration(5 * time.Second),
-			Keepalive:         Duration(2 * time.Second),
 			SocketBuffer:      4 << 20,
-			MediaPlane:        MediaPlaneOwn,
 		},
 		// Loopback: outside Docker nothing else keeps the metrics (and
 		// pprof) private; the compose file listens on all addresses inside

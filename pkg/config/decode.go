@@ -270,6 +270,10 @@ func (w *walker) decodeStruct(v reflect.Value, n *yaml.Node, key string) {
 		}
 		seen[name] = kn.Line
 		idx := indexOf(names, name)
+		if msg, ok := retired[full]; ok && idx < 0 {
+			w.fail(kn, full, "%s", msg)
+			continue
+		}
 		if idx < 0 {
 			msg := "unknown key; "
 			if s := suggest(name, names); s != "" {

@@ -85,6 +85,10 @@ func (w *walker) applyVar(name, value string) {
 		}
 		name, rest, more := strings.Cut(sub, "_")
 		sidx := indexFold(keys, name)
+		if rk, msg, ok := retiredKey(key + "." + name); ok && sidx < 0 {
+			fail(rk, "%s", msg)
+			return
+		}
 		if sidx < 0 {
 			fail("", "unknown variable; keys of %s are %s_ followed by one of %s", key, envName(key), strings.ToUpper(strings.Join(keys, ", ")))
 			return

@@ -13,7 +13,7 @@ func TestEnvOverrides(t *testing.T) {
 		"SRTWHEP_WEBRTC_PUBLICIPS":        "203.0.113.7, 2001:db8::1",
 		"SRTWHEP_SRT_LISTEN":              ":9000", // env beats the file
 		"SRTWHEP_LOGLEVEL":                "debug",
-		"srtwhep_webrtc_keepalive":        "1s", // case-insensitive
+		"srtwhep_webrtc_handshaketimeout": "1s", // case-insensitive
 		"SRTWHEP_Http_AllowOrigin":        "https://example.org",
 		"SRTWHEP_METRICS_LISTEN":          "", // disables metrics
 		"SRTWHEP_WEBRTC_ICESERVERS":       "stun:a.example.org:3478,stun:b.example.org:3478",
@@ -24,7 +24,7 @@ func TestEnvOverrides(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.SRT.Listen != ":9000" || c.LogLevel != "debug" || c.WebRTC.Keepalive != Duration(time.Second) ||
+	if c.SRT.Listen != ":9000" || c.LogLevel != "debug" || c.WebRTC.HandshakeTimeout != Duration(time.Second) ||
 		c.HTTP.AllowOrigin != "https://example.org" || c.Metrics.Listen != "" {
 		t.Errorf("scalars not applied: %+v %q %+v %+v %+v", c.SRT, c.LogLevel, c.WebRTC, c.HTTP, c.Metrics)
 	}
@@ -90,7 +90,9 @@ func TestEnvErrors(t *testing.T) {
 		{"bad duration", map[string]string{"SRTWHEP_SRT_LATENCY": "200"}, "",
 			`SRTWHEP_SRT_LATENCY: srt.latency: "200" has no unit; write e.g. 200s or 200ms`},
 		{"unknown key", map[string]string{"SRTWHEP_WEBRTC_PUBLICIP": "1.2.3.4"}, "",
-			"SRTWHEP_WEBRTC_PUBLICIP: unknown variable; keys of webrtc are SRTWHEP_WEBRTC_ followed by one of LISTENIP, UDPPORT, TCPPORT, MAXTCPPERCLIENT, PUBLICIPS, INTERFACES, ICESERVERS, HANDSHAKETIMEOUT, DISCONNECTTIMEOUT, KEEPALIVE, SOCKETBUFFER, MEDIAPLANE"},
+			"SRTWHEP_WEBRTC_PUBLICIP: unknown variable; keys of webrtc are SRTWHEP_WEBRTC_ followed by one of LISTENIP, UDPPORT, TCPPORT, MAXTCPPERCLIENT, PUBLICIPS, INTERFACES, ICESERVERS, HANDSHAKETIMEOUT, DISCONNECTTIMEOUT, SOCKETBUFFER"},
+		{"retired key", map[string]string{"SRTWHEP_WEBRTC_MEDIAPLANE": "pion"}, "",
+			"SRTWHEP_WEBRTC_MEDIAPLANE: webrtc.mediaPlane: the pion media plane is gone, srtwhep's own media plane is the only WebRTC transport; delete the line"},
 		{"unknown section", map[string]string{"SRTWHEP_CONFIG": "/etc/srtwhep.yml"}, "",
 			"SRTWHEP_CONFIG: unknown variable; use SRTWHEP_<KEY> or SRTWHEP_<SECTION>_<KEY> with a key of configs/srtwhep.yml (SRTWHEP_LOGLEVEL, SRTWHEP_LOGFORMAT, SRTWHEP_SRT_<KEY>, SRTWHEP_HTTP_<KEY>, SRTWHEP_WEBRTC_<KEY>, SRTWHEP_METRICS_<KEY>, SRTWHEP_READERS_<KEY>, SRTWHEP_API_<KEY>, SRTWHEP_AUTHHOOK_<KEY>, SRTWHEP_HOOKS_<KEY>, SRTWHEP_PATHDEFAULTS_<KEY>)"},
 		{"section without key", map[string]string{"SRTWHEP_SRT": ":1"}, "",

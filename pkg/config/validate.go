@@ -132,19 +132,7 @@ func (v *validator) webrtc() {
 	}
 	v.positive("webrtc.handshakeTimeout", r.HandshakeTimeout, "10s")
 	v.positive("webrtc.disconnectTimeout", r.DisconnectTimeout, "5s")
-	v.positive("webrtc.keepalive", r.Keepalive, "2s")
 	v.socketBuffer("webrtc.socketBuffer", r.SocketBuffer)
-	if r.MediaPlane != MediaPlanePion && r.MediaPlane != MediaPlaneOwn {
-		v.fail("webrtc.mediaPlane", "%q is not a media plane; write %q (a pion PeerConnection per viewer) or %q (srtwhep's own, fewer goroutines and less CPU per viewer)",
-			r.MediaPlane, MediaPlanePion, MediaPlaneOwn)
-	}
-	if r.Keepalive > 0 && r.DisconnectTimeout > 0 && r.Keepalive >= r.DisconnectTimeout {
-		key := "webrtc.keepalive"
-		if !v.set(key) && v.set("webrtc.disconnectTimeout") {
-			key = "webrtc.disconnectTimeout"
-		}
-		v.fail(key, "keepalive %s is not shorter than disconnectTimeout %s, so ICE would call a healthy viewer disconnected; make keepalive at most half of disconnectTimeout, e.g. 2s and 5s", r.Keepalive, r.DisconnectTimeout)
-	}
 }
 
 func (v *validator) iceServer(key string, s ICEServer) {

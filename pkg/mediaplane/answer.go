@@ -13,6 +13,7 @@ import (
 	"github.com/pion/sdp/v3"
 	"github.com/pion/stun/v4"
 
+	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
 )
 
@@ -64,7 +65,7 @@ func (s *Server) NewViewer(o *sdpoffer.Offer, cfg ViewerConfig) (*Viewer, string
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, "", ErrServerClosed
+		return nil, "", plane.ErrServerClosed
 	}
 	v.ctx, v.cancel = context.WithCancel(s.ctx)
 	s.byUfrag[c.ufrag] = c

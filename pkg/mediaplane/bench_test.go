@@ -4,23 +4,15 @@ package mediaplane
 
 import (
 	"fmt"
-	"log/slog"
-	"net"
 	"runtime"
 	"testing"
 	"time"
 
-	"github.com/pion/dtls/v3"
-	"github.com/pion/interceptor"
 	"github.com/pion/rtp"
 	"github.com/pion/srtp/v3"
-	"github.com/pion/webrtc/v4"
 	"golang.org/x/sys/unix"
 
-	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/pkg/av"
-	"github.com/srtwhep/srtwhep/pkg/pionplane"
-	"github.com/srtwhep/srtwhep/pkg/pionslog"
 	"github.com/srtwhep/srtwhep/pkg/rtph264"
 )
 
@@ -142,93 +134,5 @@ func BenchmarkSendFrame(b *testing.B) {
 				}
 			})
 		}
-	}
-}
-
-// BenchmarkPionWriteRTP is today's path for comparison: a pion/webrtc
-// PeerConnection set up as pkg/whep sets it up (no interceptors, AES-GCM
-// first, the ICE UDP mux over pionplane.BatchConn's sendmmsg batching), writing the
-// same frame through TrackLocalStaticRTP to real pion viewers on
-// loopback. One op is one frame to every viewer.
-func BenchmarkPionWriteRTP(b *testing.B) {
-	au := benchFrame()
-	for _, viewers := range []int{1, 10} {
-		b.Run(fmt.Sprintf("viewers=%d", viewers), func(b *testing.B) {
-			uc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-			if err != nil {
-				b.Fatal(err)
-			}
-			bc, err := pionplane.NewBatchConn(uc, 0, 0)
-			if err != nil {
-				b.Fatal(err)
-			}
-			mux := webrtc.NewICEUDPMux(nil, bc)
-			b.Cleanup(func() { _ = mux.Close(); _ = bc.Close() })
-			me := &webrtc.MediaEngine{}
-			if err := me.RegisterDefaultCodecs(); err != nil {
-				b.Fatal(err)
-			}
-			se := webrtc.SettingEngine{LoggerFactory: pionslog.Factory{Log: slog.New(slog.DiscardHandler)}}
-			testkit.LoopbackOnly(&se)
-			se.SetICEUDPMux(mux)
-			se.SetSRTPProtectionProfiles(dtls.SRTP_AEAD_AES_128_GCM, dtls.SRTP_AES128_CM_HMAC_SHA1_80)
-			api := webrtc.NewAPI(webrtc.WithMediaEngine(me), webrtc.WithSettingEngine(se),
-				webrtc.WithInterceptorRegistry(&interceptor.Registry{}))
-			type pair struct {
-				track *webrtc.TrackLocalStaticRTP
-				st    *rtph264.Stamper
-				pv    *pionViewer
-			}
-			var pairs []pair
-			for range viewers {
-				pv := newPionViewer(b, false)
-				pv.discard.Store(true)
-				vc := codecsFor(b, pv.offer)
-				pc, err := api.NewPeerConnection(webrtc.Configuration{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { _ = pc.GracefulClose() })
-				track, err := webrtc.NewTrackLocalStaticRTP(webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeH264, ClockRate: 90000,
-					SDPFmtpLine: vc.Video.Fmtp}, "video", "bench")
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := pc.AddTransceiverFromTrack(track, webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionSendonly}); err != nil {
-					b.Fatal(err)
-				}
-				if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: pv.offer}); err != nil {
-					b.Fatal(err)
-				}
-				answer, err := pc.CreateAnswer(nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				gathered := webrtc.GatheringCompletePromise(pc)
-				if err := pc.SetLocalDescription(answer); err != nil {
-					b.Fatal(err)
-				}
-				<-gathered
-				pv.accept(b, pc.LocalDescription().SDP)
-				testkit.WaitFor(b, 15*time.Second, "the pion pair to connect", func() bool {
-					return pc.ConnectionState() == webrtc.PeerConnectionStateConnected &&
-						pv.pc.ConnectionState() == webrtc.PeerConnectionStateConnected
-				})
-				pairs = append(pairs, pair{track, rtph264.NewStamper(1, vc.Video.PayloadType, 0, 0), pv})
-			}
-			var pkts []rtp.Packet
-			measurePackets(b, viewers*len(au.Payloads), func(i int) {
-				au.PTS = int64(i) * 3000
-				for _, p := range pairs {
-					pkts = p.st.Stamp(pkts, au, false)
-					for k := range pkts {
-						if err := p.track.WriteRTP(&pkts[k]); err != nil {
-							b.Fatal(err)
-						}
-					}
-				}
-			})
-			bc.Flush()
-		})
 	}
 }

@@ -120,7 +120,7 @@ func interfaceIPs(la *net.UDPAddr, names []string, withLoopback bool) (ips, loop
 
 // HostIPs are the addresses the answer's candidates carry for a socket
 // bound to la: publicIPs alone when set (NAT 1:1 replaces the local
-// addresses, as the pion plane's rewrite rule does), else the bound
+// addresses), else the bound
 // address, else every address of the named interfaces (all when none
 // are), loopback only when asked for.
 func HostIPs(la *net.UDPAddr, publicIPs, interfaces []string, includeLoopback bool) ([]netip.Addr, error) {

@@ -61,7 +61,7 @@ func (c *conn) ICEStarted() bool           { return c.v.ICEStarted() }
 func (c *conn) State() string {
 	select {
 	case <-c.v.Done():
-		if errors.Is(c.v.Err(), ErrViewerClosed) || errors.Is(c.v.Err(), ErrServerClosed) {
+		if errors.Is(c.v.Err(), plane.ErrClosed) || errors.Is(c.v.Err(), plane.ErrServerClosed) {
 			return "closed"
 		}
 		return "failed"
@@ -126,7 +126,7 @@ func (c *conn) Trickle(cands []string) error {
 	return nil
 }
 
-func (c *conn) RestartICE(_ context.Context, _ string, remote plane.ICE) (plane.ICE, error) {
+func (c *conn) RestartICE(remote plane.ICE) (plane.ICE, error) {
 	if err := c.Trickle(remote.Candidates); err != nil {
 		return plane.ICE{}, sdpoffer.Errorf("%v", err)
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/pion/ice/v4"
 	"github.com/pion/stun/v4"
+
+	"github.com/srtwhep/srtwhep/pkg/plane"
 )
 
 // Consent (RFC 7675) decides where media may go. A viewer knows its ICE
@@ -264,7 +266,7 @@ func (s *Server) consentTick(v *Viewer, c *iceCreds, now int64) error {
 	if stale {
 		s.stats.consentFailures.Add(1)
 		s.logConsent(v, "consent checks unanswered for the proof timeout: media stops", now)
-		return ErrConsentExpired
+		return plane.ErrConsentExpired
 	}
 	if periodic {
 		s.sendCheck(c, r.route)

@@ -17,6 +17,7 @@ import (
 	"github.com/pion/webrtc/v4"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/rtph264"
 )
 
@@ -338,8 +339,8 @@ func TestConsentNeedsAnswers(t *testing.T) {
 		}
 		break
 	}
-	if v.Err() != ErrConsentExpired {
-		t.Fatalf("Err() = %v, want ErrConsentExpired", v.Err())
+	if v.Err() != plane.ErrConsentExpired {
+		t.Fatalf("Err() = %v, want plane.ErrConsentExpired", v.Err())
 	}
 	t.Logf("ended %v after its last answer", time.Since(start).Round(10*time.Millisecond))
 	if srv.Stats().ConsentFailures != 1 {

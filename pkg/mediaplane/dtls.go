@@ -17,6 +17,7 @@ import (
 	"github.com/pion/transport/v5/deadline"
 
 	"github.com/srtwhep/srtwhep/pkg/pionslog"
+	"github.com/srtwhep/srtwhep/pkg/plane"
 )
 
 // DTLS content types (RFC 6347), the first byte of a record.
@@ -53,7 +54,7 @@ func (s *Server) handleDTLS(b []byte, from route) {
 	}
 	s.stats.dtlsRecords.Add(1)
 	if alert := v.takeDTLS(b, from); alert {
-		v.end(ErrPeerClosed)
+		v.end(plane.ErrPeerClosed)
 	}
 }
 
@@ -143,9 +144,9 @@ func (v *Viewer) handshake(p *pipe, conn *dtls.Conn) {
 		switch {
 		case v.ctx.Err() != nil: // the viewer ended already
 		case ctx.Err() != nil:
-			v.end(ErrHandshakeTimeout)
+			v.end(plane.ErrHandshakeTimeout)
 		default:
-			v.end(fmt.Errorf("mediaplane: DTLS handshake: %w", err))
+			v.end(fmt.Errorf("%w: DTLS handshake: %w", plane.ErrFailed, err))
 		}
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/pion/webrtc/v4"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/rtph264"
 )
 
@@ -71,8 +72,8 @@ func TestGoroutinesPerViewer(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, v := range vs {
-		if v.Err() != ErrServerClosed {
-			t.Errorf("viewer %d: Err() = %v, want ErrServerClosed", i, v.Err())
+		if v.Err() != plane.ErrServerClosed {
+			t.Errorf("viewer %d: Err() = %v, want plane.ErrServerClosed", i, v.Err())
 		}
 		testkit.WaitFor(t, 5*time.Second, "the pion viewer to leave connected", func() bool {
 			return pvs[i].pc.ConnectionState() != webrtc.PeerConnectionStateConnected
@@ -81,7 +82,7 @@ func TestGoroutinesPerViewer(t *testing.T) {
 	testkit.WaitFor(t, 5*time.Second, "every media-plane goroutine to end", func() bool {
 		return mediaplaneGoroutines(t) == 0
 	})
-	if _, _, err := srv.NewViewer(mustOffer(t, pvs[0].offer), codecsFor(t, pvs[0].offer)); err != ErrServerClosed {
-		t.Errorf("NewViewer after Close: %v, want ErrServerClosed", err)
+	if _, _, err := srv.NewViewer(mustOffer(t, pvs[0].offer), codecsFor(t, pvs[0].offer)); err != plane.ErrServerClosed {
+		t.Errorf("NewViewer after Close: %v, want plane.ErrServerClosed", err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 
 	"github.com/pion/stun/v4"
+
+	"github.com/srtwhep/srtwhep/pkg/plane"
 )
 
 // maxAddrsPerViewer bounds the remote addresses one viewer may validate
@@ -223,7 +225,7 @@ func (v *Viewer) RestartICE(remoteUfrag, remotePwd string) (ufrag, pwd string, e
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, live := s.viewers[v]; !live {
-		return "", "", ErrViewerClosed
+		return "", "", plane.ErrClosed
 	}
 	if v.pending != nil {
 		delete(s.byUfrag, v.pending.ufrag)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/rtph264"
 )
 
@@ -215,10 +216,10 @@ func TestPionViewer(t *testing.T) {
 	// receivers (on another goroutine) before its RTCP reader got to the
 	// BYE, so it is only reported here. TestRawPeer asserts it.
 	t.Logf("RTCP BYE seen by pion for video %v, audio %v", pv.gotBye(v.VideoSSRC()), pv.gotBye(v.AudioSSRC()))
-	if v.Err() != ErrViewerClosed {
-		t.Errorf("Err() = %v, want ErrViewerClosed", v.Err())
+	if v.Err() != plane.ErrClosed {
+		t.Errorf("Err() = %v, want plane.ErrClosed", v.Err())
 	}
-	if err := snd.SendFrame(v, sent[:1]); err != ErrViewerClosed && err != ErrNotConnected {
+	if err := snd.SendFrame(v, sent[:1]); err != plane.ErrClosed && err != ErrNotConnected {
 		t.Errorf("sending to a closed viewer: %v", err)
 	}
 }
@@ -235,8 +236,8 @@ func TestViewerLeaves(t *testing.T) {
 	}
 	select {
 	case <-v.Done():
-		if v.Err() != ErrPeerClosed {
-			t.Errorf("Err() = %v, want ErrPeerClosed", v.Err())
+		if v.Err() != plane.ErrPeerClosed {
+			t.Errorf("Err() = %v, want plane.ErrPeerClosed", v.Err())
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("viewer still alive 5 s after its PeerConnection closed")

@@ -2,7 +2,6 @@ package mediaplane
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"runtime"
@@ -69,8 +68,8 @@ func (p *Plane) Start() error {
 		HostIPs:          hosts,
 		HandshakeTimeout: cfg.HandshakeTimeout,
 		MaxTCPPerClient:  cfg.MaxTCPPerClient,
-		// RFC 7675 consent plays the part of pion's disconnect timeout:
-		// a viewer silent this long is gone.
+		// The disconnect timeout is RFC 7675's consent timeout: a viewer
+		// silent this long is gone.
 		ConsentTimeout: cfg.DisconnectTimeout,
 		Logger:         cfg.Logger.With("component", "mediaplane"),
 	})
@@ -131,7 +130,7 @@ func (p *Plane) Answer(_ context.Context, o plane.Offer) (plane.Conn, plane.Answ
 		// Whatever ends the viewer (consent lost, a DTLS alert, the
 		// handshake timing out) ends the session, whose sender may be
 		// waiting for a frame.
-		OnDone:     func(err error) { o.OnDone(endReason(err)) },
+		OnDone:     o.OnDone,
 		OnICEStart: o.OnICEStart,
 		Log:        o.Log,
 	}
@@ -141,10 +140,7 @@ func (p *Plane) Answer(_ context.Context, o plane.Offer) (plane.Conn, plane.Answ
 	}
 	// Faults of the offer come back as the *sdpoffer.Error they are.
 	v, answer, err := p.srv.NewViewer(o.Model, vc)
-	switch {
-	case errors.Is(err, ErrServerClosed):
-		return nil, plane.Answer{}, plane.ErrServerClosed
-	case err != nil:
+	if err != nil {
 		return nil, plane.Answer{}, err
 	}
 	c := &conn{plane: p, v: v}
@@ -160,24 +156,6 @@ func (p *Plane) localICE(ufrag, pwd string) plane.ICE {
 		li.Candidates = append(li.Candidates, "candidate:"+c)
 	}
 	return li
-}
-
-// endReason maps why a viewer ended to the plane contract's reasons, so
-// logs and the handshake-failure count read as with pion.
-func endReason(err error) error {
-	switch {
-	case errors.Is(err, ErrViewerClosed):
-		return plane.ErrPeerClosed // the session closed it: its own reason stands
-	case errors.Is(err, ErrConsentExpired):
-		return plane.ErrICEFailed
-	case errors.Is(err, ErrPeerClosed):
-		return plane.ErrPeerClosed
-	case errors.Is(err, ErrHandshakeTimeout):
-		return plane.ErrHandshakeTimeout
-	case errors.Is(err, ErrServerClosed):
-		return plane.ErrServerClosed
-	}
-	return err
 }
 
 // senderPackets is a pooled Sender's capacity: a P-frame or a small IDR

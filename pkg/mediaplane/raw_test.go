@@ -14,6 +14,7 @@ import (
 	"github.com/pion/rtp"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/rtph264"
 )
 
@@ -144,8 +145,8 @@ func TestConsentExpires(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("viewer still alive 10 s after its last check, with a 1 s consent timeout")
 	}
-	if v.Err() != ErrConsentExpired {
-		t.Fatalf("Err() = %v, want ErrConsentExpired", v.Err())
+	if v.Err() != plane.ErrConsentExpired {
+		t.Fatalf("Err() = %v, want plane.ErrConsentExpired", v.Err())
 	}
 	t.Logf("ended %v after the last check", time.Since(start).Round(10*time.Millisecond))
 	logs.WaitLog(t, time.Second, "viewer closed", "reason=\"mediaplane: consent expired")
@@ -167,8 +168,8 @@ func TestHandshakeTimeout(t *testing.T) {
 	for name, x := range map[string]*Viewer{"silent": vs, "ICE only": v} {
 		select {
 		case <-x.Done():
-			if x.Err() != ErrHandshakeTimeout {
-				t.Errorf("%s viewer: Err() = %v, want ErrHandshakeTimeout", name, x.Err())
+			if x.Err() != plane.ErrHandshakeTimeout {
+				t.Errorf("%s viewer: Err() = %v, want plane.ErrHandshakeTimeout", name, x.Err())
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("%s viewer alive 10 s after its answer, with a 1 s handshake timeout", name)

@@ -7,6 +7,7 @@ import (
 	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
 
+	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/rtph264"
 )
 
@@ -144,7 +145,7 @@ func (snd *Sender) encrypt(v *Viewer, r *peerAddr, pkts []rtp.Packet) error {
 	if out == nil {
 		v.sendMu.Unlock()
 		if v.state.Load() == stateClosed {
-			return ErrViewerClosed
+			return plane.ErrClosed
 		}
 		return ErrNotConnected
 	}
@@ -202,7 +203,7 @@ func (snd *Sender) QueueRTCP(v *Viewer, pkts []rtcp.Packet) error {
 	out := v.out
 	if out == nil {
 		v.sendMu.Unlock()
-		return ErrViewerClosed
+		return plane.ErrClosed
 	}
 	enc, err := out.EncryptRTCP(slot, plain, nil)
 	v.sendMu.Unlock()

@@ -40,10 +40,6 @@ const (
 // seconds long, so a quarter second of slack is invisible.
 const janitorInterval = 250 * time.Millisecond
 
-// ErrServerClosed is returned by calls on a closed Server, and is the
-// reason of viewers it closed.
-var ErrServerClosed = errors.New("mediaplane: server closed")
-
 // profileLabel marks every goroutine the Server starts, and those pion/dtls
 // starts from them, so a CPU or goroutine profile of the whole process
 // tells the media plane's share apart.
@@ -107,8 +103,7 @@ type Server struct {
 	viewers  map[*Viewer]struct{}
 	tcpConns map[*tcpConn]struct{}
 	closed   bool
-	// tcpLimit caps ICE-TCP connections per client and in all, as the
-	// pion plane's.
+	// tcpLimit caps ICE-TCP connections per client and in all.
 	tcpLimit *plane.TCPLimit
 
 	// fd is the shared socket's descriptor, which Senders hand to
@@ -234,7 +229,7 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	for _, v := range vs {
-		v.end(ErrServerClosed)
+		v.end(plane.ErrServerClosed)
 	}
 	s.cancel()
 	s.fdMu.Lock()

@@ -3,6 +3,7 @@ package mediaplane
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/srtwhep/srtwhep/pkg/connlimit"
+	"github.com/srtwhep/srtwhep/pkg/plane"
 )
 
 // ICE-TCP (RFC 6544) is the fallback for viewers whose UDP is blocked: the
@@ -35,7 +37,7 @@ const acceptBackoff = 50 * time.Millisecond
 
 // errTCPClosed ends a viewer whose media went over an ICE-TCP connection
 // that closed: without it nothing reaches the viewer any more.
-var errTCPClosed = errors.New("mediaplane: the viewer's ICE-TCP connection closed")
+var errTCPClosed = fmt.Errorf("%w: its ICE-TCP connection closed", plane.ErrPeerClosed)
 
 // tcpConn is one accepted ICE-TCP connection.
 type tcpConn struct {

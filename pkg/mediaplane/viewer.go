@@ -2,7 +2,6 @@ package mediaplane
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -14,6 +13,7 @@ import (
 	"github.com/pion/srtp/v3"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/plane"
 )
 
 // Viewer states, in the only order they move.
@@ -22,20 +22,6 @@ const (
 	stateChecking               // ICE checks arrive; DTLS may be under way
 	stateConnected              // SRTP keys in place
 	stateClosed
-)
-
-// Reasons a viewer ends, besides ErrServerClosed and the caller's Close.
-var (
-	// ErrViewerClosed is returned by calls on a closed viewer.
-	ErrViewerClosed = errors.New("mediaplane: viewer closed")
-	// ErrHandshakeTimeout: no SRTP keys within Config.HandshakeTimeout.
-	ErrHandshakeTimeout = errors.New("mediaplane: ICE and DTLS did not complete within the handshake timeout")
-	// ErrConsentExpired: no valid STUN check or RTCP within
-	// Config.ConsentTimeout, or no answer to our consent checks from the
-	// media address within Config.ProofTimeout (RFC 7675).
-	ErrConsentExpired = errors.New("mediaplane: consent expired: nothing valid from the viewer, or no answer to our consent checks, within the consent timeout")
-	// ErrPeerClosed: the viewer sent a DTLS alert (close_notify or fatal).
-	ErrPeerClosed = errors.New("mediaplane: the viewer closed the DTLS association")
 )
 
 // ViewerConfig is what a viewer needs beyond its offer.
@@ -196,7 +182,7 @@ func (v *Viewer) Stats() ViewerStats {
 // Close ends the viewer: a connected one gets an RTCP BYE for its SSRCs
 // and the DTLS close_notify, so it leaves "connected" at once instead of
 // waiting for ICE to time out.
-func (v *Viewer) Close() { v.end(ErrViewerClosed) }
+func (v *Viewer) Close() { v.end(plane.ErrClosed) }
 
 // end closes the viewer once, for reason.
 func (v *Viewer) end(reason error) {
@@ -228,7 +214,7 @@ func (v *Viewer) end(reason error) {
 			// back the goodbye nor keep this goroutine.
 			r.tcp.limitWrites(goodbyeWait)
 		}
-		if prev == stateConnected && reason != ErrPeerClosed {
+		if prev == stateConnected && reason != plane.ErrPeerClosed {
 			v.sayGoodbye()
 		}
 		for _, c := range tcps {
@@ -293,13 +279,13 @@ func (v *Viewer) expired(now time.Time, handshake, consent time.Duration) error 
 	switch v.state.Load() {
 	case stateNew, stateChecking:
 		if now.Sub(v.created) > handshake {
-			return ErrHandshakeTimeout
+			return plane.ErrHandshakeTimeout
 		}
 	case stateConnected:
 		// A quick end for a viewer gone silent; that what it sends comes
 		// from where media goes is proven separately (consentTick).
 		if now.UnixNano()-v.lastSeen.Load() > int64(consent) {
-			return ErrConsentExpired
+			return plane.ErrConsentExpired
 		}
 	}
 	return nil
@@ -326,7 +312,7 @@ func (v *Viewer) setRemote(r route, inet6 bool) {
 func (v *Viewer) WriteRTCP(pkts []rtcp.Packet) error {
 	r := v.remote.Load()
 	if r == nil {
-		return ErrViewerClosed
+		return plane.ErrClosed
 	}
 	b, err := v.encryptRTCP(pkts)
 	if err != nil {
@@ -344,7 +330,7 @@ func (v *Viewer) encryptRTCP(pkts []rtcp.Packet) ([]byte, error) {
 	v.sendMu.Lock()
 	defer v.sendMu.Unlock()
 	if v.out == nil {
-		return nil, ErrViewerClosed
+		return nil, plane.ErrClosed
 	}
 	b, err := v.out.EncryptRTCP(nil, plain, nil)
 	if err != nil {

@@ -166,19 +166,19 @@ var defs = [numDefs]def{
 	sseEvents: {"srtwhep_sse_events_total",
 		"Server-sent events written to viewers, by type: active, inactive, reconnect, viewercount.", counter, []string{"type"}},
 	webrtcReceived: {"srtwhep_webrtc_received_datagrams_total",
-		"Datagrams from viewers that the own media plane (webrtc.mediaPlane: own) handled, by kind: stun = ICE connectivity and consent checks answered, dtls = DTLS handshake records, rtcp = SRTCP packets (receiver reports, NACKs, keyframe requests) decrypted, consent = answers to the server's own consent checks (RFC 7675), which prove that a viewer's address wants its media. rtcp flat while viewers are connected means their reports do not reach the server, so NACKs and congestion control are blind. Not exported on the pion plane.", counter, []string{"kind"}},
+		"Datagrams from viewers that the media plane handled, by kind: stun = ICE connectivity and consent checks answered, dtls = DTLS handshake records, rtcp = SRTCP packets (receiver reports, NACKs, keyframe requests) decrypted, consent = answers to the server's own consent checks (RFC 7675), which prove that a viewer's address wants its media. rtcp flat while viewers are connected means their reports do not reach the server, so NACKs and congestion control are blind.", counter, []string{"kind"}},
 	webrtcReceiveDropped: {"srtwhep_webrtc_received_dropped_total",
-		"Datagrams the own media plane read and threw away, by reason: malformed = not STUN, DTLS or RTP/RTCP, or truncated (scanners, stray traffic); unknown_ufrag = ICE check for no current viewer (one that left or restarted ICE; a steady stream is a probe); bad_integrity = ICE check whose MESSAGE-INTEGRITY or FINGERPRINT failed; unknown_addr = DTLS or RTCP from an address no ICE check validated (a NAT that changed the viewer's port; the viewer's next check repairs it); bad_srtcp = SRTCP that failed authentication or replay checks; other = valid but unwanted (RTP from a viewer, STUN responses, RTCP before the keys, a full handshake queue). bad_integrity or bad_srtcp growing means forged or corrupted packets reach the media port; unknown_addr growing while viewers fail points at a middlebox rewriting ports. Not exported on the pion plane.", counter, []string{"reason"}},
+		"Datagrams the media plane read and threw away, by reason: malformed = not STUN, DTLS or RTP/RTCP, or truncated (scanners, stray traffic); unknown_ufrag = ICE check for no current viewer (one that left or restarted ICE; a steady stream is a probe); bad_integrity = ICE check whose MESSAGE-INTEGRITY or FINGERPRINT failed; unknown_addr = DTLS or RTCP from an address no ICE check validated (a NAT that changed the viewer's port; the viewer's next check repairs it); bad_srtcp = SRTCP that failed authentication or replay checks; other = valid but unwanted (RTP from a viewer, STUN responses, RTCP before the keys, a full handshake queue). bad_integrity or bad_srtcp growing means forged or corrupted packets reach the media port; unknown_addr growing while viewers fail points at a middlebox rewriting ports.", counter, []string{"reason"}},
 	webrtcSendSyscalls: {"srtwhep_webrtc_send_syscalls_total",
-		"System calls the own media plane made to send media (sendmmsg, and one writev per frame for ICE-TCP viewers). srtwhep_webrtc_udp_datagrams_sent_total divided by this is the datagrams per call. Not exported on the pion plane.", counter, nil},
+		"System calls the media plane made to send media (sendmmsg, and one writev per frame for ICE-TCP viewers). srtwhep_webrtc_udp_datagrams_sent_total divided by this is the datagrams per call.", counter, nil},
 	webrtcSendMessages: {"srtwhep_webrtc_send_messages_total",
-		"Messages the own media plane's system calls carried: UDP GSO groups (packets of one frame for one viewer, sent as one message) and ICE-TCP frames. srtwhep_webrtc_udp_datagrams_sent_total divided by this is the datagrams per GSO message: near 1 while frames span several packets means GSO batching is off (the kernel or network device refused UDP GSO) and each packet costs its own trip through the kernel. Not exported on the pion plane.", counter, nil},
+		"Messages the media plane's system calls carried: UDP GSO groups (packets of one frame for one viewer, sent as one message) and ICE-TCP frames. srtwhep_webrtc_udp_datagrams_sent_total divided by this is the datagrams per GSO message: near 1 while frames span several packets means GSO batching is off (the kernel or network device refused UDP GSO) and each packet costs its own trip through the kernel.", counter, nil},
 	webrtcConsentFailures: {"srtwhep_webrtc_consent_failures_total",
-		"Consent checks (RFC 7675) that went unanswered on the own media plane: an address a viewer nominated that never answered the server's check, so got no media (a viewer spoofing a third party's address to aim its stream there, or a path that broke while moving), and viewers ended because their media address answered none of the server's consent checks for 30 s (RFC 7675: what a viewer sends proves nothing, since it may spoof its source). Not exported on the pion plane.", counter, nil},
+		"Consent checks (RFC 7675) that went unanswered on the media plane: an address a viewer nominated that never answered the server's check, so got no media (a viewer spoofing a third party's address to aim its stream there, or a path that broke while moving), and viewers ended because their media address answered none of the server's consent checks for 30 s (RFC 7675: what a viewer sends proves nothing, since it may spoof its source).", counter, nil},
 	webrtcTCPRefused: {"srtwhep_webrtc_ice_tcp_refused_total",
-		"ICE-TCP connections the media plane (own or pion) closed at accept, by reason: per_client = over webrtc.maxTCPPerClient from one address (per /64 for IPv6), global = over the 4,096 open at once. per_client growing while ICE-TCP viewers fail means many of them share one address (raise the cap); otherwise it is a flood, and the log names the client once a second.", counter, []string{"reason"}},
+		"ICE-TCP connections the media plane closed at accept, by reason: per_client = over webrtc.maxTCPPerClient from one address (per /64 for IPv6), global = over the 4,096 open at once. per_client growing while ICE-TCP viewers fail means many of them share one address (raise the cap); otherwise it is a flood, and the log names the client once a second.", counter, []string{"reason"}},
 	webrtcTCPEvicted: {"srtwhep_webrtc_ice_tcp_evicted_total",
-		"Validated ICE-TCP connections the own media plane closed because a newer address of the same viewer took their place (a viewer keeps eight). Not exported on the pion plane.", counter, nil},
+		"Validated ICE-TCP connections the media plane closed because a newer address of the same viewer took their place (a viewer keeps eight).", counter, nil},
 	serverLatency: {"srtwhep_server_latency_seconds",
 		"The server's own share of the delay, per video frame and viewer: from the demuxer having the whole frame from SRT to the write of its last RTP packet (the cached GOP a new viewer starts with is left out).", histogram, nil},
 	hookEvents: {"srtwhep_hook_events_total",
@@ -220,12 +220,6 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	if c.src.MediaPlane != nil {
 		if s, ok := c.src.MediaPlane(); ok {
 			c.collectMediaPlane(ch, s)
-		}
-	}
-	if c.src.TCPRefusals != nil {
-		if s, ok := c.src.TCPRefusals(); ok {
-			c.emit(ch, webrtcTCPRefused, float64(s.PerClient), "per_client")
-			c.emit(ch, webrtcTCPRefused, float64(s.Global), "global")
 		}
 	}
 	if c.src.Refusals != nil {
@@ -365,6 +359,8 @@ func (c *collector) collectMediaPlane(ch chan<- prometheus.Metric, s MediaPlaneS
 	c.emit(ch, webrtcSendMessages, float64(s.SendMessages))
 	c.emit(ch, webrtcConsentFailures, float64(s.ConsentFailures))
 	c.emit(ch, webrtcTCPEvicted, float64(s.TCPEvicted))
+	c.emit(ch, webrtcTCPRefused, float64(s.TCPRefusedPerClient), "per_client")
+	c.emit(ch, webrtcTCPRefused, float64(s.TCPRefusedGlobal), "global")
 }
 
 func (c *collector) emit(ch chan<- prometheus.Metric, i int, v float64, labels ...string) {

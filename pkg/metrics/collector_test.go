@@ -53,11 +53,10 @@ func fixedSources() Sources {
 				DroppedUnknownAddr: 4, DroppedBadSRTCP: 5, DroppedOther: 6,
 				SendSyscalls: 250, SendMessages: 300,
 				ConsentAnswers: 7, ConsentFailures: 2,
-				TCPEvicted: 2,
+				TCPEvicted: 2, TCPRefusedPerClient: 7, TCPRefusedGlobal: 1,
 			}, true
 		},
-		TCPRefusals: func() (TCPRefusalSample, bool) { return TCPRefusalSample{PerClient: 7, Global: 1}, true },
-		Build:       BuildInfo{Version: "v0.1.0", GoVersion: "go1.26.8"},
+		Build: BuildInfo{Version: "v0.1.0", GoVersion: "go1.26.8"},
 	}
 }
 
@@ -210,43 +209,20 @@ func TestCollectNilSourcesOnlyBuildInfo(t *testing.T) {
 	}
 }
 
-// A media plane source that reports no own plane (the pion plane, or a
-// server not yet bound) exports no media plane series, not zeros.
+// A media plane source that reports no plane yet (a server not yet
+// bound) exports no media plane series, not zeros.
 func TestCollectMediaPlaneAbsent(t *testing.T) {
-	m := New(Sources{MediaPlane: func() (MediaPlaneSample, bool) { return MediaPlaneSample{STUNAnswered: 5}, false }})
+	m := New(Sources{MediaPlane: func() (MediaPlaneSample, bool) { return MediaPlaneSample{STUNAnswered: 5, TCPRefusedPerClient: 3}, false }})
 	got := gatheredNames(t, m)
 	for _, name := range []string{"srtwhep_webrtc_received_datagrams_total", "srtwhep_webrtc_received_dropped_total",
 		"srtwhep_webrtc_send_syscalls_total", "srtwhep_webrtc_send_messages_total", "srtwhep_webrtc_consent_failures_total",
 		"srtwhep_webrtc_ice_tcp_refused_total", "srtwhep_webrtc_ice_tcp_evicted_total"} {
 		if got[name] {
-			t.Errorf("%s exported although the source reports no own media plane", name)
+			t.Errorf("%s exported although the source reports no media plane", name)
 		}
 	}
 	if n := testutil.CollectAndCount(m.col); n != 1 {
 		t.Errorf("collected %d series, want only srtwhep_build_info", n)
-	}
-}
-
-// On the pion plane (no own-plane sample) the ICE-TCP refusals are still
-// exported, and nothing else of the own plane's media counters is.
-func TestCollectTCPRefusalsWithoutOwnPlane(t *testing.T) {
-	m := New(Sources{
-		MediaPlane:  func() (MediaPlaneSample, bool) { return MediaPlaneSample{STUNAnswered: 5, TCPEvicted: 1}, false },
-		TCPRefusals: func() (TCPRefusalSample, bool) { return TCPRefusalSample{PerClient: 3, Global: 2}, true },
-	})
-	want := helpOf("srtwhep_webrtc_ice_tcp_refused_total") + `srtwhep_webrtc_ice_tcp_refused_total{reason="global"} 2
-srtwhep_webrtc_ice_tcp_refused_total{reason="per_client"} 3
-`
-	if err := testutil.CollectAndCompare(m.col, strings.NewReader(want), "srtwhep_webrtc_ice_tcp_refused_total"); err != nil {
-		t.Fatal(err)
-	}
-	// build_info and the two refusal series: no own-plane series.
-	if n := testutil.CollectAndCount(m.col); n != 3 {
-		t.Errorf("collected %d series, want 3 (build info, two refusal reasons)", n)
-	}
-	none := New(Sources{TCPRefusals: func() (TCPRefusalSample, bool) { return TCPRefusalSample{PerClient: 3}, false }})
-	if gatheredNames(t, none)["srtwhep_webrtc_ice_tcp_refused_total"] {
-		t.Error("refusals exported although the source reports no media plane")
 	}
 }
 

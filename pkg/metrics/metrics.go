@@ -117,8 +117,8 @@ type WebRTCSample struct {
 // before the first.
 var SSEEventTypes = []string{"active", "inactive", "reconnect", "viewercount"}
 
-// MediaPlaneSample counts, for the life of the process, what srtwhep's own
-// media plane (webrtc.mediaPlane: own) read from viewers on its shared
+// MediaPlaneSample counts, for the life of the process, what srtwhep's
+// media plane read from viewers on its shared
 // socket (and ICE-TCP connections) and how it sent media. Every datagram
 // read is either handled under one kind or dropped under one reason.
 type MediaPlaneSample struct {
@@ -138,13 +138,10 @@ type MediaPlaneSample struct {
 	// TCPEvicted are validated ICE-TCP connections closed because a newer
 	// address of the same viewer replaced them.
 	TCPEvicted uint64
-}
-
-// TCPRefusalSample counts, for the life of the process, the ICE-TCP
-// connections either media plane closed at accept: over
-// webrtc.maxTCPPerClient from one client, and over the server's cap.
-type TCPRefusalSample struct {
-	PerClient, Global uint64
+	// TCPRefusedPerClient and TCPRefusedGlobal are the ICE-TCP
+	// connections closed at accept: over webrtc.maxTCPPerClient from one
+	// client, and over the server's cap.
+	TCPRefusedPerClient, TCPRefusedGlobal uint64
 }
 
 // HookSample counts the events posted to hooks.url for the life of the
@@ -172,15 +169,10 @@ type Sources struct {
 	// Refusals counts the publishers refused (or warned about) for their
 	// stream, by reason (see RefusalReasons), for the life of the process.
 	Refusals func() map[string]uint64
-	// MediaPlane reports false while srtwhep's own media plane is not
-	// running (the pion plane, or before the socket is bound); its series
-	// are then left out rather than exported as zeros that would read as
-	// "nothing received".
+	// MediaPlane reports false while the media plane is not running
+	// (before its socket is bound); its series are then left out rather
+	// than exported as zeros that would read as "nothing received".
 	MediaPlane func() (MediaPlaneSample, bool)
-	// TCPRefusals reports false while no media plane is running. Both
-	// planes cap ICE-TCP the same way (pkg/plane), so unlike MediaPlane
-	// this is exported on the pion plane too.
-	TCPRefusals func() (TCPRefusalSample, bool)
 	// Profiling also serves Go's pprof handlers under /debug/pprof/.
 	Profiling bool
 	// Build fills srtwhep_build_info (always 1). An empty Version reads

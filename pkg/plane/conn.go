@@ -1,7 +1,6 @@
 package plane
 
 import (
-	"context"
 	"time"
 
 	"github.com/pion/rtcp"
@@ -33,13 +32,13 @@ type Conn interface {
 	// fault.
 	Trickle(candidates []string) error
 	// RestartICE starts a new ICE generation for the viewer's new
-	// credentials in remote (offerSDP is its offer with them) and returns
-	// ours. An *sdpoffer.Error is the viewer's fault; any other error
-	// leaves the connection unusable.
-	RestartICE(ctx context.Context, offerSDP string, remote ICE) (ICE, error)
+	// credentials and candidates in remote and returns ours. An
+	// *sdpoffer.Error is the viewer's fault; any other error leaves the
+	// connection unusable.
+	RestartICE(remote ICE) (ICE, error)
 	// Drive runs s, the viewer's sender, until its Step reports done: on
-	// the plane's shared workers where writes never block, else on a
-	// goroutine of the connection's (see Run). It does not wait.
+	// the plane's shared workers where writes never block (UDP), else on
+	// a goroutine of the connection's (see Run). It does not wait.
 	Drive(s Stepper)
 	// Close ends the connection, with an RTCP BYE and DTLS close_notify
 	// to a connected viewer, and returns once nothing of it calls into
@@ -65,8 +64,7 @@ type Stepper interface {
 
 // Run steps s on the calling goroutine until it is done, waiting for its
 // wakes and the times it asks for in between: the adapter for outputs
-// whose writes block (pion's track writes, ICE-TCP), which must not hold
-// anyone else's.
+// whose writes block (ICE-TCP), which must not hold anyone else's.
 func Run(s Stepper) {
 	wake := make(chan struct{}, 1)
 	s.SetWake(func() {

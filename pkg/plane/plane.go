@@ -1,9 +1,9 @@
-// Package plane is the contract between the WHEP server (pkg/whep) and a
-// media plane (pkg/mediaplane, srtwhep's own, or pkg/pionplane): what a
-// viewer's offer asks of a plane, what the plane answers, why a viewer
-// ended, and how a plane runs a viewer's sender. It holds no state; its
-// types exist here so that whep can declare the interfaces it uses while
-// neither plane imports whep.
+// Package plane is the contract between the WHEP server (pkg/whep) and the
+// media plane (pkg/mediaplane): what a viewer's offer asks of the plane,
+// what the plane answers, why a viewer's connection ended, and how the
+// plane runs a viewer's sender (pkg/rtpsend). It holds no state; its types
+// live here so that whep and rtpsend declare what they use while the plane
+// imports neither, and the plane's tests build no WHEP server.
 package plane
 
 import (
@@ -21,8 +21,8 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
 )
 
-// Config is what both planes are built from: the sockets and the
-// addresses they advertise.
+// Config is what the plane is built from: the sockets and the addresses
+// it advertises.
 type Config struct {
 	// UDPListen is the one UDP socket for all viewers, "0.0.0.0:8189" in
 	// production, "127.0.0.1:0" in tests.
@@ -48,7 +48,6 @@ type Config struct {
 
 	HandshakeTimeout  time.Duration // answer → connected; 0: 10 s
 	DisconnectTimeout time.Duration // no traffic from a viewer → ended; 0: 15 s
-	Keepalive         time.Duration // ICE keepalive interval (pion); 0: 2 s
 
 	Logger *slog.Logger
 }
@@ -57,7 +56,6 @@ type Config struct {
 const (
 	DefaultHandshakeTimeout  = 10 * time.Second
 	DefaultDisconnectTimeout = 15 * time.Second
-	DefaultKeepalive         = 2 * time.Second
 )
 
 // Check reports what a plane cannot be built from.
@@ -77,7 +75,6 @@ func (c Config) Check() error {
 func (c Config) WithDefaults() Config {
 	c.HandshakeTimeout = positiveOr(c.HandshakeTimeout, DefaultHandshakeTimeout)
 	c.DisconnectTimeout = positiveOr(c.DisconnectTimeout, DefaultDisconnectTimeout)
-	c.Keepalive = positiveOr(c.Keepalive, DefaultKeepalive)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -124,42 +121,37 @@ func H265Fmtp(offered map[string]string) string {
 	return strings.Join(append(parts, "tx-mode=SRST"), ";")
 }
 
-// OpusFmtp is what both planes answer for audio: Opus as the transcoder
+// OpusFmtp is what the plane answers for audio: Opus as the transcoder
 // makes it, 48 kHz stereo.
 const OpusFmtp = "minptime=10;useinbandfec=1;stereo=1;sprop-stereo=1"
 
-// Offer is one viewer's offer as a plane answers it: the offer's one
+// Offer is one viewer's offer as the plane answers it: the offer's one
 // model with the codecs the server chose from it, and the callbacks the
 // viewer's connection reports to.
 type Offer struct {
-	// Session is the viewer's session: a plane whose writes can block
-	// (ICE-TCP) closes the connection at once when it ends, so a sender
-	// blocked on a full link does not hold a kick or a shutdown.
+	// Session is the viewer's session: the plane closes the connection at
+	// once when it ends, so a sender blocked on a full ICE-TCP link does
+	// not hold a kick or a shutdown.
 	Session context.Context
 	// Model is the offer as sdpoffer.Parse read it, once, for everyone:
 	// the sections to answer, their mids, the viewer's credentials and
 	// fingerprints.
 	Model *sdpoffer.Offer
-	// SDP is the offer's text, for a plane whose WebRTC stack applies
-	// the offer itself (pion); a plane decides nothing from it.
-	SDP   string
 	Video Codec
 	// Audio answers the offer's audio section with Opus; nil rejects it.
 	Audio *Codec
 	// OnRTCP receives the RTCP the viewer sends. Calls never overlap,
 	// none comes after the connection's Close has returned, and it must
-	// not block: on the own plane it runs on the goroutine that reads
-	// every viewer's RTCP.
+	// not block: it runs on the goroutine that reads every viewer's RTCP.
 	OnRTCP func(pkts []rtcp.Packet)
-	// OnDone is told once why the connection ended on its own (one of
-	// the Err values below, or another error: a failure), on whatever
-	// goroutine noticed; it must not block.
+	// OnDone is told once why the connection ended on its own, one of
+	// the reasons below, on whatever goroutine noticed; it must not
+	// block.
 	OnDone func(reason error)
 	// OnICEStart, when set, is called once when the viewer starts taking
-	// part in ICE (the own plane: its first valid check; pion: ICE
-	// connected, the moment before DTLS), so the caller can count the
+	// part in ICE (its first valid check), so the caller can count the
 	// expensive handshake from then and not from the answer. It must not
-	// block: on the own plane it runs on the demultiplexer.
+	// block: it runs on the demultiplexer.
 	OnICEStart func()
 	Log        *slog.Logger
 }
@@ -179,15 +171,33 @@ type Answer struct {
 	Ufrag string
 }
 
-// Reasons a connection ends, as Offer.OnDone reports them.
+// Reasons a connection ends, the one set: the plane ends viewers with
+// them, Offer.OnDone reports them, and the WHEP session logs them as they
+// are ("viewer closed" reason=…) and counts the failures among them.
 var (
-	// ErrServerClosed: the plane is closing.
-	ErrServerClosed = errors.New("media plane closed")
-	// ErrPeerClosed: the viewer (or our Close) closed the connection.
+	// ErrServerClosed: the plane is closing, because the server is.
+	ErrServerClosed = errors.New("server is shutting down")
+	// ErrClosed: the connection's Close ended it, so the caller's own
+	// reason stands; calls on a closed connection return it.
+	ErrClosed = errors.New("connection closed")
+	// ErrPeerClosed: the viewer closed the connection, with a DTLS alert
+	// (close_notify or fatal) or by closing its ICE-TCP connection.
 	ErrPeerClosed = errors.New("peer connection closed")
-	// ErrICEFailed: nothing from the viewer within the disconnect
-	// timeout.
-	ErrICEFailed = errors.New("connection failed (no traffic within the disconnect timeout)")
+	// ErrConsentExpired: nothing valid from the viewer (ICE check or
+	// RTCP) within the disconnect timeout, or no answer to our consent
+	// checks from its media address (RFC 7675).
+	ErrConsentExpired = errors.New("connection failed: consent expired (nothing valid from the viewer, or no answer to the server's consent checks, within the timeout)")
 	// ErrHandshakeTimeout: ICE and DTLS did not complete in time.
 	ErrHandshakeTimeout = errors.New("not connected within the handshake timeout")
+	// ErrFailed is wrapped by the errors of a connection that broke (a
+	// DTLS handshake failing, say).
+	ErrFailed = errors.New("connection failed")
 )
+
+// Failed reports whether reason is the viewer's side or the link ending
+// the connection, not the server's (ErrClosed, ErrServerClosed): before
+// the viewer is connected, that is a failed handshake.
+func Failed(reason error) bool {
+	return errors.Is(reason, ErrConsentExpired) || errors.Is(reason, ErrHandshakeTimeout) ||
+		errors.Is(reason, ErrFailed) || errors.Is(reason, ErrPeerClosed)
+}

@@ -2,7 +2,6 @@ package plane
 
 import (
 	"log/slog"
-	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -12,7 +11,7 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/connlimit"
 )
 
-// ICE-TCP connection caps, the same on both planes.
+// ICE-TCP connection caps.
 const (
 	// DefaultMaxTCPPerClient bounds one client's ICE-TCP connections: a
 	// browser opens one per candidate pair it checks over TCP, a few.
@@ -26,7 +25,7 @@ const (
 // for the total cap) per interval, however fast connections come.
 const tcpRefusalLogEvery = time.Second
 
-// TCPLimit caps a plane's ICE-TCP connections per client (auth.Key: an
+// TCPLimit caps the plane's ICE-TCP connections per client (auth.Key: an
 // IPv4 address, an IPv6 /64) and in total, so that one client's sockets
 // cannot take the ones every other viewer needs.
 type TCPLimit struct {
@@ -88,43 +87,3 @@ func (l *TCPLimit) Refused() (perClient, total uint64) {
 
 // Open is the number of connections counted now.
 func (l *TCPLimit) Open() int { return l.table.Open() }
-
-// Listener applies the caps to ln's connections, for an ICE-TCP server
-// that accepts by itself (pion's TCP mux): a connection over a cap is
-// reset at once, and one within gives its slot back on Close.
-func (l *TCPLimit) Listener(ln net.Listener) net.Listener { return &tcpLimitListener{ln, l} }
-
-type tcpLimitListener struct {
-	net.Listener
-	limit *TCPLimit
-}
-
-func (ll *tcpLimitListener) Accept() (net.Conn, error) {
-	for {
-		c, err := ll.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		tc, ok := c.(*net.TCPConn)
-		if !ok {
-			return c, nil // not TCP: nothing to count it by
-		}
-		release, ok := ll.limit.Admit(tc.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap())
-		if ok {
-			return &limitedConn{TCPConn: tc, release: release}, nil
-		}
-		connlimit.Refuse(tc)
-	}
-}
-
-// limitedConn gives its slot back when closed; it stays a *net.TCPConn
-// underneath for pion's mux, which reads and writes it as a stream.
-type limitedConn struct {
-	*net.TCPConn
-	release func()
-}
-
-func (c *limitedConn) Close() error {
-	c.release()
-	return c.TCPConn.Close()
-}

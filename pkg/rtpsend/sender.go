@@ -13,7 +13,7 @@
 // a NACK arrives. The media plane decides where it runs: the own plane's
 // writer pool steps UDP viewers' senders, so a viewer costs no goroutine
 // and many viewers' frames leave in one sendmmsg; plane.Run steps it on a
-// goroutine of its own where writes block (pion's track writes, ICE-TCP).
+// goroutine of its own where writes block (ICE-TCP).
 package rtpsend
 
 import (

@@ -19,48 +19,43 @@ import (
 )
 
 // The offers of testdata/offers are real clients' (or shaped after them,
-// as each file's header says) and the answer both media planes give each
+// as each file's header says) and the answer the media plane gives each
 // one. An answer is summarised as its BUNDLE group, then per m-section
 // kind, port, mid, direction and, for an accepted RTP section, its
 // payload types with the first one's codec (and H.264 profile).
 var offerFixtures = []struct {
 	file string
 	want string
-	// pion is the pion plane's answer where it differs from the own
-	// plane's, "" where both agree.
-	pion string
 }{
 	{"chromium-default.sdp",
-		"BUNDLE 0 1 | video 9 0 sendonly 108:H264/42e01f | audio 9 1 sendonly 111:opus", ""},
+		"BUNDLE 0 1 | video 9 0 sendonly 108:H264/42e01f | audio 9 1 sendonly 111:opus"},
 	{"chromium-maxbundle-audio-first.sdp",
-		"BUNDLE 0 1 | audio 9 0 sendonly 111:opus | video 9 1 sendonly 108:H264/42e01f", ""},
+		"BUNDLE 0 1 | audio 9 0 sendonly 111:opus | video 9 1 sendonly 108:H264/42e01f"},
 	{"chromium-maxbundle-video-first.sdp",
-		"BUNDLE 0 1 | video 9 0 sendonly 108:H264/42e01f | audio 9 1 sendonly 111:opus", ""},
+		"BUNDLE 0 1 | video 9 0 sendonly 108:H264/42e01f | audio 9 1 sendonly 111:opus"},
 	{"chromium-maxbundle-audio-first-bundleonly.sdp",
-		"BUNDLE 0 1 | audio 9 0 sendonly 111:opus | video 9 1 sendonly 108:H264/42e01f", ""},
+		"BUNDLE 0 1 | audio 9 0 sendonly 111:opus | video 9 1 sendonly 108:H264/42e01f"},
 	{"chromium-maxbundle-video-first-bundleonly.sdp",
-		"BUNDLE 0 1 | video 9 0 sendonly 108:H264/42e01f | audio 9 1 sendonly 111:opus", ""},
+		"BUNDLE 0 1 | video 9 0 sendonly 108:H264/42e01f | audio 9 1 sendonly 111:opus"},
 	{"firefox-maxbundle.sdp",
-		"BUNDLE 0 1 | audio 9 0 sendonly 109:opus | video 9 1 sendonly 126:H264/42e01f", ""},
-	// The README's transceivers are sendrecv; both planes answer
-	// sendonly, as they only send.
+		"BUNDLE 0 1 | audio 9 0 sendonly 109:opus | video 9 1 sendonly 126:H264/42e01f"},
+	// The README's transceivers are sendrecv; the answer is sendonly, as
+	// the server only sends.
 	{"whipwhep-audio-first.sdp",
-		"BUNDLE 0 1 | audio 9 0 sendonly 111:opus | video 9 1 sendonly 108:H264/42e01f", ""},
-	// Both planes reject the data channel; pion writes a=sendrecv in
-	// every data section, rejected or not.
+		"BUNDLE 0 1 | audio 9 0 sendonly 111:opus | video 9 1 sendonly 108:H264/42e01f"},
+	// The data channel is rejected.
 	{"mediamtx-datachannel.sdp",
-		"BUNDLE 0 1 | video 9 0 sendonly 108:H264/42e01f | audio 9 1 sendonly 111:opus | application 0 2 -",
-		"BUNDLE 0 1 | video 9 0 sendonly 108:H264/42e01f | audio 9 1 sendonly 111:opus | application 0 2 sendrecv"},
+		"BUNDLE 0 1 | video 9 0 sendonly 108:H264/42e01f | audio 9 1 sendonly 111:opus | application 0 2 -"},
 	// A stream of unknown profile (these tests' paths) gets 42e01f; on
 	// a High-profile path TestOfferStreamFixtures expects 640c1f.
 	{"safari.sdp",
-		"BUNDLE 0 1 | video 9 0 sendonly 98:H264/42e01f | audio 9 1 sendonly 111:opus", ""},
+		"BUNDLE 0 1 | video 9 0 sendonly 98:H264/42e01f | audio 9 1 sendonly 111:opus"},
 }
 
 // videoOnlyFixtures are offers posted to a path without audio: the audio
 // section is rejected with its mid kept (RFC 8843 §7.3.3: a rejected
 // section of the group keeps its mid, so the offerer knows which one it
-// was), the same on both planes.
+// was).
 var videoOnlyFixtures = []struct{ file, want string }{
 	{"chromium-default.sdp", "BUNDLE 0 | video 9 0 sendonly 108:H264/42e01f | audio 0 1 -"},
 	{"chromium-maxbundle-audio-first-bundleonly.sdp", "BUNDLE 1 | audio 0 0 - | video 9 1 sendonly 108:H264/42e01f"},
@@ -150,61 +145,52 @@ func answerSummary(t *testing.T, answer string) string {
 	return strings.Join(parts, " | ")
 }
 
-// TestOfferFixtures posts each fixture to a server on each media plane
-// (a path with audio) and checks the answer: every section answered, the
+// TestOfferFixtures posts each fixture to a server (a path with audio) and checks the answer: every section answered, the
 // bundle-only ones accepted into the group with a real port, H.264 in
 // the profile the server prefers, Opus. An empty and a non-SDP body are
 // refused with a reason.
 func TestOfferFixtures(t *testing.T) {
-	for _, planeName := range []string{"own", "pion"} {
-		t.Run(planeName, func(t *testing.T) {
-			h := hub.New(hub.Config{})
-			publishAV(t, h)
-			_, hs, _ := startServerOn(t, HubSource(h), planeName, nil, nil)
-			url := hs.URL + "/live/av/whep"
-			for _, f := range offerFixtures {
-				t.Run(f.file, func(t *testing.T) {
-					resp, body := post(t, url, "application/sdp", readOfferFixture(t, f.file))
-					if resp.StatusCode != http.StatusCreated {
-						t.Fatalf("got %d %q, want 201", resp.StatusCode, body)
-					}
-					want := f.want
-					if planeName == "pion" && f.pion != "" {
-						want = f.pion
-					}
-					got := answerSummary(t, body)
-					t.Logf("answer: %s", got)
-					if got != want {
-						t.Errorf("answer\n got %s\nwant %s", got, want)
-					}
-				})
+	h := hub.New(hub.Config{})
+	publishAV(t, h)
+	_, hs := startServer(t, HubSource(h), nil)
+	url := hs.URL + "/live/av/whep"
+	for _, f := range offerFixtures {
+		t.Run(f.file, func(t *testing.T) {
+			resp, body := post(t, url, "application/sdp", readOfferFixture(t, f.file))
+			if resp.StatusCode != http.StatusCreated {
+				t.Fatalf("got %d %q, want 201", resp.StatusCode, body)
 			}
-			vpub, err := h.Publish("live/v", "test")
-			if err != nil {
-				t.Fatal(err)
+			got := answerSummary(t, body)
+			t.Logf("answer: %s", got)
+			if got != f.want {
+				t.Errorf("answer\n got %s\nwant %s", got, f.want)
 			}
-			t.Cleanup(vpub.Close)
-			for _, f := range videoOnlyFixtures {
-				t.Run("video only/"+f.file, func(t *testing.T) {
-					resp, body := post(t, hs.URL+"/live/v/whep", "application/sdp", readOfferFixture(t, f.file))
-					if resp.StatusCode != http.StatusCreated {
-						t.Fatalf("got %d %q, want 201", resp.StatusCode, body)
-					}
-					if got := answerSummary(t, body); got != f.want {
-						t.Errorf("answer\n got %s\nwant %s", got, f.want)
-					}
-				})
+		})
+	}
+	vpub, err := h.Publish("live/v", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(vpub.Close)
+	for _, f := range videoOnlyFixtures {
+		t.Run("video only/"+f.file, func(t *testing.T) {
+			resp, body := post(t, hs.URL+"/live/v/whep", "application/sdp", readOfferFixture(t, f.file))
+			if resp.StatusCode != http.StatusCreated {
+				t.Fatalf("got %d %q, want 201", resp.StatusCode, body)
 			}
-			for _, c := range []struct{ name, body, reason string }{
-				{"empty", "", "the request body is empty"},
-				{"not SDP", "<html>offer</html>", "the request body is not SDP"},
-			} {
-				t.Run(c.name, func(t *testing.T) {
-					resp, body := post(t, url, "application/sdp", c.body)
-					if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, c.reason) {
-						t.Errorf("got %d %q, want 400 saying %q", resp.StatusCode, body, c.reason)
-					}
-				})
+			if got := answerSummary(t, body); got != f.want {
+				t.Errorf("answer\n got %s\nwant %s", got, f.want)
+			}
+		})
+	}
+	for _, c := range []struct{ name, body, reason string }{
+		{"empty", "", "the request body is empty"},
+		{"not SDP", "<html>offer</html>", "the request body is not SDP"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			resp, body := post(t, url, "application/sdp", c.body)
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, c.reason) {
+				t.Errorf("got %d %q, want 400 saying %q", resp.StatusCode, body, c.reason)
 			}
 		})
 	}

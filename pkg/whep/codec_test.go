@@ -13,7 +13,7 @@ import (
 )
 
 // TestOfferStreamFixtures: the fixtures of testdata/offers on paths whose
-// stream is known, on both planes. The answered payload type follows the
+// stream is known. The answered payload type follows the
 // published stream: Safari's 640c1f for a High-profile stream, Chromium's
 // 4d001f for a Main one, H.265 for an H.265 path when offered. A viewer
 // that did not offer H.265 for an H.265 path gets a 409 problem detail
@@ -35,53 +35,49 @@ func TestOfferStreamFixtures(t *testing.T) {
 		{"chromium-default.sdp", "live/high", "BUNDLE 0 1 | video 9 0 sendonly 108:H264/42e01f | audio 9 1 sendonly 111:opus"},
 		{"chromium-default.sdp", "live/main", "BUNDLE 0 1 | video 9 0 sendonly 116:H264/4d001f | audio 9 1 sendonly 111:opus"},
 	}
-	for _, planeName := range []string{"own", "pion"} {
-		t.Run(planeName, func(t *testing.T) {
-			h := hub.New(hub.Config{})
-			for name, info := range streams {
-				pub, err := h.Publish(name, "test")
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(pub.Close)
-				pub.SetAudio(true)
-				pub.SetInfo(info)
+	h := hub.New(hub.Config{})
+	for name, info := range streams {
+		pub, err := h.Publish(name, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pub.Close)
+		pub.SetAudio(true)
+		pub.SetInfo(info)
+	}
+	_, hs := startServer(t, HubSource(h), nil)
+	for _, c := range cases {
+		t.Run(c.file+" on "+c.path, func(t *testing.T) {
+			resp, body := post(t, hs.URL+"/"+c.path+"/whep", "application/sdp", readOfferFixture(t, c.file))
+			if resp.StatusCode != http.StatusCreated {
+				t.Fatalf("got %d %q, want 201", resp.StatusCode, body)
 			}
-			_, hs, _ := startServerOn(t, HubSource(h), planeName, nil, nil)
-			for _, c := range cases {
-				t.Run(c.file+" on "+c.path, func(t *testing.T) {
-					resp, body := post(t, hs.URL+"/"+c.path+"/whep", "application/sdp", readOfferFixture(t, c.file))
-					if resp.StatusCode != http.StatusCreated {
-						t.Fatalf("got %d %q, want 201", resp.StatusCode, body)
-					}
-					got := answerSummary(t, body)
-					t.Logf("answer: %s", got)
-					if got != c.want {
-						t.Errorf("answer\n got %s\nwant %s", got, c.want)
-					}
-					if strings.Contains(c.want, "H265") && !strings.Contains(body, "profile-id=1;tier-flag=0;tx-mode=SRST") {
-						t.Errorf("H.265 answer lacks the offer's profile-id, tier-flag and tx-mode=SRST:\n%s", body)
-					}
-				})
+			got := answerSummary(t, body)
+			t.Logf("answer: %s", got)
+			if got != c.want {
+				t.Errorf("answer\n got %s\nwant %s", got, c.want)
 			}
-			for _, file := range []string{"chromium-default.sdp", "firefox-maxbundle.sdp"} {
-				t.Run(file+" on live/hevc", func(t *testing.T) {
-					resp, body := post(t, hs.URL+"/live/hevc/whep", "application/sdp", readOfferFixture(t, file))
-					var p struct {
-						Type, Detail string
-						Status       int
-					}
-					if err := json.Unmarshal([]byte(body), &p); err != nil {
-						t.Fatalf("got %d %q: %v", resp.StatusCode, body, err)
-					}
-					t.Logf("%d %s: %s", resp.StatusCode, p.Type, p.Detail)
-					if resp.StatusCode != http.StatusConflict || p.Status != http.StatusConflict ||
-						p.Type != ProblemTypeBase+probVideoCodec ||
-						!strings.Contains(p.Detail, "This stream is H.265 (HEVC, Main)") || !strings.Contains(p.Detail, "it offered ") ||
-						!strings.Contains(p.Detail, "-c:v libx264 -bf 0") || !strings.Contains(p.Detail, "set video: auto") {
-						t.Errorf("got %d %+v, want 409 %s naming H.265, what the offer had, the encoder fix and the operator's", resp.StatusCode, p, probVideoCodec)
-					}
-				})
+			if strings.Contains(c.want, "H265") && !strings.Contains(body, "profile-id=1;tier-flag=0;tx-mode=SRST") {
+				t.Errorf("H.265 answer lacks the offer's profile-id, tier-flag and tx-mode=SRST:\n%s", body)
+			}
+		})
+	}
+	for _, file := range []string{"chromium-default.sdp", "firefox-maxbundle.sdp"} {
+		t.Run(file+" on live/hevc", func(t *testing.T) {
+			resp, body := post(t, hs.URL+"/live/hevc/whep", "application/sdp", readOfferFixture(t, file))
+			var p struct {
+				Type, Detail string
+				Status       int
+			}
+			if err := json.Unmarshal([]byte(body), &p); err != nil {
+				t.Fatalf("got %d %q: %v", resp.StatusCode, body, err)
+			}
+			t.Logf("%d %s: %s", resp.StatusCode, p.Type, p.Detail)
+			if resp.StatusCode != http.StatusConflict || p.Status != http.StatusConflict ||
+				p.Type != ProblemTypeBase+probVideoCodec ||
+				!strings.Contains(p.Detail, "This stream is H.265 (HEVC, Main)") || !strings.Contains(p.Detail, "it offered ") ||
+				!strings.Contains(p.Detail, "-c:v libx264 -bf 0") || !strings.Contains(p.Detail, "set video: auto") {
+				t.Errorf("got %d %+v, want 409 %s naming H.265, what the offer had, the encoder fix and the operator's", resp.StatusCode, p, probVideoCodec)
 			}
 		})
 	}

@@ -39,7 +39,6 @@ func fuzzServer(f *testing.F) http.Handler {
 		OfferRate:              1 << 20,
 		OfferBurst:             1 << 20,
 		Logger:                 slog.New(slog.DiscardHandler),
-		MediaPlane:             testkit.MediaPlane(),
 	})
 	if err != nil {
 		f.Fatal(err)

@@ -276,7 +276,7 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 	// Everything the connection's callbacks may read is set before it
 	// exists.
 	sess := &session{id: id, path: path, remote: r.RemoteAddr, since: time.Now(), clientKey: clientKey, reader: reader,
-		log: s.log.With("path", path, "session", id, "remote", r.RemoteAddr), offer: o, offerSDP: raw}
+		log: s.log.With("path", path, "session", id, "remote", r.RemoteAddr), offer: o}
 	if _, err := sess.answer(ctx, base, pl, withAudio); err != nil {
 		reader.Close()
 		var bad *sdpoffer.Error

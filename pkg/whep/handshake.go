@@ -10,6 +10,7 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/auth"
 	"github.com/srtwhep/srtwhep/pkg/connlimit"
 	"github.com/srtwhep/srtwhep/pkg/hub"
+	"github.com/srtwhep/srtwhep/pkg/plane"
 )
 
 // DefaultICEStartTimeout is how long an answered offer may go without a
@@ -135,8 +136,8 @@ func (s *Server) awaitConnected(sess *session) error {
 		select {
 		case <-connected:
 			opened()
-			// Connected before its ICE start was seen (on pion the two
-			// are one event): the reader slot is still to take.
+			// Connected before its ICE start was seen (both were ready
+			// at once): the reader slot is still to take.
 			if started != nil {
 				return s.claimReader(sess)
 			}
@@ -159,10 +160,9 @@ func (s *Server) awaitConnected(sess *session) error {
 			}
 		case <-deadline.C:
 			s.stats.handshakeFailures.Add(1)
-			return errHandshakeTimeout
+			return plane.ErrHandshakeTimeout
 		case <-sess.ctx.Done():
-			if c := context.Cause(sess.ctx); errors.Is(c, errICEFailed) || errors.Is(c, errPCClosed) ||
-				errors.Is(c, errHandshakeTimeout) || errors.Is(c, errTransportFailed) {
+			if plane.Failed(context.Cause(sess.ctx)) {
 				s.stats.handshakeFailures.Add(1)
 			}
 			return context.Cause(sess.ctx)

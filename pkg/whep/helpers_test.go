@@ -19,7 +19,6 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 	"github.com/srtwhep/srtwhep/pkg/mediaplane"
-	"github.com/srtwhep/srtwhep/pkg/pionplane"
 	"github.com/srtwhep/srtwhep/pkg/plane"
 )
 
@@ -208,26 +207,24 @@ func startServer(t *testing.T, src Source, mod func(*Config)) (*Server, *httptes
 // startServerStop is startServer that also returns a function that ends
 // Run (idempotent) and reports Run's error.
 func startServerStop(t *testing.T, src Source, mod func(*Config)) (*Server, *httptest.Server, func() error) {
-	return startServerOn(t, src, testkit.MediaPlane(), nil, mod)
+	return startServerOn(t, src, nil, mod)
 }
 
 // startServerNet is startServer whose media plane's sockets and addresses
 // netMod changes.
 func startServerNet(t *testing.T, src Source, netMod func(*plane.Config), mod func(*Config)) (*Server, *httptest.Server) {
-	srv, hs, _ := startServerOn(t, src, testkit.MediaPlane(), netMod, mod)
+	srv, hs, _ := startServerOn(t, src, netMod, mod)
 	return srv, hs
 }
 
-// startServerOn is startServerStop on the media plane named (config's
-// mediaPlane: "pion", else the own plane) with netMod's changes. The plane
-// takes the Server's handshake timeout and logger, as cmd/srtwhep's wiring
-// gives it the config's.
-func startServerOn(t *testing.T, src Source, planeName string, netMod func(*plane.Config), mod func(*Config)) (*Server, *httptest.Server, func() error) {
+// startServerOn is startServerStop with netMod's changes to the media
+// plane. The plane takes the Server's handshake timeout and logger, as
+// cmd/srtwhep's wiring gives it the config's.
+func startServerOn(t *testing.T, src Source, netMod func(*plane.Config), mod func(*Config)) (*Server, *httptest.Server, func() error) {
 	t.Helper()
 	cfg := Config{
-		Source:     src,
-		Logger:     testLogger(t),
-		MediaPlane: planeName,
+		Source: src,
+		Logger: testLogger(t),
 		// Every test posts from 127.0.0.1, many of them more often than a
 		// viewer would; the offer bucket has its own tests (offerrate_test.go).
 		OfferRate:  1 << 20,
@@ -245,7 +242,7 @@ func startServerOn(t *testing.T, src Source, planeName string, netMod func(*plan
 	if netMod != nil {
 		netMod(&pc)
 	}
-	cfg.Plane = testPlane(t, planeName, pc)
+	cfg.Plane = testPlane(t, pc)
 	srv, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -280,17 +277,10 @@ func startServerOn(t *testing.T, src Source, planeName string, netMod func(*plan
 	return srv, hs, stop
 }
 
-// testPlane builds (and does not start) the media plane named: "pion",
-// else the own plane.
-func testPlane(t testing.TB, name string, pc plane.Config) Plane {
+// testPlane builds (and does not start) the media plane.
+func testPlane(t testing.TB, pc plane.Config) Plane {
 	t.Helper()
-	var p Plane
-	var err error
-	if name == "pion" {
-		p, err = pionplane.New(pc)
-	} else {
-		p, err = mediaplane.NewPlane(pc)
-	}
+	p, err := mediaplane.NewPlane(pc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +289,7 @@ func testPlane(t testing.TB, name string, pc plane.Config) Plane {
 
 // loopbackPlane is testPlane on a loopback port with loopback candidates.
 func loopbackPlane(t testing.TB) Plane {
-	return testPlane(t, testkit.MediaPlane(), plane.Config{UDPListen: "127.0.0.1:0", IncludeLoopback: true})
+	return testPlane(t, plane.Config{UDPListen: "127.0.0.1:0", IncludeLoopback: true})
 }
 
 func testLogger(t *testing.T) *slog.Logger { return testkit.TestLogger(t, slog.LevelInfo) }

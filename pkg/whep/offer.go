@@ -77,26 +77,6 @@ func (o offer) restarted(ufrag, pwd string) offer {
 	return o
 }
 
-// restartOffer is the original offer with the viewer's new ICE credentials
-// and without the previous generation's candidates; pion treats a new
-// remote ufrag in an offer as an ICE restart.
-func restartOffer(raw, ufrag, pwd string) string {
-	lines := strings.Split(strings.ReplaceAll(raw, "\r\n", "\n"), "\n")
-	out := make([]string, 0, len(lines))
-	for _, l := range lines {
-		switch {
-		case strings.HasPrefix(l, "a=ice-ufrag:"):
-			l = "a=ice-ufrag:" + ufrag
-		case strings.HasPrefix(l, "a=ice-pwd:"):
-			l = "a=ice-pwd:" + pwd
-		case strings.HasPrefix(l, "a=candidate:"), l == "a=end-of-candidates":
-			continue
-		}
-		out = append(out, l)
-	}
-	return strings.Join(out, "\r\n")
-}
-
 // sdpFrag is a parsed application/trickle-ice-sdpfrag body (RFC 8840).
 type sdpFrag struct {
 	ufrag, pwd string

@@ -1,7 +1,6 @@
 package whep
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -60,9 +59,7 @@ func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request, path, id st
 		httpError(w, r, http.StatusBadRequest, probBadFrag, "ICE restart fragment has a=ice-ufrag but no a=ice-pwd; send both")
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.HandshakeTimeout)
-	defer cancel()
-	answer, err := sess.restartICE(ctx, frag)
+	answer, err := sess.restartICE(frag)
 	if err != nil {
 		var bad *sdpoffer.Error
 		if errors.As(err, &bad) {
@@ -98,13 +95,11 @@ func etagMatches(header, etag string) bool {
 // restartICE starts a new ICE generation on the connection for the
 // viewer's new credentials and returns the answer fragment; the DTLS and
 // SRTP state survive. Caller holds sigMu.
-func (sess *session) restartICE(ctx context.Context, frag sdpFrag) (string, error) {
-	offerSDP := restartOffer(sess.offerSDP, frag.ufrag, frag.pwd)
-	li, err := sess.tr.RestartICE(ctx, offerSDP, plane.ICE{Ufrag: frag.ufrag, Pwd: frag.pwd, Candidates: frag.candidates})
+func (sess *session) restartICE(frag sdpFrag) (string, error) {
+	li, err := sess.tr.RestartICE(plane.ICE{Ufrag: frag.ufrag, Pwd: frag.pwd, Candidates: frag.candidates})
 	if err != nil {
-		return "", planeError(err)
+		return "", err
 	}
-	sess.offerSDP = offerSDP
 	sess.offer = sess.offer.restarted(frag.ufrag, frag.pwd)
 	sess.etag = quoteETag(li.Ufrag)
 	return restartFrag(li, sess.offer), nil

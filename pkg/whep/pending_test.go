@@ -91,38 +91,34 @@ func TestPendingOffersHoldNoReaderSlot(t *testing.T) {
 
 // An offer answered while its path had room, whose viewer starts ICE
 // after real viewers filled the path, is closed then with the POST's
-// refusal (path-full, counted as reader_cap), on both media planes; the
+// refusal (path-full, counted as reader_cap); the
 // viewer that filled the path keeps playing.
 func TestPendingOfferFullAtICEStart(t *testing.T) {
-	for _, planeName := range []string{"own", "pion"} {
-		t.Run(planeName, func(t *testing.T) {
-			h := cappedHub(t, 1)
-			srv, hs, _ := startServerOn(t, HubSource(h), planeName, nil, func(c *Config) {
-				c.ICEStartTimeout = 20 * time.Second
-				c.HandshakeTimeout = 30 * time.Second
-			})
-			url := hs.URL + "/live/cam1/whep"
-			late := testkit.Offer(t, testkit.OfferOptions{})
-			code, lateAnswer := postFrom(t, clientFrom("127.0.0.3"), url, late.SDP)
-			if code != http.StatusCreated {
-				t.Fatalf("late viewer's offer: %d %q", code, lateAnswer)
-			}
-			awaitConnectedPC(t, applyAnswer(t, clientFrom("127.0.0.2"), url), "the first viewer")
-			testkit.WaitFor(t, 10*time.Second, "the first viewer to be counted", func() bool {
-				return h.State("live/cam1").Readers == 1
-			})
+	h := cappedHub(t, 1)
+	srv, hs := startServer(t, HubSource(h), func(c *Config) {
+		c.ICEStartTimeout = 20 * time.Second
+		c.HandshakeTimeout = 30 * time.Second
+	})
+	url := hs.URL + "/live/cam1/whep"
+	late := testkit.Offer(t, testkit.OfferOptions{})
+	code, lateAnswer := postFrom(t, clientFrom("127.0.0.3"), url, late.SDP)
+	if code != http.StatusCreated {
+		t.Fatalf("late viewer's offer: %d %q", code, lateAnswer)
+	}
+	awaitConnectedPC(t, applyAnswer(t, clientFrom("127.0.0.2"), url), "the first viewer")
+	testkit.WaitFor(t, 10*time.Second, "the first viewer to be counted", func() bool {
+		return h.State("live/cam1").Readers == 1
+	})
 
-			connectWith(t, late, lateAnswer)
-			testkit.WaitFor(t, 15*time.Second, "the late viewer to be refused", func() bool {
-				st := srv.Stats()
-				return st.Rejected["reader_cap"] == 1 && st.Sessions == 1 && st.PendingOffers == 0
-			})
-			if n := h.State("live/cam1").Readers; n != 1 {
-				t.Errorf("%d readers after the refusal, want the first viewer alone", n)
-			}
-			if st := srv.Stats(); st.HandshakesInFlight != 0 {
-				t.Errorf("%d handshakes in flight after the refusal, want 0", st.HandshakesInFlight)
-			}
-		})
+	connectWith(t, late, lateAnswer)
+	testkit.WaitFor(t, 15*time.Second, "the late viewer to be refused", func() bool {
+		st := srv.Stats()
+		return st.Rejected["reader_cap"] == 1 && st.Sessions == 1 && st.PendingOffers == 0
+	})
+	if n := h.State("live/cam1").Readers; n != 1 {
+		t.Errorf("%d readers after the refusal, want the first viewer alone", n)
+	}
+	if st := srv.Stats(); st.HandshakesInFlight != 0 {
+		t.Errorf("%d handshakes in flight after the refusal, want 0", st.HandshakesInFlight)
 	}
 }

@@ -8,13 +8,11 @@ import (
 )
 
 // The session (session.go) serves a viewer through a plane.Conn, the
-// WebRTC connection as the session sees it; a Plane makes them. Two
-// planes exist, and cmd/srtwhep builds the one the config picks:
-// srtwhep's own (mediaplane.Plane, the default) and pion's
-// (pionplane.Plane). Everything else a session does (the hub reader and
-// its queue, stamping, pacing, NACKs from the shared history, the
-// congestion rule, sender reports, events and metrics) is the same code
-// for both.
+// WebRTC connection as the session sees it; a Plane (mediaplane.Plane,
+// which cmd/srtwhep builds) makes them. Everything else a session does
+// (the hub reader and its queue, stamping, pacing, NACKs from the shared
+// history, the congestion rule, sender reports, events and metrics) is
+// this package's and pkg/rtpsend's.
 
 // Plane is the shared machinery every viewer's connection runs on: the
 // sockets and whatever serves them.

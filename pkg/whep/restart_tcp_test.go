@@ -34,9 +34,7 @@ func TestICERestartToTCP(t *testing.T) {
 	clip := makeClip(t, 30, 30)
 	src := newTestSource()
 	p := src.publish("live/cam1")
-	// The pool and its hand-over to ICE-TCP are the own plane's,
-	// whatever TEST_MEDIAPLANE asks for.
-	srv, hs, _ := startServerOn(t, src, "own", func(c *plane.Config) { c.TCPListen = "127.0.0.1:0" }, func(c *Config) {
+	srv, hs := startServerNet(t, src, func(c *plane.Config) { c.TCPListen = "127.0.0.1:0" }, func(c *Config) {
 		c.Logger = logs.Logger(slog.LevelInfo)
 	})
 	feed(t, p, clip)
@@ -95,10 +93,7 @@ func TestICERestartToTCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait(gathered, "the restart's candidates")
-	mine, err := plane.ICEFromSDP(pc.LocalDescription().SDP)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mine := offerICE(t, pc.LocalDescription().SDP)
 	resp, frag := do(t, http.MethodPatch, url, "application/trickle-ice-sdpfrag", restartFrag(mine, offer{payloadType: 102, mid: "0"}),
 		map[string]string{"If-Match": etag})
 	if resp.StatusCode != http.StatusOK {

@@ -3,6 +3,7 @@ package whep
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/pkg/plane"
+	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
 )
 
 // TestICERestart drives a real ICE restart: a pion viewer restarts ICE,
@@ -89,10 +91,7 @@ func TestICERestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-gathered
-	mine, err := plane.ICEFromSDP(pc.LocalDescription().SDP)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mine := offerICE(t, pc.LocalDescription().SDP)
 	body := restartFrag(mine, offer{payloadType: 102, mid: "0"})
 
 	resp, frag := do(t, http.MethodPatch, url, "application/trickle-ice-sdpfrag", body, map[string]string{"If-Match": etag})
@@ -151,4 +150,25 @@ func restartedAnswer(answer, ufrag, pwd string, candidates []string) string {
 		lines = append(lines, l)
 	}
 	return strings.Join(lines, "\r\n")
+}
+
+// offerICE is a viewer's ICE restart offer as its PATCH sends it: the new
+// credentials and every section's candidates, read through the server's
+// one offer model.
+func offerICE(t *testing.T, raw string) plane.ICE {
+	t.Helper()
+	m, err := sdpoffer.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := m.VideoSection()
+	l := plane.ICE{Ufrag: v.ICE.Ufrag, Pwd: v.ICE.Pwd}
+	for _, s := range m.Sections {
+		for _, c := range s.Candidates {
+			if c = "candidate:" + c; !slices.Contains(l.Candidates, c) {
+				l.Candidates = append(l.Candidates, c)
+			}
+		}
+	}
+	return l
 }

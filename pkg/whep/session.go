@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -49,7 +48,6 @@ type session struct {
 	// the fields below.
 	sigMu       sync.Mutex
 	offer       offer
-	offerSDP    string
 	etag        string
 	answeredSDP string
 }
@@ -86,12 +84,11 @@ func (sess *session) answer(ctx, base context.Context, p Plane, audio bool) (str
 	po := plane.Offer{
 		Session: sess.ctx,
 		Model:   o.model,
-		SDP:     sess.offerSDP,
 		Video:   plane.Codec{PayloadType: o.payloadType, Fmtp: o.fmtp(), Video: o.codec},
 		OnRTCP:  sess.onRTCP,
 		// Whatever ends the connection on its own ends the session, whose
 		// sender may be waiting for a frame.
-		OnDone:     func(reason error) { sess.cancel(endReason(reason)) },
+		OnDone:     func(reason error) { sess.cancel(reason) },
 		OnICEStart: func() { sess.iceOnce.Do(func() { close(sess.iceStarted) }) },
 		Log:        sess.log,
 	}
@@ -101,7 +98,7 @@ func (sess *session) answer(ctx, base context.Context, p Plane, audio bool) (str
 	tr, a, err := p.Answer(ctx, po)
 	if err != nil {
 		sess.cancel(errors.New("answer failed"))
-		return "", planeError(err)
+		return "", err
 	}
 	if a.Ufrag == "" {
 		err := errors.New("the media plane answered without an ICE ufrag")
@@ -113,35 +110,6 @@ func (sess *session) answer(ctx, base context.Context, p Plane, audio bool) (str
 	sess.answeredSDP = a.SDP
 	sess.etag = quoteETag(a.Ufrag)
 	return a.SDP, nil
-}
-
-// errTransportFailed ends a session whose connection failed (a DTLS
-// alert, say).
-var errTransportFailed = errors.New("connection failed")
-
-// endReason maps why a connection ended to the session's reasons, so logs
-// and the handshake-failure count read the same on both planes.
-func endReason(err error) error {
-	switch {
-	case errors.Is(err, plane.ErrPeerClosed):
-		return errPCClosed
-	case errors.Is(err, plane.ErrICEFailed):
-		return errICEFailed
-	case errors.Is(err, plane.ErrHandshakeTimeout):
-		return errHandshakeTimeout
-	case errors.Is(err, plane.ErrServerClosed):
-		return errServerShutdown
-	}
-	return fmt.Errorf("%w: %v", errTransportFailed, err)
-}
-
-// planeError maps a closing plane to the handler's shutdown (503); an
-// offer at fault stays the *sdpoffer.Error it is (400).
-func planeError(err error) error {
-	if errors.Is(err, plane.ErrServerClosed) {
-		return errServerShutdown
-	}
-	return err
 }
 
 func quoteETag(ufrag string) string { return `"` + ufrag + `"` }

@@ -9,10 +9,9 @@
 // reports that keep the two in lip sync.
 //
 // The connection comes from the media plane the caller passes in
-// (Config.Plane, plane.go): srtwhep's own pkg/mediaplane (the default) or a
-// pion PeerConnection per viewer (pkg/pionplane). Either way all sessions
-// share one ICE UDP socket (plus an optional ICE-TCP listener), so a
-// deployment publishes a single media port. This package imports neither.
+// (Config.Plane, plane.go: pkg/mediaplane, which this package does not
+// import). All sessions share its one ICE UDP socket (plus an optional
+// ICE-TCP listener), so a deployment publishes a single media port.
 //
 // A viewer outlives its publisher for the path's grace period (kept by the
 // hub): the next publisher's stream continues the same session with
@@ -23,12 +22,10 @@
 // time out; the player page is expected to reconnect by posting a new offer.
 //
 // A session's sender (pkg/rtpsend) is a plane.Stepper: it never blocks on
-// anything but its connection's writes, and the plane runs it. The own
-// plane steps a UDP viewer's sender on its fixed writer pool, so it costs
-// no goroutine (measured by TestGoroutinesPerViewer); pion's plane, and
-// the own plane for ICE-TCP viewers, whose writes block, step it on a
-// goroutine of its own (plane.Run; 15 goroutines per viewer in all on
-// pion, with pion's).
+// anything but its connection's writes, and the plane runs it. The plane
+// steps a UDP viewer's sender on its fixed writer pool, so it costs no
+// goroutine (measured by TestGoroutinesPerViewer); an ICE-TCP viewer's,
+// whose writes block, runs on a goroutine of its own (plane.Run).
 package whep
 
 import (
@@ -47,6 +44,7 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/events"
 	"github.com/srtwhep/srtwhep/pkg/hub"
+	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/rtpsend"
 )
 
@@ -109,12 +107,9 @@ type ICEServer struct {
 
 // Config of the server. Zero durations and limits take the defaults below.
 type Config struct {
-	// Plane makes every viewer's WebRTC connection (mediaplane.Plane or
-	// pionplane.Plane); the Server starts it in Run and closes it after
-	// the last session.
+	// Plane makes every viewer's WebRTC connection (mediaplane.Plane);
+	// the Server starts it in Run and closes it after the last session.
 	Plane Plane
-	// MediaPlane names Plane in the log ("own", "pion").
-	MediaPlane string
 	// ICEServers are sent to viewers as Link headers; the server itself uses
 	// none (it has host candidates, rewritten by PublicIPs).
 	ICEServers []ICEServer
@@ -257,7 +252,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("whep: Config.Source is nil; pass the hub adapter")
 	}
 	if cfg.Plane == nil {
-		return nil, errors.New("whep: Config.Plane is nil; pass the media plane (mediaplane.NewPlane or pionplane.New)")
+		return nil, errors.New("whep: Config.Plane is nil; pass the media plane (mediaplane.NewPlane)")
 	}
 	if cfg.PublicURL != "" {
 		u, err := url.Parse(cfg.PublicURL)
@@ -337,7 +332,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.mu.Unlock()
 	s.bound.Store(true)
 	close(s.ready)
-	s.log.Info("whep ready", "udp", p.UDPAddr().String(), "tcp", p.TCPAddr(), "media_plane", s.cfg.MediaPlane)
+	s.log.Info("whep ready", "udp", p.UDPAddr().String(), "tcp", p.TCPAddr())
 	watcherDone := make(chan struct{})
 	watchCtx, stopWatch := context.WithCancel(runCtx)
 	if s.sse != nil {
@@ -435,16 +430,16 @@ func (s *Server) running() (Plane, context.Context, error) {
 	return s.cfg.Plane, s.baseCtx, nil
 }
 
-// Reasons a session ends, as logged in "viewer closed".
+// Reasons a session ends, as logged in "viewer closed", besides its
+// connection's (plane.ErrPeerClosed and the rest).
 var (
-	errServerShutdown   = errors.New("server is shutting down")
-	errServerDraining   = errors.New("server is draining for a restart; post the offer to another server")
-	errKicked           = errors.New("kicked")
-	errDeleted          = errors.New("deleted by the client")
-	errPublisherGone    = rtpsend.ErrPublisherGone
-	errHandshakeTimeout = errors.New("not connected within the handshake timeout")
-	errICEFailed        = errors.New("connection failed (no traffic within the disconnect timeout)")
-	errPCClosed         = errors.New("peer connection closed")
+	// errServerShutdown is also why the plane, closing with the server,
+	// ends the connections left.
+	errServerShutdown = plane.ErrServerClosed
+	errServerDraining = errors.New("server is draining for a restart; post the offer to another server")
+	errKicked         = errors.New("kicked")
+	errDeleted        = errors.New("deleted by the client")
+	errPublisherGone  = rtpsend.ErrPublisherGone
 )
 
 // positiveOr sets a zero or negative limit to its default d.
