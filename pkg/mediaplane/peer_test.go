@@ -60,10 +60,14 @@ func newRawPeer(t testing.TB, srv *Server) *rawPeer {
 }
 
 // newRawPeerAt makes a peer with cert (nil: a fresh one) on a new
-// loopback socket.
+// loopback socket of the server's address family.
 func newRawPeerAt(t testing.TB, srv *Server, cert *tls.Certificate) *rawPeer {
 	t.Helper()
-	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	network, ip := "udp4", net.IPv4(127, 0, 0, 1)
+	if srv.LocalAddr().IP.To4() == nil {
+		network, ip = "udp6", net.IPv6loopback
+	}
+	conn, err := net.ListenUDP(network, &net.UDPAddr{IP: ip})
 	if err != nil {
 		t.Fatal(err)
 	}

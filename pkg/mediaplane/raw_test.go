@@ -149,7 +149,7 @@ func TestConsentExpires(t *testing.T) {
 		t.Fatalf("Err() = %v, want plane.ErrConsentExpired", v.Err())
 	}
 	t.Logf("ended %v after the last check", time.Since(start).Round(10*time.Millisecond))
-	logs.WaitLog(t, time.Second, "viewer closed", "reason=\"mediaplane: consent expired")
+	logs.WaitLog(t, time.Second, "viewer closed", "reason=\""+plane.ErrConsentExpired.Error())
 	assertForgotten(t, srv, v)
 }
 
