@@ -212,7 +212,9 @@ func TestCollectNilSourcesOnlyBuildInfo(t *testing.T) {
 // A media plane source that reports no plane yet (a server not yet
 // bound) exports no media plane series, not zeros.
 func TestCollectMediaPlaneAbsent(t *testing.T) {
-	m := New(Sources{MediaPlane: func() (MediaPlaneSample, bool) { return MediaPlaneSample{STUNAnswered: 5, TCPRefusedPerClient: 3}, false }})
+	m := New(Sources{MediaPlane: func() (MediaPlaneSample, bool) {
+		return MediaPlaneSample{STUNAnswered: 5, TCPRefusedPerClient: 3}, false
+	}})
 	got := gatheredNames(t, m)
 	for _, name := range []string{"srtwhep_webrtc_received_datagrams_total", "srtwhep_webrtc_received_dropped_total",
 		"srtwhep_webrtc_send_syscalls_total", "srtwhep_webrtc_send_messages_total", "srtwhep_webrtc_consent_failures_total",
