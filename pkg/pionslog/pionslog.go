@@ -4,9 +4,8 @@
 // and DTLS record, far too much for a server with hundreds of viewers or a
 // load generator with hundreds of sessions, and dropped levels cost
 // nothing because they are never formatted. Warnings that every normal
-// session close produces, and the ones that describe how srtwhep runs on
-// purpose, are lowered to debug, so a clean start logs no WARN and real
-// problems are not buried under several lines per viewer.
+// session close produces are lowered to debug, so real problems are not
+// buried under several lines per viewer.
 package pionslog
 
 import (
@@ -29,35 +28,10 @@ var routine = []string{
 	"Failed to ping without candidate pairs",
 }
 
-// expected are whole pion warnings (prefix and suffix) that describe how
-// srtwhep runs on purpose, matched exactly so that pion's other warnings
-// from the same code stay warnings.
-var expected = []struct{ prefix, suffix string }{
-	// The ICE UDP mux is one socket on the wildcard address by design: one
-	// port to publish from a container whatever its addresses, and one
-	// socket whose writes pionplane.BatchConn turns into sendmmsg. pion supports that
-	// (it lists the interfaces for candidates) and only warns because it
-	// would rather have one socket per address; a multi-homed host that
-	// wants replies from the exact candidate address sets webrtc.listenIP.
-	{"UDPMuxDefault should not listening on unspecified address", ""},
-	// Browsers open an ICE-TCP connection to our passive candidate for
-	// every viewer and close it unused once a UDP pair wins, or with the
-	// session: the remote's clean close (EOF), not a fault. Resets and
-	// timeouts stay warnings.
-	{"Error reading first packet from ", ": EOF"},
-	{"Failed to read streaming packet: EOF", ""},
-}
-
-// quiet reports whether msg is one of the warnings above, logged at debug.
+// quiet reports whether msg is a routine warning, logged at debug.
 func quiet(msg string) bool {
 	for _, r := range routine {
 		if strings.Contains(msg, r) {
-			return true
-		}
-	}
-	for _, e := range expected {
-		if strings.HasPrefix(msg, e.prefix) && strings.HasSuffix(msg, e.suffix) &&
-			len(msg) >= len(e.prefix)+len(e.suffix) {
 			return true
 		}
 	}

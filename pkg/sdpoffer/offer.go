@@ -1,8 +1,8 @@
 // Package sdpoffer is the one model of a WHEP viewer's SDP offer. The
-// offer is parsed once (with pion/sdp), checked against what every media
-// plane needs, and the codec decisions are made here, so the WHEP handler,
-// the own media plane's answer and the pion plane's codec preferences all
-// read the same mids, payload types and credentials.
+// offer is parsed once (with pion/sdp), checked against what the media
+// plane needs, and the codec decisions are made here, so the WHEP handler
+// and the media plane's answer read the same mids, payload types and
+// credentials.
 //
 // Faults of the offer are *Error, whose text tells the viewer what to
 // change; pkg/whep answers them with 400.
@@ -30,8 +30,7 @@ const MaxBytes = 1 << 20
 // order: 42e01f (constrained baseline) first because every browser decodes
 // it and Safari shows black video on a mismatch; the others only so that a
 // browser that did not offer 42e01f still gets a profile it asked for.
-// 64001f is last: only a High-profile stream picks it (ForStream), and
-// the pion plane registers exactly this list.
+// 64001f is last: only a High-profile stream picks it (ForStream).
 var H264Profiles = []string{"42e01f", "42001f", "4d001f", "640c1f", "64001f"}
 
 // Offer is a viewer's offer as the server answers it.

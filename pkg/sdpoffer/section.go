@@ -137,7 +137,7 @@ func parseSection(md *sdp.MediaDescription, o *Offer) Section {
 		Direction: direction(md), Codecs: codecs(md),
 	}
 	// A repeated single-valued attribute counts the first time, as
-	// pion's lookup (and so the pion plane) reads it.
+	// pion/sdp's lookup reads it.
 	_, s.BundleOnly = md.Attribute("bundle-only")
 	_, s.RTCPMux = md.Attribute("rtcp-mux")
 	_, s.RTCPRsize = md.Attribute("rtcp-rsize")
