@@ -1,6 +1,7 @@
 package mediaplane
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/pion/dtls/v3"
 	"github.com/pion/dtls/v3/pkg/crypto/selfsign"
+	"github.com/pion/rtp"
 	"github.com/pion/sdp/v3"
 	"github.com/pion/srtp/v3"
 	"github.com/pion/stun/v4"
@@ -310,6 +312,24 @@ func (p *rawPeer) connect(srv *Server, v *Viewer, profiles ...dtls.SRTPProtectio
 }
 
 // nextMedia returns the next SRTP or SRTCP datagram.
+// receive decrypts the next media datagrams, one for each of pkts, with
+// the peer's own keys and checks each against its packet: sequence
+// number, SSRC and payload.
+func (p *rawPeer) receive(ssrc uint32, pkts []rtp.Packet) {
+	p.t.Helper()
+	for i := range pkts {
+		var h rtp.Header
+		plain, err := p.dec.DecryptRTP(nil, p.nextMedia(), &h)
+		if err != nil {
+			p.t.Fatalf("packet %d does not decrypt with the peer's own keys: %v", i, err)
+		}
+		if h.SequenceNumber != pkts[i].SequenceNumber || h.SSRC != ssrc ||
+			!bytes.Equal(plain[h.MarshalSize():], pkts[i].Payload) {
+			p.t.Fatalf("packet %d: got seq %d ssrc %d, want %s", i, h.SequenceNumber, h.SSRC, describe(&pkts[i]))
+		}
+	}
+}
+
 func (p *rawPeer) nextMedia() []byte {
 	p.t.Helper()
 	select {
