@@ -72,7 +72,7 @@ type SessionInfo struct {
 	ID          string
 	Path        string
 	Remote      string
-	State       string // new, connecting, connected, failed, closed (the W3C RTCPeerConnectionState names)
+	State       string // new, connecting, connected, failed, closed (pion's PeerConnectionState names)
 	Since       time.Time
 	PacketsSent uint64
 	BytesSent   uint64

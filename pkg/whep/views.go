@@ -20,7 +20,7 @@ func (s *Server) APISessions() []api.Session {
 }
 
 // MetricsSample describes the server for a Prometheus scrape. Sessions
-// still in ICE or DTLS count as connecting, whatever the plane calls the state.
+// still in ICE or DTLS count as connecting, whatever pion calls the state.
 func (s *Server) MetricsSample() metrics.WebRTCSample {
 	st := s.Stats()
 	sse := s.SSEStats()
