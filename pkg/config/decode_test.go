@@ -102,6 +102,8 @@ var errorCases = []struct {
 		`srtwhep.yml:2: http.offerBurst: -1 allows no WHEP offer from any client at all; use 1 or more, e.g. 20`},
 	{"no pending offers", "http:\n  maxPendingOffers: 0\n",
 		`srtwhep.yml:2: http.maxPendingOffers: 0 allows no answered WHEP offer at all; use 1 or more, e.g. 512`},
+	{"disconnect timeout shorter than a viewer's reports", "webrtc:\n  handshakeTimeout: 10s\n  disconnectTimeout: 1s\n",
+		`srtwhep.yml:3: webrtc.disconnectTimeout: 1s would drop healthy viewers between their RTCP reports and consent checks; use 2s or more, e.g. 5s`},
 	{"udp port clash (cross-field)", "srt:\n  listen: \":8890\"\nwebrtc:\n  udpPort: 8890\n",
 		`srtwhep.yml:4: webrtc.udpPort: UDP port 8890 is also used by srt.listen; give each listener its own port`},
 	{"tcp port clash blames the key that was set", "metrics:\n  listen: \"127.0.0.1:8889\"\n",

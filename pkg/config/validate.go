@@ -132,8 +132,17 @@ func (v *validator) webrtc() {
 	}
 	v.positive("webrtc.handshakeTimeout", r.HandshakeTimeout, "10s")
 	v.positive("webrtc.disconnectTimeout", r.DisconnectTimeout, "5s")
+	// A viewer proves it is there with its RTCP reports (about one a
+	// second) and ICE consent checks (a few seconds apart): a shorter
+	// timeout drops healthy viewers between two of them.
+	if r.DisconnectTimeout > 0 && r.DisconnectTimeout < minDisconnectTimeout {
+		v.fail("webrtc.disconnectTimeout", "%s would drop healthy viewers between their RTCP reports and consent checks; use %s or more, e.g. 5s", r.DisconnectTimeout, minDisconnectTimeout)
+	}
 	v.socketBuffer("webrtc.socketBuffer", r.SocketBuffer)
 }
+
+// minDisconnectTimeout is the shortest webrtc.disconnectTimeout taken.
+const minDisconnectTimeout = Duration(2 * time.Second)
 
 func (v *validator) iceServer(key string, s ICEServer) {
 	if len(s.URLs) == 0 {
