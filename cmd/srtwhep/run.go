@@ -27,6 +27,7 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/player"
 	"github.com/srtwhep/srtwhep/pkg/srt"
 	"github.com/srtwhep/srtwhep/pkg/srtread"
+	"github.com/srtwhep/srtwhep/pkg/turncred"
 	"github.com/srtwhep/srtwhep/pkg/version"
 	"github.com/srtwhep/srtwhep/pkg/web"
 	"github.com/srtwhep/srtwhep/pkg/whep"
@@ -140,9 +141,9 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		return nil, fmt.Errorf("srt: %w", err)
 	}
 
-	var servers []whep.ICEServer
+	var servers []turncred.Server
 	for _, is := range cfg.WebRTC.ICEServers {
-		servers = append(servers, whep.ICEServer{URLs: is.URLs, Username: is.Username, Credential: is.Credential,
+		servers = append(servers, turncred.Server{URLs: is.URLs, Username: is.Username, Credential: is.Credential,
 			AuthSecret: is.AuthSecret, CredentialTTL: time.Duration(is.CredentialTTL)})
 		if is.Username != "" || is.Credential != "" || is.AuthSecret != "" {
 			// The page is served to anyone: credentials reach a viewer

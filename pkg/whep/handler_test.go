@@ -14,6 +14,7 @@ import (
 	"github.com/pion/webrtc/v4"
 
 	"github.com/srtwhep/srtwhep/pkg/hub"
+	"github.com/srtwhep/srtwhep/pkg/turncred"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
 )
@@ -111,7 +112,7 @@ func TestPostCreated(t *testing.T) {
 	src := newTestSource()
 	p := src.publish("live/cam1")
 	_, hs := startServer(t, src, func(c *Config) {
-		c.ICEServers = []ICEServer{
+		c.ICEServers = []turncred.Server{
 			{URLs: []string{"stun:stun.example.net:3478"}},
 			{URLs: []string{"turn:turn.example.net?transport=udp"}, Username: "u", Credential: "p"},
 		}

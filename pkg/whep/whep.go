@@ -48,6 +48,7 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/events"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 	"github.com/srtwhep/srtwhep/pkg/rtpsend"
+	"github.com/srtwhep/srtwhep/pkg/turncred"
 )
 
 // Source hands out readers of a path's access units. cmd adapts *hub.Hub to
@@ -93,20 +94,6 @@ type droppedCounter interface {
 	Dropped() uint64
 }
 
-// ICEServer is a STUN or TURN server advertised to viewers in Link headers.
-type ICEServer struct {
-	URLs       []string
-	Username   string
-	Credential string
-	// AuthSecret, when set, is the TURN server's static-auth-secret:
-	// every answer carries a credential minted from it (TURNCredential)
-	// instead of Username and Credential.
-	AuthSecret string
-	// CredentialTTL is how long a minted credential is valid; 0 means
-	// DefaultCredentialTTL.
-	CredentialTTL time.Duration
-}
-
 // Config of the server. Zero durations and limits take the defaults below.
 type Config struct {
 	// Plane makes every viewer's WebRTC connection (mediaplane.Plane or
@@ -117,7 +104,7 @@ type Config struct {
 	MediaPlane string
 	// ICEServers are sent to viewers as Link headers; the server itself uses
 	// none (it has host candidates, rewritten by PublicIPs).
-	ICEServers []ICEServer
+	ICEServers []turncred.Server
 
 	HandshakeTimeout time.Duration // offer → connected; default 10 s
 
