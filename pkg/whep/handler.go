@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/srtwhep/srtwhep/pkg/admission"
 	"github.com/srtwhep/srtwhep/pkg/auth"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 	"github.com/srtwhep/srtwhep/pkg/pathname"
@@ -165,9 +166,9 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 	// First of all, so a flood from one address costs a map lookup per
 	// POST and nothing else: no auth hook, no parsing, no slot.
 	clientKey := handshakeKey(r)
-	if ok, wait := s.offers.take(clientKey); !ok {
+	if ok, wait := s.offers.Take(clientKey); !ok {
 		s.stats.reject(rejectOfferRate)
-		w.Header().Set("Retry-After", strconv.Itoa(retryAfter(wait)))
+		w.Header().Set("Retry-After", strconv.Itoa(admission.RetryAfter(wait)))
 		s.refuse(w, r, "", http.StatusTooManyRequests, probOfferRate,
 			fmt.Sprintf("too many offers from your address (%d a second, bursts of %d); retry after the Retry-After seconds", s.cfg.OfferRate, s.cfg.OfferBurst), "")
 		return
@@ -219,24 +220,24 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 	// check, nothing more, until its viewer starts ICE (awaitConnected);
 	// the reader's seat under the caps (claimReader) and the DTLS slot
 	// are taken only then.
-	switch s.pending.acquire(clientKey) {
-	case handshakeServerFull:
+	switch s.pending.Acquire(clientKey) {
+	case admission.SlotsFull:
 		s.stats.reject(rejectPendingLimit)
 		w.Header().Set("Retry-After", retryAfterHandshakes)
 		s.refuse(w, r, path, http.StatusServiceUnavailable, probHandshakes,
 			fmt.Sprintf("too many WebRTC offers waiting for ICE to start (limit %d); retry in a moment", s.cfg.MaxPendingOffers), raw)
 		return
-	case handshakeClientFull:
+	case admission.ClientSlotsFull:
 		s.stats.reject(rejectPendingLimit)
 		w.Header().Set("Retry-After", retryAfterHandshakes)
 		s.refuse(w, r, path, http.StatusServiceUnavailable, probHandshakes,
-			fmt.Sprintf("too many WebRTC offers from your address waiting for ICE to start (limit %d); start ICE on the ones you have, or retry in a moment", s.pending.perClient), raw)
+			fmt.Sprintf("too many WebRTC offers from your address waiting for ICE to start (limit %d); start ICE on the ones you have, or retry in a moment", s.pending.PerClient()), raw)
 		return
 	}
 	pendingOwned := true
 	defer func() {
 		if pendingOwned {
-			s.pending.release(clientKey)
+			s.pending.Release(clientKey)
 		}
 	}()
 

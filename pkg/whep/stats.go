@@ -103,8 +103,8 @@ func (s *Server) KickSession(id string) bool {
 // Stats returns counters for metrics.
 func (s *Server) Stats() Stats {
 	st := Stats{
-		HandshakesInFlight: s.handshakes.inFlight(),
-		PendingOffers:      s.pending.inFlight(),
+		HandshakesInFlight: s.handshakes.InFlight(),
+		PendingOffers:      s.pending.InFlight(),
 		SessionsOpened:     s.stats.opened.Load(),
 		HandshakeFailures:  s.stats.handshakeFailures.Load(),
 		PacketsSent:        s.stats.closedPackets.Load(),

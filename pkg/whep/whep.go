@@ -43,6 +43,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/srtwhep/srtwhep/pkg/admission"
 	"github.com/srtwhep/srtwhep/pkg/auth"
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/events"
@@ -127,7 +128,7 @@ type Config struct {
 	// OfferRate and OfferBurst are each client's token bucket for POSTs
 	// (per /64 for IPv6): OfferRate a second sustained, OfferBurst at
 	// once; beyond it a POST gets 429 + Retry-After. Defaults
-	// DefaultOfferRate, DefaultOfferBurst.
+	// admission.DefaultOfferRate, admission.DefaultOfferBurst.
 	OfferRate, OfferBurst int
 	// MaxPendingOffers bounds the answered offers whose viewer has not
 	// started ICE yet; beyond it a POST gets 503 + Retry-After. Per
@@ -208,11 +209,11 @@ type Server struct {
 	bound   atomic.Bool
 	baseCtx context.Context // set by Run before ready closes
 	// offers is the per-client token bucket every POST passes first.
-	offers *offerBuckets
+	offers *admission.OfferBuckets
 	// pending are the answered offers waiting for their viewer's first
 	// ICE check, handshakes those whose DTLS is under way; each capped in
 	// total and per client.
-	pending, handshakes *handshakes
+	pending, handshakes *admission.Slots
 
 	mu       sync.Mutex
 	closing  bool
@@ -276,8 +277,8 @@ func New(cfg Config) (*Server, error) {
 	cfg.MaxHandshakesPerClient = min(cfg.MaxHandshakesPerClient, cfg.MaxHandshakes)
 	positiveOr(&cfg.ICEStartTimeout, DefaultICEStartTimeout)
 	cfg.ICEStartTimeout = min(cfg.ICEStartTimeout, cfg.HandshakeTimeout)
-	positiveOr(&cfg.OfferRate, DefaultOfferRate)
-	positiveOr(&cfg.OfferBurst, DefaultOfferBurst)
+	positiveOr(&cfg.OfferRate, admission.DefaultOfferRate)
+	positiveOr(&cfg.OfferBurst, admission.DefaultOfferBurst)
 	positiveOr(&cfg.MaxPendingOffers, DefaultMaxPendingOffers)
 	log := cfg.Logger
 	if log == nil {
@@ -292,9 +293,9 @@ func New(cfg Config) (*Server, error) {
 		cfg:          cfg,
 		log:          log,
 		ready:        make(chan struct{}),
-		handshakes:   newHandshakes(cfg.MaxHandshakes, cfg.MaxHandshakesPerClient),
-		pending:      newHandshakes(cfg.MaxPendingOffers, min(cfg.MaxHandshakesPerClient, cfg.MaxPendingOffers)),
-		offers:       newOfferBuckets(cfg.OfferRate, cfg.OfferBurst, maxOfferClients),
+		handshakes:   admission.NewSlots(cfg.MaxHandshakes, cfg.MaxHandshakesPerClient),
+		pending:      admission.NewSlots(cfg.MaxPendingOffers, min(cfg.MaxHandshakesPerClient, cfg.MaxPendingOffers)),
+		offers:       admission.NewOfferBuckets(cfg.OfferRate, cfg.OfferBurst, admission.DefaultOfferClients),
 		sessions:     make(map[string]*session),
 		ended:        newEndedSessions(endedWindow, endedMax),
 		refusals:     newRefusalLog(log),
@@ -340,7 +341,7 @@ func (s *Server) Run(ctx context.Context) error {
 		case now := <-tick.C:
 			s.refusals.flush(now, false)
 			s.silentClosed.flush(now, false)
-			s.offers.expire()
+			s.offers.Expire()
 		case <-ctx.Done():
 		}
 	}
