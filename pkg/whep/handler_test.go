@@ -13,6 +13,7 @@ import (
 	"github.com/pion/sdp/v3"
 	"github.com/pion/webrtc/v4"
 
+	"github.com/srtwhep/srtwhep/pkg/httpproblem"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 	"github.com/srtwhep/srtwhep/pkg/turncred"
 
@@ -81,7 +82,7 @@ func TestPostRefusals(t *testing.T) {
 					t.Errorf("Accept %q: Retry-After %q, want %q", accept, got, want)
 				}
 				if accept != "text/plain" {
-					var p problem
+					var p httpproblem.Problem
 					_ = json.Unmarshal([]byte(body), &p)
 					if p.RetryAfter != c.retryAfter {
 						t.Errorf("retry_after %d, want %d", p.RetryAfter, c.retryAfter)

@@ -65,11 +65,11 @@ func nextEvent(t *testing.T, es *whepclient.EventStream, timeout time.Duration, 
 
 func problemSlug(t *testing.T, body string) string {
 	t.Helper()
-	var p problem
+	var p httpproblem.Problem
 	if err := json.Unmarshal([]byte(body), &p); err != nil {
 		t.Fatalf("not a problem body: %q", body)
 	}
-	return strings.TrimPrefix(p.Type, ProblemTypeBase)
+	return strings.TrimPrefix(p.Type, httpproblem.TypeBase)
 }
 
 // TestSSEContract walks the extension's HTTP contract against a real
