@@ -45,9 +45,6 @@ func (s *Server) Handler(fallback http.Handler) http.Handler {
 		fallback = http.NotFoundHandler()
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.serveSSE(w, r) {
-			return
-		}
 		p := r.URL.Path
 		if path, ok := strings.CutSuffix(p, "/whep"); ok && len(path) > 1 {
 			switch r.Method {
@@ -317,8 +314,8 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request, path string)
 	h.Set("ETag", etag)
 	h.Set("Accept-Patch", mimeSDPFrag)
 	s.linkHeaders(w, true) // authorize passed
-	if s.sse != nil {
-		h.Add("Link", s.sseLink(path, id))
+	if s.cfg.Extension != nil {
+		h.Add("Link", s.cfg.Extension.Link(path, id))
 	}
 	w.WriteHeader(http.StatusCreated)
 	_, _ = io.WriteString(w, answer)

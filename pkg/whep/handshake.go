@@ -118,12 +118,6 @@ func (s *Server) awaitConnected(sess *session) error {
 	}
 }
 
-// claimer is a Reader that holds no slot on its path until claimed (a hub
-// pending reader); a Reader without it counted from AddReader on.
-type claimer interface {
-	Claim() error
-}
-
 // errFullAtICE ends a session whose viewer started ICE after its path, or
 // the server, reached the reader cap: the cap counts viewers who started
 // to connect, not answered offers, so the POST's check is repeated here.
@@ -134,11 +128,7 @@ var errFullAtICE = errors.New("the viewer limit was reached before the viewer's 
 // server-full, counted as reader_cap or server_full): a player retries
 // after Retry-After as it does on a 503.
 func (s *Server) claimReader(sess *session) error {
-	c, ok := sess.reader.(claimer)
-	if !ok {
-		return nil
-	}
-	err := c.Claim()
+	err := sess.reader.Claim()
 	switch {
 	case err == nil:
 		return nil

@@ -2,6 +2,7 @@ package whep
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -92,6 +93,33 @@ func (s *testSource) AddReader(path, session string) (Reader, error) {
 	return r, nil
 }
 
+// errNoRendition: the test source transcodes nothing, so a viewer that
+// cannot take a path's video is refused with the codec error itself.
+var errNoRendition = errors.New("the test source makes no H.264 rendition")
+
+func (s *testSource) AddTranscodedReader(path, session string) (Reader, error) {
+	return nil, errNoRendition
+}
+
+// hubSource adapts the real hub as cmd/srtwhep's composition root does.
+type hubSource struct{ h *hub.Hub }
+
+func (hs hubSource) AddReader(path, session string) (Reader, error) {
+	r, err := hs.h.AddPendingReader(path, session)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (hs hubSource) AddTranscodedReader(path, session string) (Reader, error) {
+	r, err := hs.h.AddPendingTranscodedReader(path, session)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
 // write publishes one access unit to every attached reader.
 func (p *testPath) write(au *av.AccessUnit) {
 	p.mu.Lock()
@@ -176,6 +204,13 @@ func (r *testReader) Poll() (hub.Frame, bool, error) {
 }
 
 func (r *testReader) CountSent(packets, bytes int) {}
+
+// Claim: the test source's readers count from AddReader on (it has no
+// caps to claim a seat under).
+func (r *testReader) Claim() error { return nil }
+
+// Dropped: the test source's queues are unbounded.
+func (r *testReader) Dropped() uint64 { return 0 }
 
 func (r *testReader) Attach() {
 	r.path.mu.Lock()

@@ -3,6 +3,8 @@ package whep
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/srtwhep/srtwhep/pkg/metrics"
 )
 
 type serverCounters struct {
@@ -65,6 +67,8 @@ type Stats struct {
 	Rejected map[string]uint64
 	// StateCounts counts open sessions by state ("connecting", "connected").
 	StateCounts map[string]int
+	// Latency is the server's share of each live frame's delay.
+	Latency metrics.Histogram
 }
 
 // SessionInfo describes one viewer.
@@ -109,6 +113,7 @@ func (s *Server) Stats() Stats {
 		HandshakeFailures:  s.stats.handshakeFailures.Load(),
 		PacketsSent:        s.stats.closedPackets.Load(),
 		BytesSent:          s.stats.closedBytes.Load(),
+		Latency:            s.latency.Snapshot(),
 	}
 	st.Rejected = make(map[string]uint64, len(rejectReasons))
 	for i, name := range rejectReasons {

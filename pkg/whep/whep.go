@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -47,7 +48,6 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/auth"
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/events"
-	"github.com/srtwhep/srtwhep/pkg/hub"
 	"github.com/srtwhep/srtwhep/pkg/rtpsend"
 	"github.com/srtwhep/srtwhep/pkg/turncred"
 )
@@ -58,12 +58,16 @@ import (
 // hub.ErrServerFull → 503.
 type Source interface {
 	AddReader(path, session string) (Reader, error)
+	// AddTranscodedReader reads the path's video transcoded to H.264
+	// (hub.Hub.AddPendingTranscodedReader), for a viewer that cannot take
+	// the original; hub.ErrNoPublisher when the path makes no such
+	// rendition.
+	AddTranscodedReader(path, session string) (Reader, error)
 }
 
 // Reader is one viewer's reservation on a path. It queues nothing until
-// Attach or AttachAV, so a viewer still in ICE costs no queue; one that
-// also has Claim() error (a hub pending reader) takes no seat under the
-// reader caps until its viewer starts ICE (claimReader). From then
+// Attach or AttachAV, so a viewer still in ICE costs no queue, and takes
+// no seat under the reader caps until Claim. From then
 // on the session's sender reads it (rtpsend.Source: the frames, video or
 // audio, in the order the publisher wrote them, marked CatchUp when part
 // of the catch-up burst a new viewer starts from). Close releases the
@@ -77,8 +81,24 @@ type Reader interface {
 	Info() av.StreamInfo
 	Attach()   // video only
 	AttachAV() // video and audio
+	// Claim takes the reader's seat under the path's and the server's
+	// reader caps, when its viewer starts ICE (claimReader); until then
+	// the reader counts against no cap. hub.ErrPathFull or
+	// hub.ErrServerFull when a cap was reached meanwhile.
+	Claim() error
+	// Dropped counts the access units discarded for a slow viewer.
+	Dropped() uint64
 	Close()
 	rtpsend.Source
+}
+
+// Extension is a WHEP extension served beside the sessions
+// (pkg/whepevents).
+type Extension interface {
+	// Link is a Link header value for the 201 of session id on path.
+	Link(path, id string) string
+	// SessionEnded is called once each session has ended.
+	SessionEnded(id string)
 }
 
 // Authorizer is the access policy as the WHEP server uses it.
@@ -87,12 +107,6 @@ type Authorizer interface {
 	// ViewerAuthRequired reports whether watching path takes a token or
 	// the hook's consent, so a request without one need not be judged.
 	ViewerAuthRequired(path string) bool
-}
-
-// droppedCounter is optionally implemented by a Reader so Sessions can
-// report how many access units the hub discarded for a slow viewer.
-type droppedCounter interface {
-	Dropped() uint64
 }
 
 // Config of the server. Zero durations and limits take the defaults below.
@@ -147,17 +161,6 @@ type Config struct {
 	// under it, so behind a load balancer a session's PATCH and DELETE
 	// reach the server that holds it.
 	PublicURL string
-	// PathState reads a path's publisher and viewer state for the
-	// server-sent events (sse*.go); nil takes it from Source when that is
-	// HubSource, and without either no event streams are offered.
-	PathState func(path string) hub.PathState
-	// MaxEventStreams bounds the open event streams; default
-	// DefaultMaxEventStreams.
-	MaxEventStreams int
-	// ReconnectURL, when set, is the entry point a draining server sends
-	// its viewers to (reconnect events): a load balancer, or another
-	// server. Unlike PublicURL it is not this server.
-	ReconnectURL string
 	// Problem, when set, says why a path's viewers would get no picture:
 	// its last publisher was refused (asked only when the path has no
 	// publisher), or its live one sends nothing a browser can decode. A
@@ -165,6 +168,10 @@ type Config struct {
 	// encoder's fix, instead of "no publisher" or a 201 and a black
 	// screen.
 	Problem func(path string) (StreamProblem, bool)
+	// Extension, when set, is served beside the sessions (the server-sent
+	// events, pkg/whepevents): every 201 carries its Link, and it is told
+	// of every session's end.
+	Extension Extension
 	// Authorizer decides whether a viewer may watch a path (nil: everyone
 	// may). Its *auth.Denied answers are mapped to HTTP statuses here.
 	Authorizer Authorizer
@@ -227,10 +234,6 @@ type Server struct {
 	refusals *refusalLog
 	// latency is the server's share of each live frame's delay.
 	latency rtpsend.Latency
-	// sse holds the event streams; nil when Config has no PathState.
-	sse *eventStreams
-	// sseRefusals logs refused event stream requests like refusals.
-	sseRefusals *refusalLog
 	// silentClosed logs the sessions closed because their viewer never
 	// started ICE like refusals, one line a second: a flood of such
 	// offers must not flood the log with a line per offer.
@@ -254,19 +257,6 @@ func New(cfg Config) (*Server, error) {
 		}
 		cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	}
-	if cfg.ReconnectURL != "" {
-		u, err := url.Parse(cfg.ReconnectURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-			return nil, fmt.Errorf("whep: reconnect URL %q must be an absolute http(s) URL without query, e.g. https://live.example.com", cfg.ReconnectURL)
-		}
-		cfg.ReconnectURL = strings.TrimRight(cfg.ReconnectURL, "/")
-	}
-	if cfg.PathState == nil {
-		if st, ok := cfg.Source.(interface{ State(string) hub.PathState }); ok {
-			cfg.PathState = st.State
-		}
-	}
-	positiveOr(&cfg.MaxEventStreams, DefaultMaxEventStreams)
 	positiveOr(&cfg.HandshakeTimeout, DefaultHandshakeTimeout)
 	if cfg.AllowOrigin == "" {
 		cfg.AllowOrigin = "*"
@@ -284,12 +274,7 @@ func New(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	var sse *eventStreams
-	if cfg.PathState != nil {
-		sse = newEventStreams(cfg.PathState, cfg.MaxEventStreams)
-	}
 	return &Server{
-		sse:          sse,
 		cfg:          cfg,
 		log:          log,
 		ready:        make(chan struct{}),
@@ -299,7 +284,6 @@ func New(cfg Config) (*Server, error) {
 		sessions:     make(map[string]*session),
 		ended:        newEndedSessions(endedWindow, endedMax),
 		refusals:     newRefusalLog(log),
-		sseRefusals:  namedRefusalLog(log, "event stream refused"),
 		silentClosed: namedRefusalLog(log, "viewer closed"),
 	}, nil
 }
@@ -326,14 +310,6 @@ func (s *Server) Run(ctx context.Context) error {
 	s.bound.Store(true)
 	close(s.ready)
 	s.log.Info("whep ready", "udp", p.UDPAddr().String(), "tcp", p.TCPAddr(), "media_plane", s.cfg.MediaPlane)
-	watcherDone := make(chan struct{})
-	watchCtx, stopWatch := context.WithCancel(runCtx)
-	if s.sse != nil {
-		go func() { s.sse.run(watchCtx); close(watcherDone) }()
-	} else {
-		close(watcherDone)
-	}
-
 	tick := time.NewTicker(refusalLogEvery)
 	defer tick.Stop()
 	for ctx.Err() == nil {
@@ -353,9 +329,6 @@ func (s *Server) Run(ctx context.Context) error {
 	s.mu.Unlock()
 	cancel(errServerShutdown)
 	s.wg.Wait()
-	// After the sessions, whose ends already ended their event streams.
-	stopWatch()
-	<-watcherDone
 	p.Close()
 	return nil
 }
@@ -405,6 +378,40 @@ func (s *Server) lookupSession(id string) *session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.sessions[id]
+}
+
+// HasSession reports whether session id is open on path.
+func (s *Server) HasSession(path, id string) bool {
+	sess := s.lookupSession(id)
+	return sess != nil && sess.path == path
+}
+
+// Drain begins a shutdown without a black screen: new offers are refused
+// from now on (503, so a load balancer retries elsewhere). It returns the
+// paths of the open sessions, whose viewers the caller may tell to move
+// (whepevents.Streams.Drain), and how many sessions there are; the caller
+// then stops the server, which ends those left.
+func (s *Server) Drain() (paths []string, sessions int) {
+	s.draining.Store(true)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen := make(map[string]bool)
+	for _, sess := range s.sessions {
+		if !seen[sess.path] {
+			seen[sess.path] = true
+			paths = append(paths, sess.path)
+		}
+	}
+	return paths, len(s.sessions)
+}
+
+// RefusalLog is a refusal log like the server's own (one line per kind a
+// second, msg its message), for the refusals of an extension.
+func (s *Server) RefusalLog(msg string) func(r *http.Request, path string, status int, slug, detail string) {
+	l := namedRefusalLog(s.log, msg)
+	return func(r *http.Request, path string, status int, slug, detail string) {
+		l.refused(r, path, status, slug, detail, "")
+	}
 }
 
 // running returns the media plane and the base context once Run is
