@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
 )
 
 // refusalLogEvery is how often each kind of refusal may be logged: a
@@ -111,55 +113,5 @@ func (l *refusalLog) flush(now time.Time, final bool) {
 // (a browser without H.264). At most maxLoggedCodecs names.
 func offeredCodecs(raw string) string {
 	const maxLoggedCodecs = 16
-	return strings.Join(codecNames(raw, maxLoggedCodecs), ",")
-}
-
-// codecNames lists "media/name" for the first limit distinct codecs.
-func codecNames(raw string, limit int) []string {
-	var names []string
-	media := ""
-	for len(raw) > 0 && len(names) < limit {
-		line, rest, _ := strings.Cut(raw, "\n")
-		raw = rest
-		line = strings.TrimSpace(line)
-		if m, ok := strings.CutPrefix(line, "m="); ok {
-			media, _, _ = strings.Cut(m, " ")
-			continue
-		}
-		v, ok := strings.CutPrefix(line, "a=rtpmap:")
-		if !ok || (media != "video" && media != "audio") {
-			continue
-		}
-		_, enc, _ := strings.Cut(v, " ")
-		name, _, _ := strings.Cut(enc, "/")
-		if name == "" || len(name) > 32 {
-			continue
-		}
-		name = media + "/" + name
-		if !containsFold(names, name) {
-			names = append(names, name)
-		}
-	}
-	return names
-}
-
-// offersH264 reports whether a video section of raw names H264 at all.
-// Browsers name about a dozen video codecs; the cap bounds the work a
-// hostile offer of thousands of names costs.
-func offersH264(raw string) bool {
-	for _, c := range codecNames(raw, 256) {
-		if strings.EqualFold(c, "video/H264") {
-			return true
-		}
-	}
-	return false
-}
-
-func containsFold(list []string, s string) bool {
-	for _, x := range list {
-		if strings.EqualFold(x, s) {
-			return true
-		}
-	}
-	return false
+	return strings.Join(sdpoffer.CodecNames(raw, maxLoggedCodecs), ",")
 }

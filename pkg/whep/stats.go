@@ -21,7 +21,10 @@ type rejectReason int
 
 // Why offers are refused; the names are the metrics' reason labels.
 const (
-	rejectReaderCap rejectReason = iota
+	// noReject is a refusal no reason counts (the server is not serving,
+	// an internal error).
+	noReject rejectReason = iota - 1
+	rejectReaderCap
 	rejectServerFull
 	rejectNoPublisher
 	rejectBadOffer
@@ -42,7 +45,11 @@ var rejectReasons = [...]string{
 	rejectPendingLimit:   "pending_limit",
 }
 
-func (c *serverCounters) reject(r rejectReason) { c.rejected[r].Add(1) }
+func (c *serverCounters) reject(r rejectReason) {
+	if r != noReject {
+		c.rejected[r].Add(1)
+	}
+}
 
 // Stats is a snapshot for metrics.
 type Stats struct {
