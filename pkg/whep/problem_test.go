@@ -125,7 +125,7 @@ func TestRefusalLog(t *testing.T) {
 	var buf bytes.Buffer
 	l := newRefusalLog(slog.New(slog.NewJSONHandler(&buf, nil)))
 	now := time.Unix(1000, 0)
-	l.now = func() time.Time { return now }
+	l.lim.Now = func() time.Time { return now }
 	r := httptest.NewRequest(http.MethodPost, "/live/cam1/whep", nil)
 	r.RemoteAddr = "192.0.2.7:5000"
 	offer := "v=0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96 98\r\na=rtpmap:96 VP8/90000\r\na=rtpmap:98 VP9/90000\r\n" +

@@ -314,15 +314,15 @@ func (s *Server) Run(ctx context.Context) error {
 	defer tick.Stop()
 	for ctx.Err() == nil {
 		select {
-		case now := <-tick.C:
-			s.refusals.flush(now, false)
-			s.silentClosed.flush(now, false)
+		case <-tick.C:
+			s.refusals.flush(false)
+			s.silentClosed.flush(false)
 			s.offers.Expire()
 		case <-ctx.Done():
 		}
 	}
-	s.refusals.flush(time.Now(), true)
-	s.silentClosed.flush(time.Now(), true)
+	s.refusals.flush(true)
+	s.silentClosed.flush(true)
 
 	s.mu.Lock()
 	s.closing = true
