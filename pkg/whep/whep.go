@@ -1,8 +1,11 @@
 // Package whep is the WHEP server (draft-ietf-wish-whep, HTTP mechanics of
 // RFC 9725): the HTTP contract (POST, PATCH for trickle and ICE restarts,
 // DELETE), the codec choice read from the offer (parsed once, into
-// pkg/sdpoffer's model), handshake admission, the session registry, and
-// the stats and API views. Each session turns an SDP offer into a WebRTC
+// pkg/sdpoffer's model), and the session registry. What it only uses
+// lives beside it: the per-client offer rate and the slot tables in
+// pkg/admission, the TURN credentials in pkg/turncred, the problem bodies
+// in pkg/httpproblem, and the server-sent events extension in
+// pkg/whepevents (a whep.Extension). Each session turns an SDP offer into a WebRTC
 // connection on the media plane and hands it the
 // viewer's sender (pkg/rtpsend), which writes the path's access units (and
 // its Opus frames, when the path and the offer have audio), with sender
