@@ -183,7 +183,7 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		OfferBurst:             cfg.HTTP.OfferBurst,
 		MaxPendingOffers:       cfg.HTTP.MaxPendingOffers,
 		MediaPlane:             cfg.WebRTC.MediaPlane,
-		Source:                 hubSource{s.hub},
+		Source:                 hubSource(s.hub),
 		Demand:                 s.edge.Demand,
 		PublicURL:              cfg.HTTP.PublicURL,
 		Authorizer:             s.policy,

@@ -11,25 +11,11 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/whepevents"
 )
 
-// hubSource serves viewers from the hub every publisher writes to
-// (whep.Source). The readers are pending (hub.Hub.AddPendingReader): an
-// answered offer holds no reader slot until its viewer starts ICE.
-type hubSource struct{ h *hub.Hub }
-
-func (hs hubSource) AddReader(path, session string) (whep.Reader, error) {
-	r, err := hs.h.AddPendingReader(path, session)
-	if err != nil {
-		return nil, err // not a typed nil inside the interface
-	}
-	return r, nil
-}
-
-func (hs hubSource) AddTranscodedReader(path, session string) (whep.Reader, error) {
-	r, err := hs.h.AddPendingTranscodedReader(path, session)
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
+// hubSource serves viewers from the hub every publisher writes to. The
+// readers are pending (hub.Hub.AddPendingReader): an answered offer holds
+// no reader slot until its viewer starts ICE.
+func hubSource(h *hub.Hub) whep.Source {
+	return whep.SourceFuncs[*hub.Reader]{Add: h.AddPendingReader, AddTranscoded: h.AddPendingTranscodedReader}
 }
 
 // whepSessions describes the WHEP server's sessions for the control API.

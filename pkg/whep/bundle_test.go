@@ -160,7 +160,7 @@ func TestOfferFixtures(t *testing.T) {
 		t.Run(planeName, func(t *testing.T) {
 			h := hub.New(hub.Config{})
 			publishAV(t, h)
-			_, hs, _ := startServerOn(t, hubSource{h}, planeName, nil, nil)
+			_, hs, _ := startServerOn(t, hubSource(h), planeName, nil, nil)
 			url := hs.URL + "/live/av/whep"
 			for _, f := range offerFixtures {
 				t.Run(f.file, func(t *testing.T) {

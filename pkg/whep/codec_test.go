@@ -48,7 +48,7 @@ func TestOfferStreamFixtures(t *testing.T) {
 				pub.SetAudio(true)
 				pub.SetInfo(info)
 			}
-			_, hs, _ := startServerOn(t, hubSource{h}, planeName, nil, nil)
+			_, hs, _ := startServerOn(t, hubSource(h), planeName, nil, nil)
 			for _, c := range cases {
 				t.Run(c.file+" on "+c.path, func(t *testing.T) {
 					resp, body := post(t, hs.URL+"/"+c.path+"/whep", "application/sdp", readOfferFixture(t, c.file))
@@ -145,7 +145,7 @@ func TestRenditionAtReaderCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	rend.SetInfo(av.StreamInfo{Codec: "H264", Profile: "Constrained Baseline", Width: 1280, Height: 720})
-	_, hs := startServer(t, hubSource{h}, nil)
+	_, hs := startServer(t, hubSource(h), nil)
 	offer := readOfferFixture(t, "chromium-default.sdp")
 
 	resp, body := post(t, hs.URL+"/live/hevc/whep", "application/sdp", offer)

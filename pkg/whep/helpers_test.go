@@ -3,12 +3,10 @@ package whep
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -102,22 +100,8 @@ func (s *testSource) AddTranscodedReader(path, session string) (Reader, error) {
 }
 
 // hubSource adapts the real hub as cmd/srtwhep's composition root does.
-type hubSource struct{ h *hub.Hub }
-
-func (hs hubSource) AddReader(path, session string) (Reader, error) {
-	r, err := hs.h.AddPendingReader(path, session)
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-func (hs hubSource) AddTranscodedReader(path, session string) (Reader, error) {
-	r, err := hs.h.AddPendingTranscodedReader(path, session)
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
+func hubSource(h *hub.Hub) Source {
+	return SourceFuncs[*hub.Reader]{Add: h.AddPendingReader, AddTranscoded: h.AddPendingTranscodedReader}
 }
 
 // write publishes one access unit to every attached reader.
@@ -358,26 +342,7 @@ func post(t *testing.T, url, contentType, body string) (*http.Response, string) 
 
 func do(t *testing.T, method, url, contentType, body string, hdr map[string]string) (*http.Response, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, string(b)
+	return testkit.Do(t, method, url, contentType, body, hdr)
 }
 
 func (r *testReader) Backlog() int {

@@ -68,6 +68,29 @@ type Source interface {
 	AddTranscodedReader(path, session string) (Reader, error)
 }
 
+// SourceFuncs is a Source made of functions that return a concrete
+// reader type R (cmd/srtwhep passes the hub's AddPendingReader and
+// AddPendingTranscodedReader).
+type SourceFuncs[R Reader] struct {
+	Add, AddTranscoded func(path, session string) (R, error)
+}
+
+func (f SourceFuncs[R]) AddReader(path, session string) (Reader, error) {
+	return asReader(f.Add(path, session))
+}
+
+func (f SourceFuncs[R]) AddTranscodedReader(path, session string) (Reader, error) {
+	return asReader(f.AddTranscoded(path, session))
+}
+
+// asReader never puts a typed nil inside the interface.
+func asReader[R Reader](r R, err error) (Reader, error) {
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
 // Reader is one viewer's reservation on a path. It queues nothing until
 // Attach or AttachAV, so a viewer still in ICE costs no queue, and takes
 // no seat under the reader caps until Claim. From then

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -28,25 +27,6 @@ import (
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// hubSource adapts the real hub as cmd/srtwhep's composition root does.
-type hubSource struct{ h *hub.Hub }
-
-func (hs hubSource) AddReader(path, session string) (whep.Reader, error) {
-	r, err := hs.h.AddPendingReader(path, session)
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-func (hs hubSource) AddTranscodedReader(path, session string) (whep.Reader, error) {
-	r, err := hs.h.AddPendingTranscodedReader(path, session)
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
-}
 
 // fixture is a real hub with a live path, a WHEP server on it with the
 // event streams mounted as cmd/srtwhep mounts them, and real pion viewers.
@@ -86,7 +66,7 @@ func newFixture(t *testing.T, mod func(*Config)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.srv, err = whep.New(whep.Config{Source: hubSource{f.h}, Plane: pl, Extension: f.ev, Logger: cfg.Logger,
+	f.srv, err = whep.New(whep.Config{Source: whep.SourceFuncs[*hub.Reader]{Add: f.h.AddPendingReader, AddTranscoded: f.h.AddPendingTranscodedReader}, Plane: pl, Extension: f.ev, Logger: cfg.Logger,
 		OfferRate: 1 << 20, OfferBurst: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
@@ -120,31 +100,6 @@ func (f *fixture) dial(t *testing.T) *whepclient.Session {
 	}
 	t.Cleanup(func() { _ = v.Close() })
 	return v
-}
-
-// do sends one request and reads the answer's body.
-func do(t *testing.T, method, url, contentType, body string, hdr map[string]string) (*http.Response, string) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, string(b)
 }
 
 // nextEvent returns the next event of one of the types, skipping others.
@@ -213,20 +168,20 @@ func TestSSEContract(t *testing.T) {
 		t.Errorf("a stream for active only got %s", ev.Type)
 	}
 
-	resp, body := do(t, http.MethodPost, target, "application/json", `["active"]`, nil)
+	resp, body := testkit.Do(t, http.MethodPost, target, "application/json", `["active"]`, nil)
 	if resp.StatusCode != http.StatusTooManyRequests || problemSlug(t, body) != probEventStreams || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("third stream of a session: %d %s Retry-After %q, want 429 %s", resp.StatusCode, body, resp.Header.Get("Retry-After"), probEventStreams)
 	}
-	resp, body = do(t, http.MethodPost, target, "application/json", `{"active":true}`, nil)
+	resp, body = testkit.Do(t, http.MethodPost, target, "application/json", `{"active":true}`, nil)
 	if resp.StatusCode != http.StatusBadRequest || problemSlug(t, body) != probBadEventList {
 		t.Errorf("object body: %d %s, want 400 %s", resp.StatusCode, body, probBadEventList)
 	}
-	resp, _ = do(t, http.MethodOptions, target, "", "", nil)
+	resp, _ = testkit.Do(t, http.MethodOptions, target, "", "", nil)
 	if resp.StatusCode != http.StatusNoContent || !strings.Contains(resp.Header.Get("Access-Control-Allow-Methods"), "POST") ||
 		resp.Header.Get("Access-Control-Allow-Origin") != "*" {
 		t.Errorf("preflight of the SSE URL: %d %v", resp.StatusCode, resp.Header)
 	}
-	resp, _ = do(t, http.MethodOptions, some.URL, "", "", nil)
+	resp, _ = testkit.Do(t, http.MethodOptions, some.URL, "", "", nil)
 	if !strings.Contains(resp.Header.Get("Access-Control-Allow-Methods"), "DELETE") {
 		t.Errorf("preflight of a stream: %v", resp.Header)
 	}
@@ -235,12 +190,12 @@ func TestSSEContract(t *testing.T) {
 		t.Fatalf("DELETE stream: %d %v", code, err)
 	}
 	for _, m := range []string{http.MethodGet, http.MethodDelete} {
-		resp, body = do(t, m, some.URL, "", "", nil)
+		resp, body = testkit.Do(t, m, some.URL, "", "", nil)
 		if resp.StatusCode != http.StatusNotFound || problemSlug(t, body) != probNoEventStream {
 			t.Errorf("%s of a deleted stream: %d %s, want 404 %s", m, resp.StatusCode, body, probNoEventStream)
 		}
 	}
-	resp, body = do(t, http.MethodGet, target+"/0123", "", "", nil)
+	resp, body = testkit.Do(t, http.MethodGet, target+"/0123", "", "", nil)
 	if resp.StatusCode != http.StatusNotFound || problemSlug(t, body) != probNoEventStream {
 		t.Errorf("GET of an unknown stream: %d %s", resp.StatusCode, body)
 	}
@@ -257,7 +212,7 @@ func TestSSEContract(t *testing.T) {
 			return false
 		}
 	})
-	resp, body = do(t, http.MethodPost, target, "", "", nil)
+	resp, body = testkit.Do(t, http.MethodPost, target, "", "", nil)
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("POST to the SSE URL of an ended session: %d %s", resp.StatusCode, body)
 	}
@@ -320,7 +275,7 @@ func TestSSEFloodBounded(t *testing.T) {
 	refused := map[int]int{}
 	began := time.Now()
 	for range flood {
-		resp, body := do(t, http.MethodPost, tb, "", "", nil)
+		resp, body := testkit.Do(t, http.MethodPost, tb, "", "", nil)
 		refused[resp.StatusCode]++
 		if resp.StatusCode == http.StatusServiceUnavailable && (problemSlug(t, body) != probEventStreams || resp.Header.Get("Retry-After") == "") {
 			t.Fatalf("refusal: %s", body)
@@ -391,7 +346,7 @@ func TestSSERawStream(t *testing.T) {
 	h264clip.Feed(t, f.pub, f.clip)
 	v := f.dial(t)
 	target, _ := whepclient.SSELink(v.SessionURL(), v.Links())
-	resp, _ := do(t, http.MethodPost, target, "", "", nil)
+	resp, _ := testkit.Do(t, http.MethodPost, target, "", "", nil)
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("POST without a body: %d", resp.StatusCode)
 	}
