@@ -254,7 +254,7 @@ func Default() *Config {
 			OfferBurst:             20,  // admission.DefaultOfferBurst
 			MaxPendingOffers:       512, // whep.DefaultMaxPendingOffers
 			DrainTimeout:           Duration(5 * time.Second),
-			MaxEventStreams:        1024, // whep.DefaultMaxEventStreams
+			MaxEventStreams:        1024, // whepevents.DefaultMaxStreams
 		},
 		WebRTC: WebRTC{
 			UDPPort:           8189,

@@ -248,7 +248,7 @@ func startServerOn(t *testing.T, src Source, planeName string, netMod func(*plan
 		Logger:     testLogger(t),
 		MediaPlane: planeName,
 		// Every test posts from 127.0.0.1, many of them more often than a
-		// viewer would; the offer bucket has its own tests (offerrate_test.go).
+		// viewer would; the offer bucket has its own tests (pkg/admission).
 		OfferRate:  1 << 20,
 		OfferBurst: 1 << 20,
 	}
