@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"net/http"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -26,9 +27,11 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/player"
 	"github.com/srtwhep/srtwhep/pkg/srt"
 	"github.com/srtwhep/srtwhep/pkg/srtread"
+	"github.com/srtwhep/srtwhep/pkg/turncred"
 	"github.com/srtwhep/srtwhep/pkg/version"
 	"github.com/srtwhep/srtwhep/pkg/web"
 	"github.com/srtwhep/srtwhep/pkg/whep"
+	"github.com/srtwhep/srtwhep/pkg/whepevents"
 )
 
 // server is the composition root: the only place that knows every
@@ -44,6 +47,10 @@ type server struct {
 	srtRd  *srtread.Server
 	edge   *edge.Puller
 	whep   *whep.Server
+	// events are the WHEP server's server-sent events; eventsRefused logs
+	// their refusals like the server's own.
+	events        *whepevents.Streams
+	eventsRefused func(r *http.Request, path string, status int, slug, detail string)
 	// plane is whep's media plane, for its metrics.
 	plane *mediaplane.Plane
 	load  *admission.Controller
@@ -135,9 +142,9 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		return nil, fmt.Errorf("srt: %w", err)
 	}
 
-	var servers []whep.ICEServer
+	var servers []turncred.Server
 	for _, is := range cfg.WebRTC.ICEServers {
-		servers = append(servers, whep.ICEServer{URLs: is.URLs, Username: is.Username, Credential: is.Credential,
+		servers = append(servers, turncred.Server{URLs: is.URLs, Username: is.Username, Credential: is.Credential,
 			AuthSecret: is.AuthSecret, CredentialTTL: time.Duration(is.CredentialTTL)})
 		if is.Username != "" || is.Credential != "" || is.AuthSecret != "" {
 			// The page is served to anyone: credentials reach a viewer
@@ -169,11 +176,9 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		OfferRate:              cfg.HTTP.OfferRate,
 		OfferBurst:             cfg.HTTP.OfferBurst,
 		MaxPendingOffers:       cfg.HTTP.MaxPendingOffers,
-		Source:                 whep.HubSource(s.hub),
+		Source:                 hubSource(s.hub),
 		Demand:                 s.edge.Demand,
 		PublicURL:              cfg.HTTP.PublicURL,
-		ReconnectURL:           cfg.HTTP.ReconnectURL,
-		MaxEventStreams:        cfg.HTTP.MaxEventStreams,
 		Authorizer:             s.policy,
 		Problem:                s.streamProblem,
 		Events:                 s.hooks.Func(),
@@ -187,8 +192,29 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		return s, err
 	}
 	wcfg.Plane = s.plane
-	s.whep, err = whep.New(wcfg)
-	return s, err
+	// The event streams ask the WHEP server for its sessions, and it
+	// tells them of their ends: whichever is built first reaches the
+	// other through s.
+	if s.events, err = whepevents.New(whepevents.Config{
+		State:        s.hub.State,
+		Session:      func(path, id string) bool { return s.whep.HasSession(path, id) },
+		MaxStreams:   cfg.HTTP.MaxEventStreams,
+		PublicURL:    cfg.HTTP.PublicURL,
+		ReconnectURL: cfg.HTTP.ReconnectURL,
+		AllowOrigin:  cfg.HTTP.AllowOrigin,
+		Refused: func(r *http.Request, path string, status int, slug, detail string) {
+			s.eventsRefused(r, path, status, slug, detail)
+		},
+		Logger: wcfg.Logger,
+	}); err != nil {
+		return s, err
+	}
+	wcfg.Extension = s.events
+	if s.whep, err = whep.New(wcfg); err != nil {
+		return s, err
+	}
+	s.eventsRefused = s.whep.RefusalLog("event stream refused")
+	return s, nil
 }
 
 // Run starts every component and blocks until ctx ends or one of them
@@ -221,7 +247,7 @@ func (s *server) Run(ctx context.Context) error {
 		MaxConnsPerClient: s.cfg.HTTP.MaxConnsPerClient,
 		TrustedProxies:    s.cfg.HTTP.TrustedProxies,
 		TLS:               web.TLS(s.cfg.HTTP.TLS),
-		WHEP:              s.whep.Handler,
+		WHEP:              func(next http.Handler) http.Handler { return s.whep.Handler(s.events.Handler(next)) },
 		API:               api.NotServed(),
 		APIPrefix:         api.Prefix,
 		Player: player.New(player.Config{Logger: s.log.With("component", "player"), ICEServers: s.playerICE, ICEFromEndpoint: s.iceFromEndpoint,
@@ -245,7 +271,7 @@ func (s *server) Run(ctx context.Context) error {
 	}
 
 	g, ctx := errgroup.WithContext(ctx)
-	for _, run := range []func(context.Context) error{s.hub.Run, s.load.Run, s.watchConfig, s.srt.Run, s.whep.Run, s.edge.Run, httpSrv.Serve} {
+	for _, run := range []func(context.Context) error{s.hub.Run, s.load.Run, s.watchConfig, s.srt.Run, s.whep.Run, s.events.Run, s.edge.Run, httpSrv.Serve} {
 		g.Go(func() error { return run(ctx) })
 	}
 	if apiSrv != nil {
@@ -255,7 +281,7 @@ func (s *server) Run(ctx context.Context) error {
 		// Each component describes itself in the metrics' types at scrape
 		// time; the metrics package imports none of them.
 		m := metrics.New(metrics.Sources{Build: metrics.BuildInfo{Version: version.String()}, Profiling: s.cfg.Metrics.Pprof,
-			Paths: s.ingest.PathSamples, SRT: s.ingest.SRTSamples, WebRTC: s.whep.MetricsSample, Hooks: s.hooks.MetricsSource(),
+			Paths: s.ingest.PathSamples, SRT: s.ingest.SRTSamples, WebRTC: webRTCSample(s.whep, s.events), Hooks: s.hooks.MetricsSource(),
 			MediaPlane: s.mediaPlaneSample, Refusals: s.ingest.Refusals})
 		g.Go(func() error { return m.Serve(ctx, metricsLn, s.log.With("component", "metrics")) })
 	}
@@ -280,7 +306,7 @@ func (s *server) listenAPI() (*web.Server, error) {
 	}
 	return web.Listen(web.Config{
 		Listen: s.cfg.API.Listen,
-		API: api.Handler(api.Config{Paths: s.ingest, Sessions: viewerSessions{s.whep, s.srtRd}, Authorizer: s.policy,
+		API: api.Handler(api.Config{Paths: s.ingest, Sessions: viewerSessions{whepSessions{s.whep}, s.srtRd}, Authorizer: s.policy,
 			AllowedHosts: s.cfg.API.AllowedHosts, Logger: s.log.With("component", "api")}),
 		APIPrefix: api.Prefix,
 		Ready:     s.readyValue,
@@ -352,8 +378,9 @@ func (s *server) drain(ctx context.Context) {
 	if wait <= 0 {
 		return
 	}
-	sessions, left := s.whep.Drain(ctx, wait)
-	s.log.Info("drained", "sessions", sessions, "left", left)
+	paths, sessions := s.whep.Drain()
+	s.events.Drain(ctx, paths, wait)
+	s.log.Info("drained", "sessions", sessions, "left", s.whep.Stats().Sessions)
 }
 
 // streamProblem is whep.Config.Problem: ingest's record of why a path's

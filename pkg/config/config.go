@@ -239,11 +239,11 @@ func Default() *Config {
 			TLS:               TLS{CacheDir: "/var/lib/srtwhep/acme"},
 
 			MaxHandshakesPerClient: 16,  // whep.DefaultMaxHandshakesPerClient
-			OfferRate:              5,   // whep.DefaultOfferRate
-			OfferBurst:             20,  // whep.DefaultOfferBurst
+			OfferRate:              5,   // admission.DefaultOfferRate
+			OfferBurst:             20,  // admission.DefaultOfferBurst
 			MaxPendingOffers:       512, // whep.DefaultMaxPendingOffers
 			DrainTimeout:           Duration(5 * time.Second),
-			MaxEventStreams:        1024, // whep.DefaultMaxEventStreams
+			MaxEventStreams:        1024, // whepevents.DefaultMaxStreams
 		},
 		WebRTC: WebRTC{
 			UDPPort:           8189,

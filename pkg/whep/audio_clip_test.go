@@ -184,7 +184,7 @@ func (v *avViewer) received(t *testing.T, c *avClip) (video, audio []int64) {
 
 func startHubServer(t *testing.T, h *hub.Hub, mod func(*Config)) string {
 	t.Helper()
-	_, hs := startServer(t, HubSource(h), mod)
+	_, hs := startServer(t, hubSource(h), mod)
 	return hs.URL
 }
 

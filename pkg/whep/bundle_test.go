@@ -152,7 +152,7 @@ func answerSummary(t *testing.T, answer string) string {
 func TestOfferFixtures(t *testing.T) {
 	h := hub.New(hub.Config{})
 	publishAV(t, h)
-	_, hs := startServer(t, HubSource(h), nil)
+	_, hs := startServer(t, hubSource(h), nil)
 	url := hs.URL + "/live/av/whep"
 	for _, f := range offerFixtures {
 		t.Run(f.file, func(t *testing.T) {

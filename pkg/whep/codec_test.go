@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/httpproblem"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
 )
@@ -45,7 +46,7 @@ func TestOfferStreamFixtures(t *testing.T) {
 		pub.SetAudio(true)
 		pub.SetInfo(info)
 	}
-	_, hs := startServer(t, HubSource(h), nil)
+	_, hs := startServer(t, hubSource(h), nil)
 	for _, c := range cases {
 		t.Run(c.file+" on "+c.path, func(t *testing.T) {
 			resp, body := post(t, hs.URL+"/"+c.path+"/whep", "application/sdp", readOfferFixture(t, c.file))
@@ -74,7 +75,7 @@ func TestOfferStreamFixtures(t *testing.T) {
 			}
 			t.Logf("%d %s: %s", resp.StatusCode, p.Type, p.Detail)
 			if resp.StatusCode != http.StatusConflict || p.Status != http.StatusConflict ||
-				p.Type != ProblemTypeBase+probVideoCodec ||
+				p.Type != httpproblem.TypeBase+probVideoCodec ||
 				!strings.Contains(p.Detail, "This stream is H.265 (HEVC, Main)") || !strings.Contains(p.Detail, "it offered ") ||
 				!strings.Contains(p.Detail, "-c:v libx264 -bf 0") || !strings.Contains(p.Detail, "set video: auto") {
 				t.Errorf("got %d %+v, want 409 %s naming H.265, what the offer had, the encoder fix and the operator's", resp.StatusCode, p, probVideoCodec)
@@ -140,7 +141,7 @@ func TestRenditionAtReaderCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	rend.SetInfo(av.StreamInfo{Codec: "H264", Profile: "Constrained Baseline", Width: 1280, Height: 720})
-	_, hs := startServer(t, HubSource(h), nil)
+	_, hs := startServer(t, hubSource(h), nil)
 	offer := readOfferFixture(t, "chromium-default.sdp")
 
 	resp, body := post(t, hs.URL+"/live/hevc/whep", "application/sdp", offer)
@@ -161,7 +162,7 @@ func TestRenditionAtReaderCap(t *testing.T) {
 	resp, body = post(t, hs.URL+"/live/hevc/whep", "application/sdp", offer)
 	var p struct{ Type string }
 	_ = json.Unmarshal([]byte(body), &p)
-	if resp.StatusCode != http.StatusServiceUnavailable || p.Type != ProblemTypeBase+probPathFull {
+	if resp.StatusCode != http.StatusServiceUnavailable || p.Type != httpproblem.TypeBase+probPathFull {
 		t.Errorf("H.264 viewer of a full path: got %d %q, want 503 %s", resp.StatusCode, body, probPathFull)
 	}
 	if n := h.State("live/hevc").Readers; n != 1 {

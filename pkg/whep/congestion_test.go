@@ -12,37 +12,8 @@ import (
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/internal/whepclient"
-	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 )
-
-// feedHub writes the clip to pub in a loop, a frame every 10 ms, until the
-// test ends or stop (idempotent) is called.
-func feedHub(t *testing.T, pub *hub.Publisher, clip []*av.AccessUnit) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for n := 0; ; n++ {
-			au := *clip[n%len(clip)]
-			au.PTS = int64(n) * 3000
-			pub.Write(&au)
-			select {
-			case <-tick.C:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	stop = func() {
-		cancel()
-		<-done
-	}
-	t.Cleanup(stop)
-	return stop
-}
 
 // TestCongestedViewerSkipsToIDR: real pion viewers that send receiver
 // reports, one losing half its media on the way in (a link far narrower

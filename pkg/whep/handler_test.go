@@ -13,7 +13,9 @@ import (
 	"github.com/pion/sdp/v3"
 	"github.com/pion/webrtc/v4"
 
+	"github.com/srtwhep/srtwhep/pkg/httpproblem"
 	"github.com/srtwhep/srtwhep/pkg/hub"
+	"github.com/srtwhep/srtwhep/pkg/turncred"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
 )
@@ -80,7 +82,7 @@ func TestPostRefusals(t *testing.T) {
 					t.Errorf("Accept %q: Retry-After %q, want %q", accept, got, want)
 				}
 				if accept != "text/plain" {
-					var p problem
+					var p httpproblem.Problem
 					_ = json.Unmarshal([]byte(body), &p)
 					if p.RetryAfter != c.retryAfter {
 						t.Errorf("retry_after %d, want %d", p.RetryAfter, c.retryAfter)
@@ -111,7 +113,7 @@ func TestPostCreated(t *testing.T) {
 	src := newTestSource()
 	p := src.publish("live/cam1")
 	_, hs := startServer(t, src, func(c *Config) {
-		c.ICEServers = []ICEServer{
+		c.ICEServers = []turncred.Server{
 			{URLs: []string{"stun:stun.example.net:3478"}},
 			{URLs: []string{"turn:turn.example.net?transport=udp"}, Username: "u", Credential: "p"},
 		}

@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/srtwhep/srtwhep/pkg/admission"
 	"github.com/srtwhep/srtwhep/pkg/auth"
-	"github.com/srtwhep/srtwhep/pkg/connlimit"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 	"github.com/srtwhep/srtwhep/pkg/plane"
 )
@@ -30,58 +30,6 @@ var errICENotStarted = errors.New("no ICE check from the viewer within the ICE s
 // where a held one would sit in pending with its reader for seconds.
 var errNoHandshakeSlot = errors.New("ICE started while every WebRTC handshake slot was taken")
 
-// handshakes counts slots in total and per client, so that neither one
-// client nor everyone together can hold more than their share: the
-// server keeps one for the offers answered and waiting for ICE (pending)
-// and one for those whose ICE has started (the DTLS work). It is the
-// connection table of the HTTP and ICE-TCP listeners (pkg/connlimit),
-// whose per-client entries live only while that client holds a slot, so
-// it never holds more entries than the total cap; its refusal summaries
-// go unused (a refused offer is logged with the refusals).
-type handshakes struct {
-	perClient int
-	table     *connlimit.Table
-}
-
-func newHandshakes(total, perClient int) *handshakes {
-	return &handshakes{perClient: perClient, table: connlimit.New(perClient, total, time.Second)}
-}
-
-// handshakeRefusal says which cap refused a handshake.
-type handshakeRefusal int
-
-const (
-	handshakeOK handshakeRefusal = iota
-	handshakeServerFull
-	handshakeClientFull
-)
-
-// acquire takes a slot for client key without waiting.
-func (h *handshakes) acquire(key string) handshakeRefusal {
-	ok, r := h.table.Admit(key)
-	switch {
-	case ok:
-		return handshakeOK
-	case r.OverTotal:
-		return handshakeServerFull
-	}
-	return handshakeClientFull
-}
-
-// release gives back a slot acquire granted to key; on nil (no slot
-// held) it does nothing.
-func (h *handshakes) release(key string) {
-	if h == nil {
-		return
-	}
-	h.table.Release(key)
-}
-
-func (h *handshakes) inFlight() int { return h.table.Open() }
-
-// clientCount is the size of the per-client table (for tests).
-func (h *handshakes) clientCount() int { return h.table.Clients() }
-
 // handshakeKey is the client a POST's token and slots are counted against:
 // the address the HTTP listener derived (the real client behind a trusted
 // proxy), per /64 for IPv6 like every other per-client limit.
@@ -100,7 +48,7 @@ func handshakeKey(r *http.Request) string {
 // while.
 func (s *Server) awaitConnected(sess *session) error {
 	slots := s.pending
-	defer func() { slots.release(sess.clientKey) }()
+	defer func() { slots.Release(sess.clientKey) }()
 	deadline := time.NewTimer(s.cfg.HandshakeTimeout)
 	defer deadline.Stop()
 	iceStart := time.NewTimer(s.cfg.ICEStartTimeout)
@@ -121,9 +69,9 @@ func (s *Server) awaitConnected(sess *session) error {
 		if err := s.claimReader(sess); err != nil {
 			return err
 		}
-		slots.release(sess.clientKey)
+		slots.Release(sess.clientKey)
 		slots = nil
-		if s.handshakes.acquire(sess.clientKey) != handshakeOK {
+		if s.handshakes.Acquire(sess.clientKey) != admission.SlotTaken {
 			s.stats.reject(rejectHandshakeLimit)
 			s.stats.handshakeFailures.Add(1)
 			s.refusals.refusedFrom(sess.remote, sess.path, http.StatusServiceUnavailable, probHandshakes, errNoHandshakeSlot.Error(), "")
@@ -170,12 +118,6 @@ func (s *Server) awaitConnected(sess *session) error {
 	}
 }
 
-// claimer is a Reader that holds no slot on its path until claimed (a hub
-// pending reader); a Reader without it counted from AddReader on.
-type claimer interface {
-	Claim() error
-}
-
 // errFullAtICE ends a session whose viewer started ICE after its path, or
 // the server, reached the reader cap: the cap counts viewers who started
 // to connect, not answered offers, so the POST's check is repeated here.
@@ -186,11 +128,7 @@ var errFullAtICE = errors.New("the viewer limit was reached before the viewer's 
 // server-full, counted as reader_cap or server_full): a player retries
 // after Retry-After as it does on a 503.
 func (s *Server) claimReader(sess *session) error {
-	c, ok := sess.reader.(claimer)
-	if !ok {
-		return nil
-	}
-	err := c.Claim()
+	err := sess.reader.Claim()
 	switch {
 	case err == nil:
 		return nil

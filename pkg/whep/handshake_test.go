@@ -12,37 +12,6 @@ import (
 	"github.com/srtwhep/srtwhep/internal/testkit"
 )
 
-func TestHandshakeTable(t *testing.T) {
-	h := newHandshakes(3, 2)
-	steps := []struct {
-		key  string
-		want handshakeRefusal
-	}{
-		{"a", handshakeOK},
-		{"a", handshakeOK},
-		{"a", handshakeClientFull},
-		{"b", handshakeOK},
-		{"c", handshakeServerFull},
-	}
-	for i, s := range steps {
-		if got := h.acquire(s.key); got != s.want {
-			t.Fatalf("step %d acquire(%q) = %d, want %d", i, s.key, got, s.want)
-		}
-	}
-	h.release("a")
-	if got := h.acquire("c"); got != handshakeOK {
-		t.Fatalf("after a release: acquire(c) = %d", got)
-	}
-	for _, k := range []string{"a", "b", "c"} {
-		h.release(k)
-	}
-	// A client without a handshake in flight leaves no entry behind, so
-	// the table never outgrows the total cap.
-	if h.inFlight() != 0 || h.clientCount() != 0 {
-		t.Fatalf("after releasing all: %d in flight, %d clients", h.inFlight(), h.clientCount())
-	}
-}
-
 // clientFrom is an HTTP client whose connections come from local, so one
 // test can be several clients on loopback.
 func clientFrom(local string) *http.Client {

@@ -2,12 +2,11 @@ package whep
 
 import (
 	"context"
-	"io"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -89,6 +88,19 @@ func (s *testSource) AddReader(path, session string) (Reader, error) {
 	r := &testReader{path: p, session: session, closed: make(chan struct{})}
 	p.readers[r] = true
 	return r, nil
+}
+
+// errNoRendition: the test source transcodes nothing, so a viewer that
+// cannot take a path's video is refused with the codec error itself.
+var errNoRendition = errors.New("the test source makes no H.264 rendition")
+
+func (s *testSource) AddTranscodedReader(path, session string) (Reader, error) {
+	return nil, errNoRendition
+}
+
+// hubSource adapts the real hub as cmd/srtwhep's composition root does.
+func hubSource(h *hub.Hub) Source {
+	return SourceFuncs[*hub.Reader]{Add: h.AddPendingReader, AddTranscoded: h.AddPendingTranscodedReader}
 }
 
 // write publishes one access unit to every attached reader.
@@ -176,6 +188,13 @@ func (r *testReader) Poll() (hub.Frame, bool, error) {
 
 func (r *testReader) CountSent(packets, bytes int) {}
 
+// Claim: the test source's readers count from AddReader on (it has no
+// caps to claim a seat under).
+func (r *testReader) Claim() error { return nil }
+
+// Dropped: the test source's queues are unbounded.
+func (r *testReader) Dropped() uint64 { return 0 }
+
 func (r *testReader) Attach() {
 	r.path.mu.Lock()
 	defer r.path.mu.Unlock()
@@ -226,7 +245,7 @@ func startServerOn(t *testing.T, src Source, netMod func(*plane.Config), mod fun
 		Source: src,
 		Logger: testLogger(t),
 		// Every test posts from 127.0.0.1, many of them more often than a
-		// viewer would; the offer bucket has its own tests (offerrate_test.go).
+		// viewer would; the offer bucket has its own tests (pkg/admission).
 		OfferRate:  1 << 20,
 		OfferBurst: 1 << 20,
 	}
@@ -313,26 +332,7 @@ func post(t *testing.T, url, contentType, body string) (*http.Response, string) 
 
 func do(t *testing.T, method, url, contentType, body string, hdr map[string]string) (*http.Response, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, string(b)
+	return testkit.Do(t, method, url, contentType, body, hdr)
 }
 
 func (r *testReader) Backlog() int {

@@ -135,24 +135,13 @@ func restartFrag(l plane.ICE, o offer) string {
 	return b.String()
 }
 
-// transcodedSource is a Source whose paths may also publish their video
-// transcoded to H.264 (hub.Hub.AddTranscodedReader through HubSource),
-// for viewers that cannot take the original.
-type transcodedSource interface {
-	AddTranscodedReader(path, session string) (Reader, error)
-}
-
 // transcodedReader swaps orig, whose video the viewer cannot take
 // (codecErr), for a reader of the path's H.264 rendition when the path
 // has one. Otherwise orig is closed and codecErr returned: the viewer is
 // refused with it, unless only a reader cap stands in the way
 // (atReaderCap: the hub's error, for a 503).
 func (s *Server) transcodedReader(path, id string, model *sdpoffer.Offer, orig Reader, codecErr error) (Reader, offer, error) {
-	ts, ok := s.cfg.Source.(transcodedSource)
-	if !ok {
-		orig.Close()
-		return nil, offer{}, codecErr
-	}
+	ts := s.cfg.Source
 	alt, err := ts.AddTranscodedReader(path, id)
 	if atReaderCap(err) {
 		// The reader cap counts both renditions' readers, orig among

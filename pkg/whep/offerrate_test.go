@@ -2,7 +2,6 @@ package whep
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -13,114 +12,8 @@ import (
 	"github.com/pion/webrtc/v4"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/pkg/admission"
 )
-
-func TestOfferBucket(t *testing.T) {
-	now := time.Unix(1000, 0)
-	b := newOfferBuckets(2, 3, 16)
-	b.now = func() time.Time { return now }
-	for i := range 3 {
-		if ok, _ := b.take("a"); !ok {
-			t.Fatalf("offer %d of the burst refused", i+1)
-		}
-	}
-	ok, wait := b.take("a")
-	if ok || wait != 500*time.Millisecond {
-		t.Fatalf("past the burst: ok=%v wait=%v, want refused, 500ms (2 a second)", ok, wait)
-	}
-	if got := retryAfter(wait); got != 1 {
-		t.Errorf("Retry-After for %v: %d, want 1", wait, got)
-	}
-	// Another client has its own bucket.
-	if ok, _ := b.take("b"); !ok {
-		t.Fatal("b refused while a is over its rate")
-	}
-	now = now.Add(250 * time.Millisecond)
-	if ok, wait := b.take("a"); ok || wait != 250*time.Millisecond {
-		t.Fatalf("half a token later: ok=%v wait=%v, want refused, 250ms", ok, wait)
-	}
-	now = now.Add(250 * time.Millisecond)
-	if ok, _ := b.take("a"); !ok {
-		t.Fatal("a token later: refused")
-	}
-	// Quiet for long enough to refill: the bucket holds the burst, no more.
-	now = now.Add(time.Hour)
-	for i := range 3 {
-		if ok, _ := b.take("a"); !ok {
-			t.Fatalf("after an hour, offer %d refused", i+1)
-		}
-	}
-	if ok, _ := b.take("a"); ok {
-		t.Fatal("after an hour: more than the burst let through")
-	}
-	if got := retryAfter(2500 * time.Millisecond); got != 3 {
-		t.Errorf("Retry-After for 2.5 s: %d, want 3 (rounded up)", got)
-	}
-}
-
-// The bucket table stays at its bound however many addresses post: a
-// refilled bucket goes first, else the one seen longest ago, and expire
-// empties the table once everyone is quiet.
-func TestOfferBucketTableBound(t *testing.T) {
-	now := time.Unix(1000, 0)
-	const max = 8
-	b := newOfferBuckets(1, 2, max)
-	b.now = func() time.Time { return now }
-	for i := range 10 * max {
-		now = now.Add(time.Millisecond)
-		if ok, _ := b.take(fmt.Sprint("10.0.0.", i)); !ok {
-			t.Fatalf("first offer of address %d refused", i)
-		}
-		if n := b.size(); n > max {
-			t.Fatalf("after %d addresses the table holds %d, bound %d", i+1, n, max)
-		}
-	}
-	// The newest address was not the one evicted: its bucket remembers.
-	last := fmt.Sprint("10.0.0.", 10*max-1)
-	b.take(last)
-	if ok, _ := b.take(last); ok {
-		t.Error("the newest address got a fresh bucket: it was evicted")
-	}
-	now = now.Add(3 * time.Second) // burst 2 at 1 a second: refilled
-	b.expire()
-	if n := b.size(); n != 0 {
-		t.Errorf("after everyone went quiet the table holds %d", n)
-	}
-}
-
-// A full table evicts the client seen longest ago, not the one added
-// first: a client that keeps posting keeps its (emptied) bucket.
-func TestOfferBucketEvictsLeastRecentlySeen(t *testing.T) {
-	now := time.Unix(1000, 0)
-	const max = 4
-	b := newOfferBuckets(1, 2, max)
-	b.now = func() time.Time { return now }
-	step := func(key string) bool {
-		now = now.Add(time.Millisecond)
-		ok, _ := b.take(key)
-		return ok
-	}
-	for i := range max {
-		step(fmt.Sprint("c", i))
-	}
-	// c0 empties its bucket and is now the most recently seen.
-	step("c0")
-	if step("c0") {
-		t.Fatal("c0 had more than its burst of 2")
-	}
-	step("new") // the table is full: c1 goes
-	if n := b.size(); n != max {
-		t.Fatalf("table holds %d, want %d", n, max)
-	}
-	if step("c0") {
-		t.Error("c0 got a fresh bucket: it was evicted although c1 was seen longer ago")
-	}
-	step("new2") // c2 goes next
-	// c1 comes back with a fresh bucket of 2 (evicting c3).
-	if !step("c1") || !step("c1") {
-		t.Error("c1 was kept although it was seen longest ago")
-	}
-}
 
 // Past its burst a client gets 429 with Retry-After and the offer-rate
 // problem, before anything else is looked at; another address does not.
@@ -194,7 +87,7 @@ func TestHandshakeSlotAtICEStart(t *testing.T) {
 	}
 
 	// The only slot is taken (a handshake in flight elsewhere).
-	if srv.handshakes.acquire("elsewhere") != handshakeOK {
+	if srv.handshakes.Acquire("elsewhere") != admission.SlotTaken {
 		t.Fatal("the free slot could not be taken")
 	}
 	applyAnswer(t, clientFrom("127.0.0.1"), url)
@@ -205,7 +98,7 @@ func TestHandshakeSlotAtICEStart(t *testing.T) {
 		t.Fatal("a viewer without a handshake slot was attached")
 	}
 
-	srv.handshakes.release("elsewhere")
+	srv.handshakes.Release("elsewhere")
 	connected := applyAnswer(t, clientFrom("127.0.0.1"), url)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()

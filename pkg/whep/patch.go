@@ -21,16 +21,16 @@ func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request, path, id st
 	w.Header().Set("Accept-Patch", mimeSDPFrag)
 	body, berr := s.readBody(r, mimeSDPFrag, "sdpfrag")
 	if berr != nil {
-		httpError(w, r, berr.code, berr.slug, berr.detail)
+		httpError(w, r, berr.slug, berr.detail)
 		return
 	}
 	frag, err := parseFrag(body)
 	if errors.Is(err, errEmptyFrag) {
-		httpError(w, r, http.StatusBadRequest, probEmptyFrag, "empty sdpfrag; send a=candidate lines, or a new a=ice-ufrag and a=ice-pwd for an ICE restart")
+		httpError(w, r, probEmptyFrag, "empty sdpfrag; send a=candidate lines, or a new a=ice-ufrag and a=ice-pwd for an ICE restart")
 		return
 	}
 	if err != nil {
-		httpError(w, r, http.StatusBadRequest, probBadFrag, "malformed sdpfrag: "+err.Error())
+		httpError(w, r, probBadFrag, "malformed sdpfrag: "+err.Error())
 		return
 	}
 
@@ -38,12 +38,12 @@ func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request, path, id st
 	defer sess.sigMu.Unlock()
 	ifMatch := r.Header.Get("If-Match")
 	if ifMatch != "" && !etagMatches(ifMatch, sess.etag) {
-		httpError(w, r, http.StatusPreconditionFailed, probETagMismatch, "If-Match does not match the session's current ETag "+sess.etag+"; send that ETag, or * to restart regardless")
+		httpError(w, r, probETagMismatch, "If-Match does not match the session's current ETag "+sess.etag+"; send that ETag, or * to restart regardless")
 		return
 	}
 	if frag.ufrag == "" || frag.ufrag == sess.offer.ufrag {
 		if err := sess.tr.Trickle(frag.candidates); err != nil {
-			httpError(w, r, http.StatusBadRequest, probBadFrag, err.Error())
+			httpError(w, r, probBadFrag, err.Error())
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
@@ -52,24 +52,24 @@ func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request, path, id st
 
 	// A new ufrag: ICE restart.
 	if ifMatch == "" {
-		httpError(w, r, http.StatusPreconditionRequired, probIfMatchNeeded, "an ICE restart needs If-Match with the session's ETag or *")
+		httpError(w, r, probIfMatchNeeded, "an ICE restart needs If-Match with the session's ETag or *")
 		return
 	}
 	if frag.pwd == "" {
-		httpError(w, r, http.StatusBadRequest, probBadFrag, "ICE restart fragment has a=ice-ufrag but no a=ice-pwd; send both")
+		httpError(w, r, probBadFrag, "ICE restart fragment has a=ice-ufrag but no a=ice-pwd; send both")
 		return
 	}
 	answer, err := sess.restartICE(frag)
 	if err != nil {
 		var bad *sdpoffer.Error
 		if errors.As(err, &bad) {
-			httpError(w, r, http.StatusBadRequest, probBadFrag, bad.Error())
+			httpError(w, r, probBadFrag, bad.Error())
 			return
 		}
 		// The connection is in an unknown state now: end the session so
 		// the viewer starts over with a fresh POST.
 		sess.cancel(fmt.Errorf("ICE restart failed: %w", err))
-		httpError(w, r, http.StatusInternalServerError, probRestartFailed, "ICE restart failed: "+err.Error()+"; the session is closed, POST a new offer")
+		httpError(w, r, probRestartFailed, "ICE restart failed: "+err.Error()+"; the session is closed, POST a new offer")
 		return
 	}
 	sess.log.Info("ICE restart")

@@ -44,7 +44,7 @@ func awaitConnectedPC(t *testing.T, connected <-chan struct{}, who string) {
 func TestPendingOffersHoldNoReaderSlot(t *testing.T) {
 	const maxReaders, silent = 5, 16
 	h := cappedHub(t, maxReaders)
-	srv, hs := startServer(t, HubSource(h), func(c *Config) {
+	srv, hs := startServer(t, hubSource(h), func(c *Config) {
 		c.ICEStartTimeout = 20 * time.Second // the silent offers stay pending throughout
 		c.HandshakeTimeout = 30 * time.Second
 	})
@@ -95,7 +95,7 @@ func TestPendingOffersHoldNoReaderSlot(t *testing.T) {
 // viewer that filled the path keeps playing.
 func TestPendingOfferFullAtICEStart(t *testing.T) {
 	h := cappedHub(t, 1)
-	srv, hs := startServer(t, HubSource(h), func(c *Config) {
+	srv, hs := startServer(t, hubSource(h), func(c *Config) {
 		c.ICEStartTimeout = 20 * time.Second
 		c.HandshakeTimeout = 30 * time.Second
 	})

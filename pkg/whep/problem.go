@@ -1,21 +1,10 @@
 package whep
 
 import (
-	"encoding/json"
-	"io"
-	"mime"
 	"net/http"
-	"strconv"
-	"strings"
+
+	"github.com/srtwhep/srtwhep/pkg/httpproblem"
 )
-
-// ProblemTypeBase prefixes the type URI of every problem the WHEP endpoints
-// answer (RFC 9457 §3.1.1): the slug after it is stable, so a client can
-// branch on it (the player does for no-h264) instead of parsing the detail.
-// The URI identifies; it need not resolve.
-const ProblemTypeBase = "https://srtwhep.dev/problems/"
-
-const mimeProblem = "application/problem+json"
 
 // Problem slugs. Each names one cause a client may act on differently; the
 // title is the same for every occurrence of a slug, the detail says what
@@ -56,125 +45,83 @@ const (
 	probInternal      = "internal"
 )
 
-var problemTitles = map[string]string{
-	probUnsupportedType: "Wrong Content-Type",
-	probTooLarge:        "Request body too large",
-	probUnreadable:      "Request body unreadable",
-	probEmptyOffer:      "Empty offer",
-	probNotSDP:          "Body is not SDP",
-	probBadOffer:        "Offer refused",
-	probNoH264:          "Browser offers no H.264",
-	probVideoCodec:      "Browser cannot decode this path's video",
-	probBadPath:         "Invalid path name",
-	probNoPublisher:     "No publisher on this path",
-	probRefused:         "The path's publisher was refused",
-	probNoPicture:       "The path's stream has no decodable picture",
-	probSourceRefused:   "Origin has no such stream",
-	probSourceTimeout:   "Origin did not answer in time",
-	probSourceFailed:    "Origin unavailable",
-	probPathFull:        "Path at its viewer limit",
-	probServerFull:      "Server at capacity",
-	probHandshakes:      "Too many handshakes in progress",
-	probUnavailable:     "Server not serving",
-	probUnauthorized:    "Unauthorized",
-	probForbidden:       "Forbidden",
-	probThrottled:       "Too many failed attempts",
-	probOfferRate:       "Too many offers",
-	probNoSession:       "No such session",
-	probEmptyFrag:       "Empty sdpfrag",
-	probBadFrag:         "Malformed sdpfrag",
-	probETagMismatch:    "Stale ETag",
-	probIfMatchNeeded:   "If-Match required",
-	probRestartFailed:   "ICE restart failed",
-	probInternal:        "Internal error",
+// answer is how the WHEP endpoints answer a slug, and how a POST refused
+// with it is counted: the one table of refusals.
+type answer struct {
+	status int
+	title  string
+	// retryAfter is the Retry-After, in seconds, unless the caller set one
+	// (a computed wait); "" for none.
+	retryAfter string
+	// reason is the metrics' reason label a refused POST is counted under
+	// (rejectReasons); noReject counts nothing.
+	reason rejectReason
 }
 
-// problem is an RFC 9457 problem details object. retry_after repeats the
-// Retry-After header in the body: a cross-origin page reads the header only
-// when it is exposed, and a log of the body alone still says when to retry.
-type problem struct {
-	Type       string `json:"type"`
-	Title      string `json:"title"`
-	Status     int    `json:"status"`
-	Detail     string `json:"detail"`
-	RetryAfter int    `json:"retry_after,omitempty"`
+// Retry-After values: a full path frees up when someone leaves, which
+// takes a while; a handshake slot within a second or two. A publisher may
+// (re)connect any moment; the player's own back-off stretches the wait
+// while none does. The fix of a stream problem needs a person at the
+// encoder, so the player need not ask every second; a publisher that comes
+// back fixed is still found within a few.
+const (
+	retryAfterFull        = "10"
+	retryAfterHandshakes  = "2"
+	retryAfterStarting    = "1"
+	retryAfterNoPublisher = "1"
+	retryAfterProblem     = "3"
+)
+
+var answers = map[string]answer{
+	probUnsupportedType: {http.StatusUnsupportedMediaType, "Wrong Content-Type", "", rejectBadOffer},
+	probTooLarge:        {http.StatusRequestEntityTooLarge, "Request body too large", "", rejectBadOffer},
+	probUnreadable:      {http.StatusBadRequest, "Request body unreadable", "", rejectBadOffer},
+	probEmptyOffer:      {http.StatusBadRequest, "Empty offer", "", rejectBadOffer},
+	probNotSDP:          {http.StatusBadRequest, "Body is not SDP", "", rejectBadOffer},
+	probBadOffer:        {http.StatusBadRequest, "Offer refused", "", rejectBadOffer},
+	probNoH264:          {http.StatusBadRequest, "Browser offers no H.264", "", rejectBadOffer},
+	probVideoCodec:      {http.StatusConflict, "Browser cannot decode this path's video", "", rejectBadOffer},
+	probBadPath:         {http.StatusNotFound, "Invalid path name", "", rejectBadOffer},
+	probNoPublisher:     {http.StatusConflict, "No publisher on this path", retryAfterNoPublisher, rejectNoPublisher},
+	probRefused:         {http.StatusConflict, "The path's publisher was refused", retryAfterProblem, rejectNoPublisher},
+	probNoPicture:       {http.StatusConflict, "The path's stream has no decodable picture", retryAfterProblem, rejectNoPublisher},
+	probSourceRefused:   {http.StatusNotFound, "Origin has no such stream", "", rejectNoPublisher},
+	probSourceTimeout:   {http.StatusGatewayTimeout, "Origin did not answer in time", retryAfterHandshakes, rejectNoPublisher},
+	probSourceFailed:    {http.StatusBadGateway, "Origin unavailable", "", rejectNoPublisher},
+	probPathFull:        {http.StatusServiceUnavailable, "Path at its viewer limit", retryAfterFull, rejectReaderCap},
+	probServerFull:      {http.StatusServiceUnavailable, "Server at capacity", retryAfterFull, rejectServerFull},
+	probHandshakes:      {http.StatusServiceUnavailable, "Too many handshakes in progress", retryAfterHandshakes, rejectPendingLimit},
+	probUnavailable:     {http.StatusServiceUnavailable, "Server not serving", retryAfterStarting, noReject},
+	probUnauthorized:    {http.StatusUnauthorized, "Unauthorized", "", rejectAuth},
+	probForbidden:       {http.StatusForbidden, "Forbidden", "", rejectAuth},
+	probThrottled:       {http.StatusTooManyRequests, "Too many failed attempts", "", rejectAuth},
+	probOfferRate:       {http.StatusTooManyRequests, "Too many offers", "", rejectOfferRate},
+	probICENotStarted:   {http.StatusCreated, "", "", noReject},
+	probNoSession:       {http.StatusNotFound, "No such session", "", noReject},
+	probEmptyFrag:       {http.StatusBadRequest, "Empty sdpfrag", "", noReject},
+	probBadFrag:         {http.StatusBadRequest, "Malformed sdpfrag", "", noReject},
+	probETagMismatch:    {http.StatusPreconditionFailed, "Stale ETag", "", noReject},
+	probIfMatchNeeded:   {http.StatusPreconditionRequired, "If-Match required", "", noReject},
+	probRestartFailed:   {http.StatusInternalServerError, "ICE restart failed", "", noReject},
+	probInternal:        {http.StatusInternalServerError, "Internal error", "", noReject},
 }
 
-// httpError writes every error answer of the WHEP endpoints: a problem
-// details body, or on a client that prefers text/plain (curl -H 'Accept:
-// text/plain'), the detail as one line. A Retry-After header set before it
-// is called is mirrored into the body.
-func httpError(w http.ResponseWriter, r *http.Request, code int, slug, detail string) {
-	h := w.Header()
-	h.Set("X-Content-Type-Options", "nosniff")
-	// One line, whatever a wrapped parser error contained.
-	detail = strings.Join(strings.Fields(detail), " ")
-	if r != nil && prefersText(r.Header.Values("Accept")) {
-		h.Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(code)
-		_, _ = io.WriteString(w, detail+"\n")
-		return
+// httpError writes every error answer of the WHEP endpoints
+// (pkg/httpproblem) as the table says.
+func httpError(w http.ResponseWriter, r *http.Request, slug, detail string) {
+	a := answers[slug]
+	if a.retryAfter != "" && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", a.retryAfter)
 	}
-	p := problem{Type: ProblemTypeBase + slug, Title: problemTitles[slug], Status: code, Detail: detail}
-	if p.Title == "" {
-		p.Title = http.StatusText(code)
-	}
-	if n, err := strconv.Atoi(h.Get("Retry-After")); err == nil && n > 0 {
-		p.RetryAfter = n
-	}
-	h.Set("Content-Type", mimeProblem)
-	w.WriteHeader(code)
-	// Quotes and <> as they are: the body is read by people in curl and
-	// logs, and no HTML page embeds it.
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(p)
+	httpproblem.Write(w, r, a.status, slug, a.title, detail)
 }
 
-// prefersText reports whether the Accept fields rank text/plain above
-// problem JSON. Each side takes the quality of its most specific matching
-// range (RFC 9110 §12.5.1); a tie, no Accept at all, and curl's default
-// */* get JSON, the format the WHEP contract documents.
-func prefersText(accept []string) bool {
-	if len(accept) == 0 {
-		return false
-	}
-	textQ, jsonQ := -1.0, -1.0
-	textSpec, jsonSpec := -1, -1
-	for _, field := range accept {
-		for _, part := range strings.Split(field, ",") {
-			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
-			if err != nil {
-				continue
-			}
-			q := 1.0
-			if v, ok := params["q"]; ok {
-				if f, err := strconv.ParseFloat(v, 64); err == nil {
-					q = f
-				}
-			}
-			if spec := matchSpecificity(mt, "text", "plain"); spec > textSpec {
-				textSpec, textQ = spec, q
-			}
-			spec := max(matchSpecificity(mt, "application", "problem+json"), matchSpecificity(mt, "application", "json"))
-			if spec > jsonSpec {
-				jsonSpec, jsonQ = spec, q
-			}
-		}
-	}
-	return textQ > 0 && textQ > max(jsonQ, 0)
-}
-
-// matchSpecificity is how specifically the range mt matches typ/sub: 2 for
-// the exact type, 1 for typ/*, 0 for */*, -1 for no match.
-func matchSpecificity(mt, typ, sub string) int {
-	switch mt {
-	case typ + "/" + sub:
-		return 2
-	case typ + "/*":
-		return 1
-	case "*/*":
-		return 0
-	}
-	return -1
+// refuse answers a POST that gets no session, counts it and logs it,
+// rate-limited (refusalLog). offer is the body as read, "" before it was;
+// path is "" until the name was checked.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, path, slug, detail, offer string) {
+	a := answers[slug]
+	s.stats.reject(a.reason)
+	s.refusals.refused(r, path, a.status, slug, detail, offer)
+	httpError(w, r, slug, detail)
 }

@@ -12,10 +12,11 @@ import (
 	"time"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/pkg/httpproblem"
 )
 
 // checkProblem checks an RFC 9457 answer: its content type, and a body
-// whose status is the response's, whose type is under ProblemTypeBase
+// whose status is the response's, whose type is under httpproblem.TypeBase
 // (with slug, unless ""), with a title and a one-line detail containing
 // want.
 func checkProblem(t *testing.T, resp *http.Response, body string, code int, slug, want string) {
@@ -26,15 +27,15 @@ func checkProblem(t *testing.T, resp *http.Response, body string, code int, slug
 	if ct := resp.Header.Get("Content-Type"); ct != "application/problem+json" {
 		t.Errorf("Content-Type %q, want application/problem+json", ct)
 	}
-	var p problem
+	var p httpproblem.Problem
 	dec := json.NewDecoder(strings.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
 		t.Fatalf("body %q is not a problem: %v", body, err)
 	}
-	if p.Status != code || p.Title == "" || !strings.HasPrefix(p.Type, ProblemTypeBase) ||
-		(slug != "" && p.Type != ProblemTypeBase+slug) || !strings.Contains(p.Detail, want) || strings.Contains(p.Detail, "\n") {
-		t.Errorf("problem %+v, want status %d, type %s%s, detail containing %q", p, code, ProblemTypeBase, slug, want)
+	if p.Status != code || p.Title == "" || !strings.HasPrefix(p.Type, httpproblem.TypeBase) ||
+		(slug != "" && p.Type != httpproblem.TypeBase+slug) || !strings.Contains(p.Detail, want) || strings.Contains(p.Detail, "\n") {
+		t.Errorf("problem %+v, want status %d, type %s%s, detail containing %q", p, code, httpproblem.TypeBase, slug, want)
 	}
 }
 
@@ -49,31 +50,6 @@ func checkTextError(t *testing.T, resp *http.Response, body string, code int, wa
 	}
 	if strings.Count(strings.TrimSpace(body), "\n") != 0 {
 		t.Errorf("error body is not one line: %q", body)
-	}
-}
-
-func TestPrefersText(t *testing.T) {
-	for _, c := range []struct {
-		accept []string
-		text   bool
-	}{
-		{nil, false},
-		{[]string{"*/*"}, false}, // curl's default
-		{[]string{"text/plain"}, true},
-		{[]string{"text/plain; charset=utf-8"}, true},
-		{[]string{"text/*"}, true},
-		{[]string{"application/json, text/plain"}, false},
-		{[]string{"application/problem+json;q=0.5, text/plain"}, true},
-		{[]string{"text/plain;q=0.5, */*"}, false},
-		{[]string{"text/plain;q=0"}, false},
-		{[]string{"text/html"}, false},
-		{[]string{"text/plain", "application/json;q=0.1"}, true},
-		{[]string{"text/plain;q=0.9, application/*;q=0.5"}, true},
-		{[]string{"garbage;;;"}, false},
-	} {
-		if got := prefersText(c.accept); got != c.text {
-			t.Errorf("Accept %q: text %v, want %v", c.accept, got, c.text)
-		}
 	}
 }
 
@@ -149,7 +125,7 @@ func TestRefusalLog(t *testing.T) {
 	var buf bytes.Buffer
 	l := newRefusalLog(slog.New(slog.NewJSONHandler(&buf, nil)))
 	now := time.Unix(1000, 0)
-	l.now = func() time.Time { return now }
+	l.lim.Now = func() time.Time { return now }
 	r := httptest.NewRequest(http.MethodPost, "/live/cam1/whep", nil)
 	r.RemoteAddr = "192.0.2.7:5000"
 	offer := "v=0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96 98\r\na=rtpmap:96 VP8/90000\r\na=rtpmap:98 VP9/90000\r\n" +

@@ -4,8 +4,10 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/srtwhep/srtwhep/pkg/lograte"
+	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
 )
 
 // refusalLogEvery is how often each kind of refusal may be logged: a
@@ -13,23 +15,16 @@ import (
 // log, yet the first refusal of each kind shows at once.
 const refusalLogEvery = time.Second
 
-// refusalLog rate-limits the "offer refused" lines per problem slug: at
-// most one line per slug per refusalLogEvery, which carries the number of
-// refusals of that slug suppressed since the previous line. The slugs are
-// a fixed set, so the map stays small.
+// refusalLog rate-limits the "offer refused" lines per problem slug
+// (pkg/lograte): at most one line per slug per refusalLogEvery, which
+// carries the number of refusals of that slug suppressed since the
+// previous line; those of a flood's last second get a "held back" line of
+// their own. The slugs are a fixed set, so the table stays small.
 type refusalLog struct {
 	log *slog.Logger
-	now func() time.Time // time.Now; tests step it
-	msg string           // the line's message: "offer refused" unless set
-
-	mu    sync.Mutex
-	kinds map[string]*refusalKind
-}
-
-type refusalKind struct {
-	last       time.Time
-	status     int
-	suppressed int
+	msg string // the line's message: "offer refused" unless set
+	// lim counts by slug; a held refusal's value is its status.
+	lim *lograte.Limiter[string, int]
 }
 
 func newRefusalLog(log *slog.Logger) *refusalLog {
@@ -38,7 +33,14 @@ func newRefusalLog(log *slog.Logger) *refusalLog {
 
 // namedRefusalLog is a refusalLog whose lines read msg.
 func namedRefusalLog(log *slog.Logger, msg string) *refusalLog {
-	return &refusalLog{log: log, now: time.Now, msg: msg, kinds: make(map[string]*refusalKind)}
+	l := &refusalLog{log: log, msg: msg}
+	l.lim = lograte.New(refusalLogEvery, 64, func(slug string, held, status int) {
+		// Not itself a refusal, so a line of its own: "offer refused"
+		// still finds it, and counting stays exact (a refusal line is
+		// one refusal plus those it held back, this one only those).
+		l.log.Warn(l.msg+": held back", "reason", slug, "status", status, "suppressed", held)
+	})
+	return l
 }
 
 // refused logs (or counts, within the slug's second) one refused request.
@@ -55,53 +57,25 @@ func (l *refusalLog) refused(r *http.Request, path string, status int, slug, det
 // refusedFrom is refused for a request already answered: remote is its
 // client's address.
 func (l *refusalLog) refusedFrom(remote, path string, status int, slug, detail, offer string) {
-	now := l.now()
-	l.mu.Lock()
-	k := l.kinds[slug]
-	if k == nil {
-		k = &refusalKind{}
-		l.kinds[slug] = k
-	}
-	if !k.last.IsZero() && now.Sub(k.last) < refusalLogEvery {
-		k.suppressed++
-		k.status = status
-		l.mu.Unlock()
+	n := l.lim.Note(slug, status)
+	if n == 0 {
 		return
 	}
-	suppressed := k.suppressed
-	k.last, k.suppressed = now, 0
-	l.mu.Unlock()
 	l.log.Warn(l.msg, "reason", slug, "status", status, "path", path, "remote", remote,
-		"codecs", offeredCodecs(offer), "detail", strings.Join(strings.Fields(detail), " "), "suppressed", suppressed)
+		"codecs", offeredCodecs(offer), "detail", strings.Join(strings.Fields(detail), " "), "suppressed", n-1)
 }
 
-// flush logs the refusals still held back, one line per slug, for the
-// slugs whose last line is a full interval old (all of them with final,
-// when the server stops). Without it the count of a flood's last second
-// would wait for the next refusal of its kind, which may never come. The
+// flush logs the refusals held back whose interval is over (all of them
+// with final, when the server stops). Without it the count of a flood's
+// last second would wait for the next refusal, which may never come. The
 // server's Run calls it every refusalLogEvery, so no limiter needs a
 // goroutine of its own.
-func (l *refusalLog) flush(now time.Time, final bool) {
-	type held struct {
-		slug               string
-		status, suppressed int
+func (l *refusalLog) flush(final bool) {
+	if final {
+		l.lim.Close()
+		return
 	}
-	var out []held
-	l.mu.Lock()
-	for slug, k := range l.kinds {
-		if k.suppressed == 0 || (!final && now.Sub(k.last) < refusalLogEvery) {
-			continue
-		}
-		out = append(out, held{slug, k.status, k.suppressed})
-		k.last, k.suppressed = now, 0
-	}
-	l.mu.Unlock()
-	for _, h := range out {
-		// Not itself a refusal, so a line of its own: "offer refused"
-		// still finds it, and counting stays exact (a refusal line is
-		// one refusal plus those it held back, this one only those).
-		l.log.Warn(l.msg+": held back", "reason", h.slug, "status", h.status, "suppressed", h.suppressed)
-	}
+	l.lim.Flush()
 }
 
 // offeredCodecs names the codecs of an offer's audio and video sections
@@ -111,55 +85,5 @@ func (l *refusalLog) flush(now time.Time, final bool) {
 // (a browser without H.264). At most maxLoggedCodecs names.
 func offeredCodecs(raw string) string {
 	const maxLoggedCodecs = 16
-	return strings.Join(codecNames(raw, maxLoggedCodecs), ",")
-}
-
-// codecNames lists "media/name" for the first limit distinct codecs.
-func codecNames(raw string, limit int) []string {
-	var names []string
-	media := ""
-	for len(raw) > 0 && len(names) < limit {
-		line, rest, _ := strings.Cut(raw, "\n")
-		raw = rest
-		line = strings.TrimSpace(line)
-		if m, ok := strings.CutPrefix(line, "m="); ok {
-			media, _, _ = strings.Cut(m, " ")
-			continue
-		}
-		v, ok := strings.CutPrefix(line, "a=rtpmap:")
-		if !ok || (media != "video" && media != "audio") {
-			continue
-		}
-		_, enc, _ := strings.Cut(v, " ")
-		name, _, _ := strings.Cut(enc, "/")
-		if name == "" || len(name) > 32 {
-			continue
-		}
-		name = media + "/" + name
-		if !containsFold(names, name) {
-			names = append(names, name)
-		}
-	}
-	return names
-}
-
-// offersH264 reports whether a video section of raw names H264 at all.
-// Browsers name about a dozen video codecs; the cap bounds the work a
-// hostile offer of thousands of names costs.
-func offersH264(raw string) bool {
-	for _, c := range codecNames(raw, 256) {
-		if strings.EqualFold(c, "video/H264") {
-			return true
-		}
-	}
-	return false
-}
-
-func containsFold(list []string, s string) bool {
-	for _, x := range list {
-		if strings.EqualFold(x, s) {
-			return true
-		}
-	}
-	return false
+	return strings.Join(sdpoffer.CodecNames(raw, maxLoggedCodecs), ",")
 }

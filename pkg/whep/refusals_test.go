@@ -37,16 +37,20 @@ func TestRefusalLogFlush(t *testing.T) {
 	var buf bytes.Buffer
 	l := newRefusalLog(slog.New(slog.NewJSONHandler(&buf, nil)))
 	now := time.Unix(1000, 0)
-	l.now = func() time.Time { return now }
+	start := now
+	l.lim.Now = func() time.Time { return now }
 	for range 3 { // one line, two held back
 		l.refused(nil, "live/cam1", 409, probNoPublisher, "no stream", "")
 	}
-	l.flush(now.Add(refusalLogEvery/2), false)
+	now = start.Add(refusalLogEvery / 2)
+	l.flush(false)
 	if n := len(refusalLines(t, buf.String())); n != 1 {
 		t.Fatalf("%d lines before the second is over, want 1: %s", n, buf.String())
 	}
-	l.flush(now.Add(refusalLogEvery), false)
-	l.flush(now.Add(3*refusalLogEvery), false) // nothing left
+	now = start.Add(refusalLogEvery)
+	l.flush(false)
+	now = start.Add(3 * refusalLogEvery)
+	l.flush(false) // nothing left
 	lines := refusalLines(t, buf.String())
 	if len(lines) != 2 || lines[1]["msg"] != "offer refused: held back" || lines[1]["reason"] != probNoPublisher || lines[1]["suppressed"] != float64(2) || lines[1]["status"] != float64(409) {
 		t.Fatalf("lines %v, want a second one with the two held back", lines)
@@ -55,7 +59,7 @@ func TestRefusalLogFlush(t *testing.T) {
 	now = now.Add(10 * refusalLogEvery)
 	l.refused(nil, "live/cam1", 401, probUnauthorized, "token", "")
 	l.refused(nil, "live/cam1", 401, probUnauthorized, "token", "")
-	l.flush(now, true)
+	l.flush(true)
 	lines = refusalLines(t, buf.String())
 	if len(lines) != 4 || lines[3]["reason"] != probUnauthorized || lines[3]["suppressed"] != float64(1) {
 		t.Fatalf("after the final flush: %v, want the held-back refusal logged", lines)

@@ -67,9 +67,7 @@ func (sess *session) info() SessionInfo {
 		Since:  sess.since,
 	}
 	si.PacketsSent, si.BytesSent = sess.sent()
-	if d, ok := sess.reader.(droppedCounter); ok {
-		si.Dropped = d.Dropped()
-	}
+	si.Dropped = sess.reader.Dropped()
 	return si
 }
 
@@ -193,8 +191,8 @@ func (s *Server) endSession(sess *session, reason error) {
 		s.removeSession(sess.id)
 	}
 	s.ended.add(sess.id, sess.path)
-	if s.sse != nil {
-		s.sse.sessionEnded(sess.id)
+	if s.cfg.Extension != nil {
+		s.cfg.Extension.SessionEnded(sess.id)
 	}
 	packets, bytes := sess.sent()
 	s.stats.closedPackets.Add(packets)

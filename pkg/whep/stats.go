@@ -3,6 +3,8 @@ package whep
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/srtwhep/srtwhep/pkg/metrics"
 )
 
 type serverCounters struct {
@@ -19,7 +21,10 @@ type rejectReason int
 
 // Why offers are refused; the names are the metrics' reason labels.
 const (
-	rejectReaderCap rejectReason = iota
+	// noReject is a refusal no reason counts (the server is not serving,
+	// an internal error).
+	noReject rejectReason = iota - 1
+	rejectReaderCap
 	rejectServerFull
 	rejectNoPublisher
 	rejectBadOffer
@@ -40,7 +45,11 @@ var rejectReasons = [...]string{
 	rejectPendingLimit:   "pending_limit",
 }
 
-func (c *serverCounters) reject(r rejectReason) { c.rejected[r].Add(1) }
+func (c *serverCounters) reject(r rejectReason) {
+	if r != noReject {
+		c.rejected[r].Add(1)
+	}
+}
 
 // Stats is a snapshot for metrics.
 type Stats struct {
@@ -65,6 +74,8 @@ type Stats struct {
 	Rejected map[string]uint64
 	// StateCounts counts open sessions by state ("connecting", "connected").
 	StateCounts map[string]int
+	// Latency is the server's share of each live frame's delay.
+	Latency metrics.Histogram
 }
 
 // SessionInfo describes one viewer.
@@ -103,12 +114,13 @@ func (s *Server) KickSession(id string) bool {
 // Stats returns counters for metrics.
 func (s *Server) Stats() Stats {
 	st := Stats{
-		HandshakesInFlight: s.handshakes.inFlight(),
-		PendingOffers:      s.pending.inFlight(),
+		HandshakesInFlight: s.handshakes.InFlight(),
+		PendingOffers:      s.pending.InFlight(),
 		SessionsOpened:     s.stats.opened.Load(),
 		HandshakeFailures:  s.stats.handshakeFailures.Load(),
 		PacketsSent:        s.stats.closedPackets.Load(),
 		BytesSent:          s.stats.closedBytes.Load(),
+		Latency:            s.latency.Snapshot(),
 	}
 	st.Rejected = make(map[string]uint64, len(rejectReasons))
 	for i, name := range rejectReasons {

@@ -3,7 +3,6 @@ package whep
 import (
 	"errors"
 	"fmt"
-	"net/http"
 
 	"github.com/srtwhep/srtwhep/pkg/hub"
 )
@@ -18,32 +17,24 @@ type StreamProblem struct {
 	Detail string // what happened and the fix on the encoder
 }
 
-// retryAfterProblem: the fix needs a person at the encoder, so the player
-// need not ask every second; a publisher that comes back fixed is still
-// found within a few.
-const retryAfterProblem = "3"
-
-// streamProblem answers a POST whose path has a StreamProblem, given what
+// streamProblem refuses a POST whose path has a StreamProblem, given what
 // AddReader said (err): a refusal only while nobody publishes, a live
-// problem only while its publisher does. True when it answered.
-func (s *Server) streamProblem(w http.ResponseWriter, r *http.Request, path string, err error, raw string) bool {
+// problem only while its publisher does.
+func (s *Server) streamProblem(path string, err error) *denial {
 	if s.cfg.Problem == nil {
-		return false
+		return nil
 	}
 	noPublisher := errors.Is(err, hub.ErrNoPublisher) || errors.Is(err, hub.ErrEnded)
 	if err != nil && !noPublisher {
-		return false
+		return nil
 	}
 	p, ok := s.cfg.Problem(path)
 	if !ok || p.Live == noPublisher {
-		return false
+		return nil
 	}
 	slug := probRefused
 	if p.Live {
 		slug = probNoPicture
 	}
-	s.stats.reject(rejectNoPublisher)
-	w.Header().Set("Retry-After", retryAfterProblem)
-	s.refuse(w, r, path, http.StatusConflict, slug, fmt.Sprintf("path %q: %s", path, p.Detail), raw)
-	return true
+	return &denial{slug, fmt.Sprintf("path %q: %s", path, p.Detail)}
 }

@@ -13,27 +13,15 @@ import (
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/pkg/auth"
+	"github.com/srtwhep/srtwhep/pkg/turncred"
 )
-
-// TestTURNCredentialVector pins the scheme to a value computed outside Go:
-//
-//	printf %s 1700003600:0123456789abcdef | openssl dgst -sha1 -hmac north-wind-shared-secret -binary | base64
-func TestTURNCredentialVector(t *testing.T) {
-	user, pass := TURNCredential("north-wind-shared-secret", time.Unix(1700003600, 0), "0123456789abcdef")
-	if user != "1700003600:0123456789abcdef" {
-		t.Errorf("username %q", user)
-	}
-	if want := "r/Ddp0zIWJ4p3PX8vrDOZUGl5ak="; pass != want {
-		t.Errorf("credential %q, want %q (openssl)", pass, want)
-	}
-}
 
 var turnLinkRE = regexp.MustCompile(`^<turn:turn\.example\.net\?transport=udp>; rel="ice-server"; username="(\d+):([0-9a-f]{16})"; credential="([^"]+)"; credential-type="password"$`)
 
 const turnSecret = "north-wind-shared-secret"
 
-func turnServers() []ICEServer {
-	return []ICEServer{
+func turnServers() []turncred.Server {
+	return []turncred.Server{
 		{URLs: []string{"stun:stun.example.net:3478"}},
 		{URLs: []string{"turn:turn.example.net?transport=udp"}, AuthSecret: turnSecret, CredentialTTL: time.Hour},
 	}
@@ -103,7 +91,7 @@ func TestOptionsCredentials(t *testing.T) {
 	t.Cleanup(policy.Close)
 	_, hs := startServer(t, newTestSource(), func(c *Config) {
 		c.Authorizer = policy
-		c.ICEServers = append(turnServers(), ICEServer{URLs: []string{"turns:static.example.net"}, Username: "u", Credential: "p"})
+		c.ICEServers = append(turnServers(), turncred.Server{URLs: []string{"turns:static.example.net"}, Username: "u", Credential: "p"})
 	})
 	cases := []struct {
 		name  string

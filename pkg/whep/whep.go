@@ -1,8 +1,11 @@
 // Package whep is the WHEP server (draft-ietf-wish-whep, HTTP mechanics of
 // RFC 9725): the HTTP contract (POST, PATCH for trickle and ICE restarts,
 // DELETE), the codec choice read from the offer (parsed once, into
-// pkg/sdpoffer's model), handshake admission, the session registry, and
-// the stats and API views. Each session turns an SDP offer into a WebRTC
+// pkg/sdpoffer's model), and the session registry. What it only uses
+// lives beside it: the per-client offer rate and the slot tables in
+// pkg/admission, the TURN credentials in pkg/turncred, the problem bodies
+// in pkg/httpproblem, and the server-sent events extension in
+// pkg/whepevents (a whep.Extension). Each session turns an SDP offer into a WebRTC
 // connection on the media plane and hands it the
 // viewer's sender (pkg/rtpsend), which writes the path's access units (and
 // its Opus frames, when the path and the offer have audio), with sender
@@ -34,18 +37,20 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/srtwhep/srtwhep/pkg/admission"
 	"github.com/srtwhep/srtwhep/pkg/auth"
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/events"
-	"github.com/srtwhep/srtwhep/pkg/hub"
 	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/rtpsend"
+	"github.com/srtwhep/srtwhep/pkg/turncred"
 )
 
 // Source hands out readers of a path's access units. cmd adapts *hub.Hub to
@@ -54,12 +59,39 @@ import (
 // hub.ErrServerFull → 503.
 type Source interface {
 	AddReader(path, session string) (Reader, error)
+	// AddTranscodedReader reads the path's video transcoded to H.264
+	// (hub.Hub.AddPendingTranscodedReader), for a viewer that cannot take
+	// the original; hub.ErrNoPublisher when the path makes no such
+	// rendition.
+	AddTranscodedReader(path, session string) (Reader, error)
+}
+
+// SourceFuncs is a Source made of functions that return a concrete
+// reader type R (cmd/srtwhep passes the hub's AddPendingReader and
+// AddPendingTranscodedReader).
+type SourceFuncs[R Reader] struct {
+	Add, AddTranscoded func(path, session string) (R, error)
+}
+
+func (f SourceFuncs[R]) AddReader(path, session string) (Reader, error) {
+	return asReader(f.Add(path, session))
+}
+
+func (f SourceFuncs[R]) AddTranscodedReader(path, session string) (Reader, error) {
+	return asReader(f.AddTranscoded(path, session))
+}
+
+// asReader never puts a typed nil inside the interface.
+func asReader[R Reader](r R, err error) (Reader, error) {
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Reader is one viewer's reservation on a path. It queues nothing until
-// Attach or AttachAV, so a viewer still in ICE costs no queue; one that
-// also has Claim() error (a hub pending reader) takes no seat under the
-// reader caps until its viewer starts ICE (claimReader). From then
+// Attach or AttachAV, so a viewer still in ICE costs no queue, and takes
+// no seat under the reader caps until Claim. From then
 // on the session's sender reads it (rtpsend.Source: the frames, video or
 // audio, in the order the publisher wrote them, marked CatchUp when part
 // of the catch-up burst a new viewer starts from). Close releases the
@@ -73,8 +105,24 @@ type Reader interface {
 	Info() av.StreamInfo
 	Attach()   // video only
 	AttachAV() // video and audio
+	// Claim takes the reader's seat under the path's and the server's
+	// reader caps, when its viewer starts ICE (claimReader); until then
+	// the reader counts against no cap. hub.ErrPathFull or
+	// hub.ErrServerFull when a cap was reached meanwhile.
+	Claim() error
+	// Dropped counts the access units discarded for a slow viewer.
+	Dropped() uint64
 	Close()
 	rtpsend.Source
+}
+
+// Extension is a WHEP extension served beside the sessions
+// (pkg/whepevents).
+type Extension interface {
+	// Link is a Link header value for the 201 of session id on path.
+	Link(path, id string) string
+	// SessionEnded is called once each session has ended.
+	SessionEnded(id string)
 }
 
 // Authorizer is the access policy as the WHEP server uses it.
@@ -85,26 +133,6 @@ type Authorizer interface {
 	ViewerAuthRequired(path string) bool
 }
 
-// droppedCounter is optionally implemented by a Reader so Sessions can
-// report how many access units the hub discarded for a slow viewer.
-type droppedCounter interface {
-	Dropped() uint64
-}
-
-// ICEServer is a STUN or TURN server advertised to viewers in Link headers.
-type ICEServer struct {
-	URLs       []string
-	Username   string
-	Credential string
-	// AuthSecret, when set, is the TURN server's static-auth-secret:
-	// every answer carries a credential minted from it (TURNCredential)
-	// instead of Username and Credential.
-	AuthSecret string
-	// CredentialTTL is how long a minted credential is valid; 0 means
-	// DefaultCredentialTTL.
-	CredentialTTL time.Duration
-}
-
 // Config of the server. Zero durations and limits take the defaults below.
 type Config struct {
 	// Plane makes every viewer's WebRTC connection (mediaplane.Plane);
@@ -112,7 +140,7 @@ type Config struct {
 	Plane Plane
 	// ICEServers are sent to viewers as Link headers; the server itself uses
 	// none (it has host candidates, rewritten by PublicIPs).
-	ICEServers []ICEServer
+	ICEServers []turncred.Server
 
 	HandshakeTimeout time.Duration // offer → connected; default 10 s
 
@@ -135,7 +163,7 @@ type Config struct {
 	// OfferRate and OfferBurst are each client's token bucket for POSTs
 	// (per /64 for IPv6): OfferRate a second sustained, OfferBurst at
 	// once; beyond it a POST gets 429 + Retry-After. Defaults
-	// DefaultOfferRate, DefaultOfferBurst.
+	// admission.DefaultOfferRate, admission.DefaultOfferBurst.
 	OfferRate, OfferBurst int
 	// MaxPendingOffers bounds the answered offers whose viewer has not
 	// started ICE yet; beyond it a POST gets 503 + Retry-After. Per
@@ -154,17 +182,6 @@ type Config struct {
 	// under it, so behind a load balancer a session's PATCH and DELETE
 	// reach the server that holds it.
 	PublicURL string
-	// PathState reads a path's publisher and viewer state for the
-	// server-sent events (sse*.go); nil takes it from Source when that is
-	// HubSource, and without either no event streams are offered.
-	PathState func(path string) hub.PathState
-	// MaxEventStreams bounds the open event streams; default
-	// DefaultMaxEventStreams.
-	MaxEventStreams int
-	// ReconnectURL, when set, is the entry point a draining server sends
-	// its viewers to (reconnect events): a load balancer, or another
-	// server. Unlike PublicURL it is not this server.
-	ReconnectURL string
 	// Problem, when set, says why a path's viewers would get no picture:
 	// its last publisher was refused (asked only when the path has no
 	// publisher), or its live one sends nothing a browser can decode. A
@@ -172,6 +189,10 @@ type Config struct {
 	// encoder's fix, instead of "no publisher" or a 201 and a black
 	// screen.
 	Problem func(path string) (StreamProblem, bool)
+	// Extension, when set, is served beside the sessions (the server-sent
+	// events, pkg/whepevents): every 201 carries its Link, and it is told
+	// of every session's end.
+	Extension Extension
 	// Authorizer decides whether a viewer may watch a path (nil: everyone
 	// may). Its *auth.Denied answers are mapped to HTTP statuses here.
 	Authorizer Authorizer
@@ -216,11 +237,11 @@ type Server struct {
 	bound   atomic.Bool
 	baseCtx context.Context // set by Run before ready closes
 	// offers is the per-client token bucket every POST passes first.
-	offers *offerBuckets
+	offers *admission.OfferBuckets
 	// pending are the answered offers waiting for their viewer's first
 	// ICE check, handshakes those whose DTLS is under way; each capped in
 	// total and per client.
-	pending, handshakes *handshakes
+	pending, handshakes *admission.Slots
 
 	mu       sync.Mutex
 	closing  bool
@@ -234,10 +255,6 @@ type Server struct {
 	refusals *refusalLog
 	// latency is the server's share of each live frame's delay.
 	latency rtpsend.Latency
-	// sse holds the event streams; nil when Config has no PathState.
-	sse *eventStreams
-	// sseRefusals logs refused event stream requests like refusals.
-	sseRefusals *refusalLog
 	// silentClosed logs the sessions closed because their viewer never
 	// started ICE like refusals, one line a second: a flood of such
 	// offers must not flood the log with a line per offer.
@@ -261,19 +278,6 @@ func New(cfg Config) (*Server, error) {
 		}
 		cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	}
-	if cfg.ReconnectURL != "" {
-		u, err := url.Parse(cfg.ReconnectURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-			return nil, fmt.Errorf("whep: reconnect URL %q must be an absolute http(s) URL without query, e.g. https://live.example.com", cfg.ReconnectURL)
-		}
-		cfg.ReconnectURL = strings.TrimRight(cfg.ReconnectURL, "/")
-	}
-	if cfg.PathState == nil {
-		if st, ok := cfg.Source.(interface{ State(string) hub.PathState }); ok {
-			cfg.PathState = st.State
-		}
-	}
-	positiveOr(&cfg.MaxEventStreams, DefaultMaxEventStreams)
 	positiveOr(&cfg.HandshakeTimeout, DefaultHandshakeTimeout)
 	if cfg.AllowOrigin == "" {
 		cfg.AllowOrigin = "*"
@@ -284,29 +288,23 @@ func New(cfg Config) (*Server, error) {
 	cfg.MaxHandshakesPerClient = min(cfg.MaxHandshakesPerClient, cfg.MaxHandshakes)
 	positiveOr(&cfg.ICEStartTimeout, DefaultICEStartTimeout)
 	cfg.ICEStartTimeout = min(cfg.ICEStartTimeout, cfg.HandshakeTimeout)
-	positiveOr(&cfg.OfferRate, DefaultOfferRate)
-	positiveOr(&cfg.OfferBurst, DefaultOfferBurst)
+	positiveOr(&cfg.OfferRate, admission.DefaultOfferRate)
+	positiveOr(&cfg.OfferBurst, admission.DefaultOfferBurst)
 	positiveOr(&cfg.MaxPendingOffers, DefaultMaxPendingOffers)
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	var sse *eventStreams
-	if cfg.PathState != nil {
-		sse = newEventStreams(cfg.PathState, cfg.MaxEventStreams)
-	}
 	return &Server{
-		sse:          sse,
 		cfg:          cfg,
 		log:          log,
 		ready:        make(chan struct{}),
-		handshakes:   newHandshakes(cfg.MaxHandshakes, cfg.MaxHandshakesPerClient),
-		pending:      newHandshakes(cfg.MaxPendingOffers, min(cfg.MaxHandshakesPerClient, cfg.MaxPendingOffers)),
-		offers:       newOfferBuckets(cfg.OfferRate, cfg.OfferBurst, maxOfferClients),
+		handshakes:   admission.NewSlots(cfg.MaxHandshakes, cfg.MaxHandshakesPerClient),
+		pending:      admission.NewSlots(cfg.MaxPendingOffers, min(cfg.MaxHandshakesPerClient, cfg.MaxPendingOffers)),
+		offers:       admission.NewOfferBuckets(cfg.OfferRate, cfg.OfferBurst, admission.DefaultOfferClients),
 		sessions:     make(map[string]*session),
 		ended:        newEndedSessions(endedWindow, endedMax),
 		refusals:     newRefusalLog(log),
-		sseRefusals:  namedRefusalLog(log, "event stream refused"),
 		silentClosed: namedRefusalLog(log, "viewer closed"),
 	}, nil
 }
@@ -333,36 +331,25 @@ func (s *Server) Run(ctx context.Context) error {
 	s.bound.Store(true)
 	close(s.ready)
 	s.log.Info("whep ready", "udp", p.UDPAddr().String(), "tcp", p.TCPAddr())
-	watcherDone := make(chan struct{})
-	watchCtx, stopWatch := context.WithCancel(runCtx)
-	if s.sse != nil {
-		go func() { s.sse.run(watchCtx); close(watcherDone) }()
-	} else {
-		close(watcherDone)
-	}
-
 	tick := time.NewTicker(refusalLogEvery)
 	defer tick.Stop()
 	for ctx.Err() == nil {
 		select {
-		case now := <-tick.C:
-			s.refusals.flush(now, false)
-			s.silentClosed.flush(now, false)
-			s.offers.expire()
+		case <-tick.C:
+			s.refusals.flush(false)
+			s.silentClosed.flush(false)
+			s.offers.Expire()
 		case <-ctx.Done():
 		}
 	}
-	s.refusals.flush(time.Now(), true)
-	s.silentClosed.flush(time.Now(), true)
+	s.refusals.flush(true)
+	s.silentClosed.flush(true)
 
 	s.mu.Lock()
 	s.closing = true
 	s.mu.Unlock()
 	cancel(errServerShutdown)
 	s.wg.Wait()
-	// After the sessions, whose ends already ended their event streams.
-	stopWatch()
-	<-watcherDone
 	p.Close()
 	return nil
 }
@@ -412,6 +399,40 @@ func (s *Server) lookupSession(id string) *session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.sessions[id]
+}
+
+// HasSession reports whether session id is open on path.
+func (s *Server) HasSession(path, id string) bool {
+	sess := s.lookupSession(id)
+	return sess != nil && sess.path == path
+}
+
+// Drain begins a shutdown without a black screen: new offers are refused
+// from now on (503, so a load balancer retries elsewhere). It returns the
+// paths of the open sessions, whose viewers the caller may tell to move
+// (whepevents.Streams.Drain), and how many sessions there are; the caller
+// then stops the server, which ends those left.
+func (s *Server) Drain() (paths []string, sessions int) {
+	s.draining.Store(true)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen := make(map[string]bool)
+	for _, sess := range s.sessions {
+		if !seen[sess.path] {
+			seen[sess.path] = true
+			paths = append(paths, sess.path)
+		}
+	}
+	return paths, len(s.sessions)
+}
+
+// RefusalLog is a refusal log like the server's own (one line per kind a
+// second, msg its message), for the refusals of an extension.
+func (s *Server) RefusalLog(msg string) func(r *http.Request, path string, status int, slug, detail string) {
+	l := namedRefusalLog(s.log, msg)
+	return func(r *http.Request, path string, status int, slug, detail string) {
+		l.refused(r, path, status, slug, detail, "")
+	}
 }
 
 // running returns the media plane and the base context once Run is

@@ -1,4 +1,4 @@
-package whep
+package admission
 
 import (
 	"strconv"
@@ -11,25 +11,25 @@ import (
 // evicts; this is what an address scan costs each of its POSTs.
 func BenchmarkOfferBucketFull(b *testing.B) {
 	now := time.Unix(1000, 0)
-	ob := newOfferBuckets(DefaultOfferRate, DefaultOfferBurst, maxOfferClients)
+	ob := NewOfferBuckets(DefaultOfferRate, DefaultOfferBurst, DefaultOfferClients)
 	ob.now = func() time.Time { return now }
-	keys := make([]string, maxOfferClients+b.N)
+	keys := make([]string, DefaultOfferClients+b.N)
 	for i := range keys {
 		keys[i] = "10." + strconv.Itoa(i>>16&255) + "." + strconv.Itoa(i>>8&255) + "." + strconv.Itoa(i&255)
 	}
-	for _, k := range keys[:maxOfferClients] {
+	for _, k := range keys[:DefaultOfferClients] {
 		now = now.Add(time.Microsecond)
-		ob.take(k)
+		ob.Take(k)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
 		// A microsecond apart: nobody's 4 s refill is ever reached.
 		now = now.Add(time.Microsecond)
-		ob.take(keys[maxOfferClients+i])
+		ob.Take(keys[DefaultOfferClients+i])
 	}
 	b.StopTimer()
-	if n := ob.size(); n != maxOfferClients {
-		b.Fatalf("table holds %d, want it full at %d", n, maxOfferClients)
+	if n := ob.Len(); n != DefaultOfferClients {
+		b.Fatalf("table holds %d, want it full at %d", n, DefaultOfferClients)
 	}
 }

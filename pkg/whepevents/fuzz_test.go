@@ -1,4 +1,4 @@
-package whep
+package whepevents
 
 import (
 	"encoding/json"
@@ -21,14 +21,14 @@ func FuzzEventList(f *testing.F) {
 			r.Header.Set("Content-Type", contentType)
 		}
 		want, detail := readEventList(r)
-		if want&^sseAllEvents != 0 {
+		if want&^allEvents != 0 {
 			t.Fatalf("mask %b has unknown bits", want)
 		}
 		var names []string
 		if detail == "" && strings.TrimSpace(body) != "" && json.Unmarshal([]byte(body), &names) != nil {
 			t.Fatalf("accepted %q, which is no JSON array of strings", body)
 		}
-		if contentType == "application/json" && len(body) <= sseMaxBody && json.Unmarshal([]byte(body), &names) == nil && detail != "" {
+		if contentType == "application/json" && len(body) <= maxBody && json.Unmarshal([]byte(body), &names) == nil && detail != "" {
 			t.Fatalf("refused the array %q: %s", body, detail)
 		}
 	})

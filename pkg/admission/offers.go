@@ -1,4 +1,4 @@
-package whep
+package admission
 
 import (
 	"container/list"
@@ -14,17 +14,17 @@ import (
 const (
 	DefaultOfferRate  = 5
 	DefaultOfferBurst = 20
-	// maxOfferClients bounds the bucket table. An entry is a few dozen
+	// DefaultOfferClients bounds the bucket table. An entry is a few dozen
 	// bytes, so even full the table is small; a client that has been
 	// quiet long enough to refill its bucket has nothing worth keeping.
-	maxOfferClients = 4096
+	DefaultOfferClients = 4096
 )
 
-// offerBuckets is one token bucket per client (per /64 for IPv6): a POST
+// OfferBuckets is one token bucket per client (per /64 for IPv6): a POST
 // takes a token, and tokens come back at rate per second up to burst. It
 // stands in front of all offer work, so a flood from one address costs a
 // map lookup per request and keeps no one else out.
-type offerBuckets struct {
+type OfferBuckets struct {
 	rate  float64 // tokens per second
 	burst float64
 	max   int
@@ -46,14 +46,16 @@ type offerBucket struct {
 	at     time.Time // when tokens was last brought up to date
 }
 
-func newOfferBuckets(rate, burst, max int) *offerBuckets {
-	return &offerBuckets{rate: float64(rate), burst: float64(burst), max: max, now: time.Now,
+// NewOfferBuckets allows rate offers a second and burst at once per
+// client, for at most max clients at a time.
+func NewOfferBuckets(rate, burst, max int) *OfferBuckets {
+	return &OfferBuckets{rate: float64(rate), burst: float64(burst), max: max, now: time.Now,
 		clients: make(map[string]*list.Element)}
 }
 
-// take takes a token for key; when there is none it returns how long
+// Take takes a token for key; when there is none it returns how long
 // until there is one.
-func (b *offerBuckets) take(key string) (ok bool, wait time.Duration) {
+func (b *OfferBuckets) Take(key string) (ok bool, wait time.Duration) {
 	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -84,17 +86,17 @@ func (b *offerBuckets) take(key string) (ok bool, wait time.Duration) {
 // recently seen. Evicting an active client hands it a fresh burst, which
 // is the price of a bounded table when more than max addresses post at
 // once; the pending table's caps still bound what those offers cost.
-func (b *offerBuckets) makeRoom(now time.Time) {
+func (b *OfferBuckets) makeRoom(now time.Time) {
 	b.expireLocked(now)
 	if len(b.clients) >= b.max {
 		b.removeLocked(b.seen.Front())
 	}
 }
 
-// expire drops the entries whose buckets have refilled; the server's Run
-// calls it now and then, so a table an address scan filled empties again
+// Expire drops the entries whose buckets have refilled; the WHEP server's
+// Run calls it now and then, so a table an address scan filled empties again
 // without waiting for the next newcomer.
-func (b *offerBuckets) expire() {
+func (b *OfferBuckets) Expire() {
 	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -104,25 +106,26 @@ func (b *offerBuckets) expire() {
 // expireLocked costs one step per entry it drops, plus one: each entry is
 // dropped at most once after the take that added it, so a full table's
 // newcomers pay O(1) amortised.
-func (b *offerBuckets) expireLocked(now time.Time) {
+func (b *OfferBuckets) expireLocked(now time.Time) {
 	full := time.Duration(b.burst / b.rate * float64(time.Second))
 	for e := b.seen.Front(); e != nil && now.Sub(e.Value.(*offerBucket).at) >= full; e = b.seen.Front() {
 		b.removeLocked(e)
 	}
 }
 
-func (b *offerBuckets) removeLocked(e *list.Element) {
+func (b *OfferBuckets) removeLocked(e *list.Element) {
 	delete(b.clients, b.seen.Remove(e).(*offerBucket).key)
 }
 
-func (b *offerBuckets) size() int {
+// Len is how many clients the table holds.
+func (b *OfferBuckets) Len() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return len(b.clients)
 }
 
-// retryAfter is a Retry-After value for wait: whole seconds, rounded up,
+// RetryAfter is a Retry-After value for wait: whole seconds, rounded up,
 // at least 1.
-func retryAfter(wait time.Duration) int {
+func RetryAfter(wait time.Duration) int {
 	return max(1, int(math.Ceil(wait.Seconds())))
 }

@@ -1,22 +1,12 @@
-package whep
+package whepevents
 
 import (
 	"encoding/json"
 	"sync"
 )
 
-// The server-sent events extension of WHEP ("WHEP Core Extensions",
-// webrtc-http-egress-events in the working group's repository): a viewer
-// learns when its path's publisher comes and goes, how many watch, and
-// when to move to another server, instead of guessing from stalled frames.
-// The Link of every 201 names the session's SSE entry point; a POST there
-// makes an event stream, a GET reads it as text/event-stream, a DELETE
-// ends it, and it ends with its session. This file is one stream and its
-// queue; sse.go the HTTP side; sse_watch.go turns the hub's path state
-// into events.
-
-// sseRel is the Link relation of the extension.
-const sseRel = "urn:ietf:params:whep:ext:core:server-sent-events"
+// Rel is the Link relation of the extension.
+const Rel = "urn:ietf:params:whep:ext:core:server-sent-events"
 
 // The event types this server sends, as named in the Link's events
 // attribute and in the POST body.
@@ -27,12 +17,12 @@ const (
 	evViewerCount = "viewercount"
 )
 
-// sseEventTypes is every type, in the Link's order; the bit of a type in
+// eventTypes is every type, in the Link's order; the bit of a type in
 // a stream's want mask is its index here.
-var sseEventTypes = [...]string{evActive, evInactive, evReconnect, evViewerCount}
+var eventTypes = [...]string{evActive, evInactive, evReconnect, evViewerCount}
 
-func sseEventBit(name string) uint8 {
-	for i, t := range sseEventTypes {
+func eventBit(name string) uint8 {
+	for i, t := range eventTypes {
 		if t == name {
 			return 1 << i
 		}
@@ -40,23 +30,23 @@ func sseEventBit(name string) uint8 {
 	return 0
 }
 
-const sseAllEvents uint8 = 1<<len(sseEventTypes) - 1
+const allEvents uint8 = 1<<len(eventTypes) - 1
 
-// sseQueueMax bounds one stream's undelivered events. Only viewercount
+// queueMax bounds one stream's undelivered events. Only viewercount
 // can come in numbers (one a second) and a queued one is replaced by the
 // next, so a stream whose reader stalls holds at most this many state
 // changes before the oldest go; the hub never waits for it.
-const sseQueueMax = 16
+const queueMax = 16
 
-// sseEvent is one event, its data already the JSON line it is sent as.
-type sseEvent struct {
+// event is one event, its data already the JSON line it is sent as.
+type event struct {
 	typ  string
 	data []byte
 }
 
-func newSSEEvent(typ string, v any) sseEvent {
+func newEvent(typ string, v any) event {
 	b, _ := json.Marshal(v) // maps and structs of strings and ints
-	return sseEvent{typ: typ, data: b}
+	return event{typ: typ, data: b}
 }
 
 // eventStream is one event stream of one WHEP session. The watcher (and
@@ -66,7 +56,7 @@ type eventStream struct {
 	want              uint8
 
 	mu      sync.Mutex
-	queue   []sseEvent
+	queue   []event
 	dropped uint64
 	// reader is closed to tell the GET reading the stream that a newer GET
 	// took over (an EventSource reconnecting before the server noticed
@@ -89,8 +79,8 @@ func newEventStream(id, session, path string, want uint8) *eventStream {
 // push queues ev when the stream asked for its type. It never blocks: a
 // queued viewercount is replaced by the newer count (old counts are
 // worthless), and a full queue loses its oldest active or inactive.
-func (es *eventStream) push(ev sseEvent) {
-	if es.want&sseEventBit(ev.typ) == 0 {
+func (es *eventStream) push(ev event) {
+	if es.want&eventBit(ev.typ) == 0 {
 		return
 	}
 	es.mu.Lock()
@@ -106,7 +96,7 @@ func (es *eventStream) push(ev sseEvent) {
 			}
 		}
 	}
-	if len(es.queue) >= sseQueueMax {
+	if len(es.queue) >= queueMax {
 		// The oldest state change goes: a newer one behind it says where
 		// the path is now. The one viewercount (the latest) and a
 		// reconnect stay.
@@ -129,7 +119,7 @@ func (es *eventStream) push(ev sseEvent) {
 }
 
 // take empties the queue into buf.
-func (es *eventStream) take(buf []sseEvent) []sseEvent {
+func (es *eventStream) take(buf []event) []event {
 	es.mu.Lock()
 	defer es.mu.Unlock()
 	buf = append(buf[:0], es.queue...)

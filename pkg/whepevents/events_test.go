@@ -1,4 +1,4 @@
-package whep
+package whepevents
 
 import (
 	"bufio"
@@ -7,41 +7,90 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/internal/testkit/h264clip"
 	"github.com/srtwhep/srtwhep/internal/whepclient"
 	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/httpproblem"
 	"github.com/srtwhep/srtwhep/pkg/hub"
+	"github.com/srtwhep/srtwhep/pkg/mediaplane"
+	"github.com/srtwhep/srtwhep/pkg/plane"
+	"github.com/srtwhep/srtwhep/pkg/whep"
 )
 
-// sseFixture is a real hub with a live path, a WHEP server on it and a
-// real pion viewer.
-type sseFixture struct {
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fixture is a real hub with a live path, a WHEP server on it with the
+// event streams mounted as cmd/srtwhep mounts them, and real pion viewers.
+type fixture struct {
 	h    *hub.Hub
 	pub  *hub.Publisher
-	srv  *Server
+	srv  *whep.Server
+	ev   *Streams
 	url  string
 	clip []*av.AccessUnit
 }
 
-func newSSEFixture(t *testing.T, mod func(*Config)) *sseFixture {
+func newFixture(t *testing.T, mod func(*Config)) *fixture {
 	t.Helper()
-	f := &sseFixture{h: hub.New(hub.Config{}), clip: makeClip(t, 30, 30)}
+	f := &fixture{h: hub.New(hub.Config{}), clip: h264clip.Make(t, 30, 30)}
 	var err error
 	if f.pub, err = f.h.Publish("live/cam1", "127.0.0.1:5000"); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.pub.Close() })
-	srv, hs := startServer(t, HubSource(f.h), mod)
-	f.srv, f.url = srv, hs.URL
+	var refused func(r *http.Request, path string, status int, slug, detail string)
+	cfg := Config{
+		State:   f.h.State,
+		Session: func(path, id string) bool { return f.srv.HasSession(path, id) },
+		Refused: func(r *http.Request, path string, status int, slug, detail string) {
+			refused(r, path, status, slug, detail)
+		},
+		Logger: testkit.TestLogger(t, slog.LevelInfo),
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	if f.ev, err = New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	pl, err := mediaplane.NewPlane(plane.Config{UDPListen: "127.0.0.1:0", IncludeLoopback: true, Logger: cfg.Logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.srv, err = whep.New(whep.Config{Source: whep.SourceFuncs[*hub.Reader]{Add: f.h.AddPendingReader, AddTranscoded: f.h.AddPendingTranscodedReader}, Plane: pl, Extension: f.ev, Logger: cfg.Logger,
+		OfferRate: 1 << 20, OfferBurst: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused = f.srv.RefusalLog("event stream refused")
+	ctx, cancel := context.WithCancel(context.Background())
+	srvDone, evDone := make(chan error, 1), make(chan error, 1)
+	go func() { srvDone <- f.srv.Run(ctx) }()
+	go func() { evDone <- f.ev.Run(ctx) }()
+	<-f.srv.Ready()
+	hs := httptest.NewServer(f.srv.Handler(f.ev.Handler(http.NotFoundHandler())))
+	f.url = hs.URL
+	t.Cleanup(func() {
+		hs.Close()
+		cancel()
+		if err := <-srvDone; err != nil {
+			t.Errorf("whep Run: %v", err)
+		}
+		<-evDone
+	})
 	return f
 }
 
-func (f *sseFixture) dial(t *testing.T) *whepclient.Session {
+func (f *fixture) dial(t *testing.T) *whepclient.Session {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -65,11 +114,11 @@ func nextEvent(t *testing.T, es *whepclient.EventStream, timeout time.Duration, 
 
 func problemSlug(t *testing.T, body string) string {
 	t.Helper()
-	var p problem
+	var p httpproblem.Problem
 	if err := json.Unmarshal([]byte(body), &p); err != nil {
 		t.Fatalf("not a problem body: %q", body)
 	}
-	return strings.TrimPrefix(p.Type, ProblemTypeBase)
+	return strings.TrimPrefix(p.Type, httpproblem.TypeBase)
 }
 
 // TestSSEContract walks the extension's HTTP contract against a real
@@ -78,8 +127,8 @@ func problemSlug(t *testing.T, body string) string {
 // per-session bound, DELETE, 404 after it, CORS, and the streams ending
 // with their session.
 func TestSSEContract(t *testing.T) {
-	f := newSSEFixture(t, nil)
-	feedHub(t, f.pub, f.clip)
+	f := newFixture(t, nil)
+	h264clip.Feed(t, f.pub, f.clip)
 	v := f.dial(t)
 
 	target, events := whepclient.SSELink(v.SessionURL(), v.Links())
@@ -119,20 +168,20 @@ func TestSSEContract(t *testing.T) {
 		t.Errorf("a stream for active only got %s", ev.Type)
 	}
 
-	resp, body := do(t, http.MethodPost, target, "application/json", `["active"]`, nil)
+	resp, body := testkit.Do(t, http.MethodPost, target, "application/json", `["active"]`, nil)
 	if resp.StatusCode != http.StatusTooManyRequests || problemSlug(t, body) != probEventStreams || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("third stream of a session: %d %s Retry-After %q, want 429 %s", resp.StatusCode, body, resp.Header.Get("Retry-After"), probEventStreams)
 	}
-	resp, body = do(t, http.MethodPost, target, "application/json", `{"active":true}`, nil)
+	resp, body = testkit.Do(t, http.MethodPost, target, "application/json", `{"active":true}`, nil)
 	if resp.StatusCode != http.StatusBadRequest || problemSlug(t, body) != probBadEventList {
 		t.Errorf("object body: %d %s, want 400 %s", resp.StatusCode, body, probBadEventList)
 	}
-	resp, _ = do(t, http.MethodOptions, target, "", "", nil)
+	resp, _ = testkit.Do(t, http.MethodOptions, target, "", "", nil)
 	if resp.StatusCode != http.StatusNoContent || !strings.Contains(resp.Header.Get("Access-Control-Allow-Methods"), "POST") ||
 		resp.Header.Get("Access-Control-Allow-Origin") != "*" {
 		t.Errorf("preflight of the SSE URL: %d %v", resp.StatusCode, resp.Header)
 	}
-	resp, _ = do(t, http.MethodOptions, some.URL, "", "", nil)
+	resp, _ = testkit.Do(t, http.MethodOptions, some.URL, "", "", nil)
 	if !strings.Contains(resp.Header.Get("Access-Control-Allow-Methods"), "DELETE") {
 		t.Errorf("preflight of a stream: %v", resp.Header)
 	}
@@ -141,12 +190,12 @@ func TestSSEContract(t *testing.T) {
 		t.Fatalf("DELETE stream: %d %v", code, err)
 	}
 	for _, m := range []string{http.MethodGet, http.MethodDelete} {
-		resp, body = do(t, m, some.URL, "", "", nil)
+		resp, body = testkit.Do(t, m, some.URL, "", "", nil)
 		if resp.StatusCode != http.StatusNotFound || problemSlug(t, body) != probNoEventStream {
 			t.Errorf("%s of a deleted stream: %d %s, want 404 %s", m, resp.StatusCode, body, probNoEventStream)
 		}
 	}
-	resp, body = do(t, http.MethodGet, target+"/0123", "", "", nil)
+	resp, body = testkit.Do(t, http.MethodGet, target+"/0123", "", "", nil)
 	if resp.StatusCode != http.StatusNotFound || problemSlug(t, body) != probNoEventStream {
 		t.Errorf("GET of an unknown stream: %d %s", resp.StatusCode, body)
 	}
@@ -163,21 +212,21 @@ func TestSSEContract(t *testing.T) {
 			return false
 		}
 	})
-	resp, body = do(t, http.MethodPost, target, "", "", nil)
+	resp, body = testkit.Do(t, http.MethodPost, target, "", "", nil)
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("POST to the SSE URL of an ended session: %d %s", resp.StatusCode, body)
 	}
-	if n := f.srv.SSEStats().Streams; n != 0 {
+	if n := f.ev.Stats().Streams; n != 0 {
 		t.Errorf("%d event streams left after the session ended", n)
 	}
 }
 
 // TestSSEActiveInactive: a publisher that stops writing (its encoder died,
 // its SRT connection still open) is inactive once its last frame is
-// sseStaleAfter old; frames again make it active.
+// staleAfter old; frames again make it active.
 func TestSSEActiveInactive(t *testing.T) {
-	f := newSSEFixture(t, nil)
-	stop := feedHub(t, f.pub, f.clip)
+	f := newFixture(t, nil)
+	stop := h264clip.Feed(t, f.pub, f.clip)
 	v := f.dial(t)
 	target, _ := whepclient.SSELink(v.SessionURL(), v.Links())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -194,8 +243,8 @@ func TestSSEActiveInactive(t *testing.T) {
 	if ev.Type != "inactive" {
 		t.Fatalf("after the frames stopped: %s", ev.Type)
 	}
-	t.Logf("inactive %v after the last frame (threshold %v, poll %v)", ev.At.Sub(stopped).Round(time.Millisecond), sseStaleAfter, sseTick)
-	feedHub(t, f.pub, f.clip)
+	t.Logf("inactive %v after the last frame (threshold %v, poll %v)", ev.At.Sub(stopped).Round(time.Millisecond), staleAfter, pollEvery)
+	h264clip.Feed(t, f.pub, f.clip)
 	if ev := nextEvent(t, es, 15*time.Second, "active", "inactive"); ev.Type != "active" {
 		t.Fatalf("after the frames resumed: %s", ev.Type)
 	}
@@ -206,8 +255,8 @@ func TestSSEActiveInactive(t *testing.T) {
 // already open keep working.
 func TestSSEFloodBounded(t *testing.T) {
 	logs := &testkit.LogBuffer{}
-	f := newSSEFixture(t, func(c *Config) { c.MaxEventStreams = 3; c.Logger = logs.Logger(slog.LevelInfo) })
-	feedHub(t, f.pub, f.clip)
+	f := newFixture(t, func(c *Config) { c.MaxStreams = 3; c.Logger = logs.Logger(slog.LevelInfo) })
+	h264clip.Feed(t, f.pub, f.clip)
 	a, b := f.dial(t), f.dial(t)
 	ta, _ := whepclient.SSELink(a.SessionURL(), a.Links())
 	tb, _ := whepclient.SSELink(b.SessionURL(), b.Links())
@@ -226,7 +275,7 @@ func TestSSEFloodBounded(t *testing.T) {
 	refused := map[int]int{}
 	began := time.Now()
 	for range flood {
-		resp, body := do(t, http.MethodPost, tb, "", "", nil)
+		resp, body := testkit.Do(t, http.MethodPost, tb, "", "", nil)
 		refused[resp.StatusCode]++
 		if resp.StatusCode == http.StatusServiceUnavailable && (problemSlug(t, body) != probEventStreams || resp.Header.Get("Retry-After") == "") {
 			t.Fatalf("refusal: %s", body)
@@ -236,13 +285,13 @@ func TestSSEFloodBounded(t *testing.T) {
 	lines := len(logs.Lines("event stream refused", "reason=event-stream-limit"))
 	t.Logf("flood of %d POSTs past the limit of 3 in %v: %v; %d log lines", flood, took.Round(time.Millisecond), refused, lines)
 	// One line a second at most, the first at once.
-	if lines < 1 || lines > int(took/refusalLogEvery)+1 {
+	if lines < 1 || lines > int(took/time.Second)+1 {
 		t.Errorf("%d refusal lines in %v", lines, took)
 	}
 	if refused[http.StatusServiceUnavailable] != flood {
 		t.Errorf("refused %v, want all %d with 503", refused, flood)
 	}
-	if n := f.srv.SSEStats().Streams; n != 3 {
+	if n := f.ev.Stats().Streams; n != 3 {
 		t.Errorf("%d streams open, want 3", n)
 	}
 	for i, es := range open {
@@ -253,14 +302,14 @@ func TestSSEFloodBounded(t *testing.T) {
 }
 
 // TestSSEQueueBound: a stream whose reader never reads holds at most
-// sseQueueMax events, one viewercount (the latest) among them, and pushing
+// queueMax events, one viewercount (the latest) among them, and pushing
 // never blocks.
 func TestSSEQueueBound(t *testing.T) {
-	es := newEventStream("s", "sess", "live/a", sseAllEvents)
-	for i := range 10 * sseQueueMax {
+	es := newEventStream("s", "sess", "live/a", allEvents)
+	for i := range 10 * queueMax {
 		es.push(viewerCountEvent(i))
 		if i%3 == 0 {
-			es.push(newSSEEvent(evActive, struct{}{}))
+			es.push(newEvent(evActive, struct{}{}))
 		}
 	}
 	got := es.take(nil)
@@ -268,18 +317,18 @@ func TestSSEQueueBound(t *testing.T) {
 	for _, ev := range got {
 		if ev.typ == evViewerCount {
 			counts++
-			if want := fmt.Sprintf(`{"viewercount":%d}`, 10*sseQueueMax-1); string(ev.data) != want {
+			if want := fmt.Sprintf(`{"viewercount":%d}`, 10*queueMax-1); string(ev.data) != want {
 				t.Errorf("queued viewercount %s, want the latest %s", ev.data, want)
 			}
 		}
 	}
-	t.Logf("queue after %d viewercounts and %d actives: %d events, %d dropped", 10*sseQueueMax, (10*sseQueueMax+2)/3, len(got), es.dropped)
-	if len(got) > sseQueueMax || counts != 1 || es.dropped == 0 {
-		t.Errorf("queue %d (max %d), %d viewercounts, %d dropped", len(got), sseQueueMax, counts, es.dropped)
+	t.Logf("queue after %d viewercounts and %d actives: %d events, %d dropped", 10*queueMax, (10*queueMax+2)/3, len(got), es.dropped)
+	if len(got) > queueMax || counts != 1 || es.dropped == 0 {
+		t.Errorf("queue %d (max %d), %d viewercounts, %d dropped", len(got), queueMax, counts, es.dropped)
 	}
 	// Types the stream did not ask for never enter it.
-	only := newEventStream("s2", "sess", "live/a", sseEventBit(evReconnect))
-	only.push(newSSEEvent(evActive, struct{}{}))
+	only := newEventStream("s2", "sess", "live/a", eventBit(evReconnect))
+	only.push(newEvent(evActive, struct{}{}))
 	if n := len(only.take(nil)); n != 0 {
 		t.Errorf("an unwanted type was queued (%d)", n)
 	}
@@ -290,14 +339,14 @@ func TestSSEQueueBound(t *testing.T) {
 // it does not know: the retry: line, the heartbeat comments and any
 // field a later server adds are skipped, and the events still arrive.
 func TestSSERawStream(t *testing.T) {
-	old := sseHeartbeat
-	sseHeartbeat = 200 * time.Millisecond
-	t.Cleanup(func() { sseHeartbeat = old })
-	f := newSSEFixture(t, nil)
-	feedHub(t, f.pub, f.clip)
+	old := heartbeatEvery
+	heartbeatEvery = 200 * time.Millisecond
+	t.Cleanup(func() { heartbeatEvery = old })
+	f := newFixture(t, nil)
+	h264clip.Feed(t, f.pub, f.clip)
 	v := f.dial(t)
 	target, _ := whepclient.SSELink(v.SessionURL(), v.Links())
-	resp, _ := do(t, http.MethodPost, target, "", "", nil)
+	resp, _ := testkit.Do(t, http.MethodPost, target, "", "", nil)
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("POST without a body: %d", resp.StatusCode)
 	}
@@ -348,8 +397,8 @@ func TestSSERawStream(t *testing.T) {
 // TestSSEGetTakesOver: an EventSource that reconnects before the server
 // noticed its old connection died gets the stream; the old GET ends.
 func TestSSEGetTakesOver(t *testing.T) {
-	f := newSSEFixture(t, nil)
-	feedHub(t, f.pub, f.clip)
+	f := newFixture(t, nil)
+	h264clip.Feed(t, f.pub, f.clip)
 	v := f.dial(t)
 	target, _ := whepclient.SSELink(v.SessionURL(), v.Links())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

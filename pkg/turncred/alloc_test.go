@@ -1,16 +1,16 @@
-package whep
+package turncred
 
 import (
 	"net"
-	"net/http"
 	"regexp"
 	"testing"
 	"time"
 
 	"github.com/pion/turn/v5"
-
-	"github.com/srtwhep/srtwhep/internal/testkit"
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // startTURN runs a real pion TURN server on loopback that checks
 // credentials with the TURN REST scheme (pion's own implementation of
@@ -63,30 +63,21 @@ func allocate(t *testing.T, addr, user, pass string) error {
 
 var mintedRE = regexp.MustCompile(`^<turn:([^>]+)>; rel="ice-server"; username="([^"]+)"; credential="([^"]+)"; credential-type="password"$`)
 
-// TestTURNCredentialsAllocate: the credential a WHEP answer carries
-// allocates a relay on a real TURN server sharing the secret, and the same
-// username with a forged password, or a credential minted from another
-// secret, does not.
-func TestTURNCredentialsAllocate(t *testing.T) {
+// TestMintAllocates: the credential Links mints allocates a relay on a
+// real TURN server sharing the secret, and the same username with a
+// forged password, or a credential minted from another secret, does not.
+func TestMintAllocates(t *testing.T) {
 	const secret = "north-wind-shared-secret"
 	addr := startTURN(t, secret)
-	src := newTestSource()
-	src.publish("live/cam1")
-	_, hs := startServer(t, src, func(c *Config) {
-		c.ICEServers = []ICEServer{{URLs: []string{"turn:" + addr + "?transport=udp"}, AuthSecret: secret, CredentialTTL: time.Hour}}
-	})
-	resp, body := post(t, hs.URL+"/live/cam1/whep", "application/sdp", testkit.Offer(t, testkit.OfferOptions{}).SDP)
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("%d %q, want 201", resp.StatusCode, body)
-	}
+	links := Links([]Server{{URLs: []string{"turn:" + addr + "?transport=udp"}, AuthSecret: secret, CredentialTTL: time.Hour}}, true)
 	var user, pass string
-	for _, l := range resp.Header.Values("Link") {
+	for _, l := range links {
 		if m := mintedRE.FindStringSubmatch(l); m != nil {
 			user, pass = m[2], m[3]
 		}
 	}
 	if user == "" {
-		t.Fatalf("no TURN Link with credentials in %q", resp.Header.Values("Link"))
+		t.Fatalf("no TURN Link with credentials in %q", links)
 	}
 	if err := allocate(t, addr, user, pass); err != nil {
 		t.Fatalf("the minted credential %q did not allocate: %v", user, err)
@@ -94,7 +85,7 @@ func TestTURNCredentialsAllocate(t *testing.T) {
 	if err := allocate(t, addr, user, "AAAA"+pass[4:]); err == nil {
 		t.Errorf("a forged password allocated: the TURN server checks nothing, so the test proves nothing")
 	}
-	u2, p2 := TURNCredential("another-secret", time.Now().Add(time.Hour), "0123456789abcdef")
+	u2, p2 := Mint("another-secret", time.Now().Add(time.Hour), "0123456789abcdef")
 	if err := allocate(t, addr, u2, p2); err == nil {
 		t.Errorf("a credential from another secret allocated")
 	}
