@@ -37,40 +37,64 @@ help: ## list the targets
 deps: ## install missing Debian packages (MODE=build|run|test|bench, default test)
 	scripts/deps.sh $(MODE)
 
-build: ## build every binary under cmd/ into bin/
+build: ## build every binary under cmd/ and bench/cmd/ (whep-loadgen) into bin/
 	scripts/deps.sh build
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
+	cd bench && $(GO) build -ldflags '$(LDFLAGS)' -o ../bin/ ./cmd/...
 
 run: ## build and start the server (embedded defaults, or CONFIG=FILE)
 	scripts/deps.sh run
 	$(MAKE) --no-print-directory build
 	./bin/srtwhep $(if $(CONFIG),-config $(CONFIG))
 
-test: ## deps, tidy go.mod, go vet, gofmt, shellcheck, go test -race, fuzz, offline deploy checks (tools/)
+test: ## deps, tidy go.mod, go vet, gofmt, shellcheck, go test -race, fuzz, offline deploy checks (tools/), bench tooling (bench/)
 	scripts/deps.sh test
 	@# An untidy go.mod (a missing, stale or mislabelled requirement) fails
 	@# here with the diff that `go mod tidy` would apply.
 	$(GO) mod tidy -diff
 	cd tools && $(GO) mod tidy -diff
+	cd bench && $(GO) mod tidy -diff
 	@# The checks that take seconds come before the tests that take
 	@# minutes, so a lint finding is reported at once.
 	$(GO) vet ./...
 	cd tools && $(GO) vet ./...
+	cd bench && $(GO) vet ./...
 	unformatted=$$(gofmt -l .); \
 	if [[ -n "$$unformatted" ]]; then \
 		echo "gofmt: these files need 'gofmt -w':"; echo "$$unformatted"; exit 1; \
 	fi
 	shellcheck $(SHELL_SCRIPTS)
+<<<<<<< HEAD
 	@# Beside the unit packages rather than after them: the tools module's
 	@# offline deploy checks. internal/loadgen alone takes about 90 s of the
 	@# unit line and holds one of go test's two package slots while the
 	@# other runs dry; the run beside it takes about 15 s.
+=======
+	@# Beside the unit packages rather than after them: pkg/whep's tests
+	@# again on the pion media plane (webrtc.mediaPlane: pion), which is not
+	@# the default (cmd/srtwhep covers it end to end with
+	@# TestPionMediaPlaneCorePath), the tools module's offline deploy
+	@# checks, and the bench module's tests (bench/internal/loadgen alone
+	@# takes about 90 s, which the unit line no longer waits on in one of
+	@# go test's two package slots). The pkg/whep test binary
+	@# is built first (its packages are the unit line's too, so nothing is
+	@# compiled twice) and run in its package directory, as go test does.
+>>>>>>> benchmod
 	dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
 	(cd tools && { $(GO) test -count=1 -timeout 5m ./... >"$$dir/tools.log" 2>&1 && echo 0 || echo $$?; } >"$$dir/tools.rc") & \
+	(cd bench && { $(GO) test -race -count=1 -timeout 8m ./... >"$$dir/bench.log" 2>&1 && echo 0 || echo $$?; } >"$$dir/bench.rc") & \
 	units=0; $(GO) test -race -count=1 -timeout 8m $$($(GO) list ./... | grep -v '/cmd/srtwhep$$') || units=$$?; \
+<<<<<<< HEAD
 	wait; tools=$$(cat "$$dir/tools.rc"); \
 	cat "$$dir/tools.log"; \
 	[[ $$units == 0 && $$tools == 0 ]]
+=======
+	wait; pion=$$(cat "$$dir/pion.rc"); tools=$$(cat "$$dir/tools.rc"); bench=$$(cat "$$dir/bench.rc"); \
+	if [[ $$pion != 0 ]]; then echo "FAIL pkg/whep with TEST_MEDIAPLANE=pion:"; cat "$$dir/pion.log"; \
+	else echo "ok   pkg/whep with TEST_MEDIAPLANE=pion"; fi; \
+	cat "$$dir/tools.log" "$$dir/bench.log"; \
+	[[ $$units == 0 && $$pion == 0 && $$tools == 0 && $$bench == 0 ]]
+>>>>>>> benchmod
 	@# The end-to-end package runs on its own, verbose into a log, so the
 	@# tests that need the machine to themselves (the browser tests, which
 	@# print figures, and those that measure load; they do not call

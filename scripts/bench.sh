@@ -64,11 +64,11 @@
 #
 # Before the ladders, on the idle server: glass-to-glass latency from a
 # generated 640x360@30 clip whose frames carry their creation time in their
-# pixels (whep-loadgen g2g, see internal/glass), median and p95, and the server's
-# own share from srtwhep_server_latency_seconds over the same run; then the
-# same through the video transcoder, and an H.265 clip played as published
-# by a viewer offering H.265 and as the path's H.264 rendition by one that
-# does not.
+# pixels (whep-loadgen g2g, see bench/internal/glass), median and p95, and
+# the server's own share from srtwhep_server_latency_seconds over the same
+# run; then the same through the video transcoder, and an H.265 clip
+# played as published by a viewer offering H.265 and as the path's H.264
+# rendition by one that does not.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -198,7 +198,9 @@ echo "== building bin/srtwhep, bin/whep-loadgen and bin/ladderplot"
 version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)
 ldflags="-X github.com/srtwhep/srtwhep/pkg/version.Version=$version"
 go build -ldflags "$ldflags" -o bin/srtwhep ./cmd/srtwhep
-go build -ldflags "$ldflags" -o bin/whep-loadgen ./cmd/whep-loadgen
+# whep-loadgen is a command of the bench module, which keeps the bench
+# tooling out of the server's module.
+(cd bench && go build -ldflags "$ldflags" -o ../bin/whep-loadgen ./cmd/whep-loadgen)
 # The plot is drawn by a command of the tools module, which keeps the
 # plotting library out of the server's module.
 (cd tools && go build -o ../bin/ladderplot ./ladderplot)

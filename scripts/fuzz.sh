@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# fuzz.sh TIME [MINIMIZE] [fresh] — run every Go fuzz target in the module
-# for TIME each, one target at a time (go test -fuzz takes one package and
-# one target). `make test` runs it for a few seconds, `make fuzz` for longer.
+# fuzz.sh TIME [MINIMIZE] [fresh] — run every Go fuzz target of the server
+# and bench modules for TIME each, one target at a time (go test -fuzz takes
+# one package and one target). `make test` runs it for a few seconds, `make
+# fuzz` for longer.
 #
 # fresh starts each target from its seeds and checked-in corpus
 # (testdata/fuzz/NAME/) only, ignoring the inputs earlier runs cached in
@@ -38,9 +39,16 @@ failed=()
 # are listed (each with the input go test saved under testdata/fuzz/).
 while IFS=: read -r file decl; do
 	target=${decl#func }
+	# bench/ is a module of its own: its targets are run from there.
+	mod=.
+	if [[ $file == bench/* ]]; then
+		mod=bench
+		file=${file#bench/}
+	fi
 	pkg=./$(dirname "$file")
+	name=$mod/${pkg#./}
 	found=$((found + 1))
-	echo "== $pkg $target ($time)"
+	echo "== $name $target ($time)"
 	# go test's fuzz coordinator can report "context deadline exceeded" when
 	# the time runs out while a worker is busy, with no input saved: that is
 	# the runner, not a finding, so such a run is tried again, up to three
@@ -48,7 +56,7 @@ while IFS=: read -r file decl; do
 	# the 16 targets). A real failure writes its input under
 	# testdata/fuzz and is never retried.
 	for attempt in 1 2 3; do
-		if out=$("$go" test -run '^$' -fuzz "^${target}\$" -fuzztime "$time" -fuzzminimizetime "$minimize" "$pkg" "${cache_args[@]}" 2>&1); then
+		if out=$(cd "$mod" && "$go" test -run '^$' -fuzz "^${target}\$" -fuzztime "$time" -fuzzminimizetime "$minimize" "$pkg" "${cache_args[@]}" 2>&1); then
 			echo "$out"
 			break
 		fi
@@ -57,10 +65,10 @@ while IFS=: read -r file decl; do
 			echo "fuzz.sh: $target: the fuzz runner timed out without a finding; running it again"
 			continue
 		fi
-		failed+=("$pkg $target")
+		failed+=("$name $target")
 		break
 	done
-done < <(grep -rEo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' cmd pkg internal | sort)
+done < <(grep -rEo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' cmd pkg internal bench/cmd bench/internal | sort)
 if [[ $found -eq 0 ]]; then
 	echo "fuzz.sh: no fuzz targets found" >&2
 	exit 1

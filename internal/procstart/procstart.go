@@ -1,7 +1,7 @@
 // Package procstart starts the srtwhep binary on a config and waits until
 // it has bound every listener, reading the addresses back from the file
 // -ready-file names. The end-to-end tests (internal/testkit) and the
-// soak (cmd/whep-loadgen) both start the server this way; it imports no
+// soak (bench/cmd/whep-loadgen) both start the server this way; it imports no
 // testing, so a command can use it.
 package procstart
 

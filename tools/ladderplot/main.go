@@ -52,7 +52,7 @@ func run(args []string, stderr io.Writer) int {
 	return 0
 }
 
-// data is ladder-plot.json, the format internal/ladder's PlotData writes
+// data is ladder-plot.json, the format bench/internal/ladder's PlotData writes
 // (its test holds it to testdata/ladder-plot.json, as this one's does).
 type data struct {
 	Points []struct {

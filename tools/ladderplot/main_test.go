@@ -12,7 +12,7 @@ import (
 )
 
 // TestRenderSample draws testdata/ladder-plot.json, the sample
-// internal/ladder's test holds its output to, and checks the PNG.
+// bench/internal/ladder's test holds its output to, and checks the PNG.
 func TestRenderSample(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "ladder.png")
 	var stderr strings.Builder

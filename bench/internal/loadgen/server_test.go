@@ -27,7 +27,7 @@ func startTestServer(t *testing.T) *testServer {
 	clip, kbps := makeClip(t, t.TempDir())
 	// The machine running tests is shared and noisy: the automatic viewer
 	// limit would refuse sessions the tests count on.
-	srv := testkit.StartServer(t, testkit.BuildBinary(t, "./cmd/srtwhep"), testkit.LoopbackConfig(`logLevel: warn
+	srv := testkit.StartServer(t, testkit.BuildBinary(t, "github.com/srtwhep/srtwhep/cmd/srtwhep"), testkit.LoopbackConfig(`logLevel: warn
 readers:
   maxCPUPercent: 0
 `))

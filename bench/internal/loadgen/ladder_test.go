@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/srtwhep/srtwhep/internal/ladder"
-	"github.com/srtwhep/srtwhep/internal/loadgen"
+	"github.com/srtwhep/srtwhep/bench/internal/ladder"
+	"github.com/srtwhep/srtwhep/bench/internal/loadgen"
 )
 
 // TestLadderAgainstSrtwhep runs a two-step ladder and checks the figures

@@ -17,8 +17,8 @@ import (
 
 	"github.com/prometheus/procfs"
 
-	"github.com/srtwhep/srtwhep/internal/ladder"
-	"github.com/srtwhep/srtwhep/internal/loadgen"
+	"github.com/srtwhep/srtwhep/bench/internal/ladder"
+	"github.com/srtwhep/srtwhep/bench/internal/loadgen"
 )
 
 // soakConfig is what `whep-loadgen soak` runs: its own server, one

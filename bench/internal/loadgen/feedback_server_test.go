@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/srtwhep/srtwhep/internal/ladder"
-	"github.com/srtwhep/srtwhep/internal/loadgen"
+	"github.com/srtwhep/srtwhep/bench/internal/ladder"
+	"github.com/srtwhep/srtwhep/bench/internal/loadgen"
 	"github.com/srtwhep/srtwhep/internal/testkit"
 )
 

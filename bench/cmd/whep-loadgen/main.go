@@ -23,8 +23,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/srtwhep/srtwhep/internal/ladder"
-	"github.com/srtwhep/srtwhep/internal/loadgen"
+	"github.com/srtwhep/srtwhep/bench/internal/ladder"
+	"github.com/srtwhep/srtwhep/bench/internal/loadgen"
 )
 
 func main() {

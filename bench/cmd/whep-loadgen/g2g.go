@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/srtwhep/srtwhep/internal/glass"
+	"github.com/srtwhep/srtwhep/bench/internal/glass"
 )
 
 // serverLatencyMetric is the server's own share, as pkg/metrics exports it.

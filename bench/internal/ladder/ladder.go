@@ -13,7 +13,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/srtwhep/srtwhep/internal/loadgen"
+	"github.com/srtwhep/srtwhep/bench/internal/loadgen"
 )
 
 // Config configures a capacity ladder.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/procfs"
 
-	"github.com/srtwhep/srtwhep/internal/loadgen"
+	"github.com/srtwhep/srtwhep/bench/internal/loadgen"
 )
 
 // server reads the measured process's CPU time and RSS from /proc.

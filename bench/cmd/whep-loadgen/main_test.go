@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/srtwhep/srtwhep/internal/ladder"
+	"github.com/srtwhep/srtwhep/bench/internal/ladder"
 )
 
 func TestParseSteps(t *testing.T) {

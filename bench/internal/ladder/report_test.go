@@ -62,7 +62,7 @@ func TestPlotDataContract(t *testing.T) {
 	}
 	rep := &Report{Steps: steps, Summary: Summarize(steps)}
 	var want PlotData
-	if err := decodeStrict("../../tools/ladderplot/testdata/"+PlotFile, &want); err != nil {
+	if err := decodeStrict("../../../tools/ladderplot/testdata/"+PlotFile, &want); err != nil {
 		t.Fatal(err)
 	}
 	got := rep.PlotData()

@@ -5,7 +5,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/srtwhep/srtwhep/internal/ladder"
+	"github.com/srtwhep/srtwhep/bench/internal/ladder"
 )
 
 // soakSample is the server as seen at one minute of a soak.
