@@ -181,6 +181,7 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		PublicURL:              cfg.HTTP.PublicURL,
 		ReconnectURL:           cfg.HTTP.ReconnectURL,
 		MaxEventStreams:        cfg.HTTP.MaxEventStreams,
+		MaxResendBitrate:       cfg.WebRTC.MaxResendBitrate,
 		Authorizer:             s.policy,
 		Problem:                s.streamProblem,
 		Events:                 s.hooks.Func(),

@@ -139,6 +139,10 @@ type WebRTC struct {
 	// (pkg/mediaplane, the default) or MediaPlanePion (a pion
 	// PeerConnection each).
 	MediaPlane string `yaml:"mediaPlane" reload:"restart"`
+	// MaxResendBitrate bounds what every viewer's NACKs get resent, all
+	// together, in bit/s; each viewer has its own bound too (a quarter of
+	// what it is sent, pkg/rtpsend).
+	MaxResendBitrate int64 `yaml:"maxResendBitrate" reload:"restart"`
 }
 
 // The webrtc.mediaPlane values.
@@ -265,6 +269,7 @@ func Default() *Config {
 			Keepalive:         Duration(2 * time.Second),
 			SocketBuffer:      4 << 20,
 			MediaPlane:        MediaPlaneOwn,
+			MaxResendBitrate:  100_000_000,
 		},
 		// Loopback: outside Docker nothing else keeps the metrics (and
 		// pprof) private; the compose file listens on all addresses inside

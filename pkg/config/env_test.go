@@ -90,7 +90,7 @@ func TestEnvErrors(t *testing.T) {
 		{"bad duration", map[string]string{"SRTWHEP_SRT_LATENCY": "200"}, "",
 			`SRTWHEP_SRT_LATENCY: srt.latency: "200" has no unit; write e.g. 200s or 200ms`},
 		{"unknown key", map[string]string{"SRTWHEP_WEBRTC_PUBLICIP": "1.2.3.4"}, "",
-			"SRTWHEP_WEBRTC_PUBLICIP: unknown variable; keys of webrtc are SRTWHEP_WEBRTC_ followed by one of LISTENIP, UDPPORT, TCPPORT, MAXTCPPERCLIENT, PUBLICIPS, INTERFACES, ICESERVERS, HANDSHAKETIMEOUT, DISCONNECTTIMEOUT, KEEPALIVE, SOCKETBUFFER, MEDIAPLANE"},
+			"SRTWHEP_WEBRTC_PUBLICIP: unknown variable; keys of webrtc are SRTWHEP_WEBRTC_ followed by one of LISTENIP, UDPPORT, TCPPORT, MAXTCPPERCLIENT, PUBLICIPS, INTERFACES, ICESERVERS, HANDSHAKETIMEOUT, DISCONNECTTIMEOUT, KEEPALIVE, SOCKETBUFFER, MEDIAPLANE, MAXRESENDBITRATE"},
 		{"unknown section", map[string]string{"SRTWHEP_CONFIG": "/etc/srtwhep.yml"}, "",
 			"SRTWHEP_CONFIG: unknown variable; use SRTWHEP_<KEY> or SRTWHEP_<SECTION>_<KEY> with a key of configs/srtwhep.yml (SRTWHEP_LOGLEVEL, SRTWHEP_LOGFORMAT, SRTWHEP_SRT_<KEY>, SRTWHEP_HTTP_<KEY>, SRTWHEP_WEBRTC_<KEY>, SRTWHEP_METRICS_<KEY>, SRTWHEP_READERS_<KEY>, SRTWHEP_API_<KEY>, SRTWHEP_AUTHHOOK_<KEY>, SRTWHEP_HOOKS_<KEY>, SRTWHEP_PATHDEFAULTS_<KEY>)"},
 		{"section without key", map[string]string{"SRTWHEP_SRT": ":1"}, "",

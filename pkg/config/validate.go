@@ -134,6 +134,9 @@ func (v *validator) webrtc() {
 	v.positive("webrtc.disconnectTimeout", r.DisconnectTimeout, "5s")
 	v.positive("webrtc.keepalive", r.Keepalive, "2s")
 	v.socketBuffer("webrtc.socketBuffer", r.SocketBuffer)
+	if r.MaxResendBitrate < 1_000_000 {
+		v.fail("webrtc.maxResendBitrate", "%d bit/s would leave lossy viewers without retransmissions; use 1000000 or more, e.g. 100000000 (a tenth of a 1 Gbit/s uplink)", r.MaxResendBitrate)
+	}
 	if r.MediaPlane != MediaPlanePion && r.MediaPlane != MediaPlaneOwn {
 		v.fail("webrtc.mediaPlane", "%q is not a media plane; write %q (a pion PeerConnection per viewer) or %q (srtwhep's own, fewer goroutines and less CPU per viewer)",
 			r.MediaPlane, MediaPlanePion, MediaPlaneOwn)

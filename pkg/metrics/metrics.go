@@ -103,6 +103,11 @@ type WebRTCSample struct {
 	UDPDatagrams, UDPRefused uint64
 	// UDPReceiveDrops is the kernel's drop count on the way in.
 	UDPReceiveDrops uint64
+	// NACKResentBytes are the bytes resent on viewers' NACKs,
+	// NACKResendDropped the NACKed packets not resent (past a viewer's or
+	// the server's retransmission budget, or asked again within a round
+	// trip).
+	NACKResentBytes, NACKResendDropped uint64
 	// ServerLatency is the server's own share of the delay: a whole video
 	// frame from SRT to its last RTP packet written to a viewer. Not
 	// exported while it has no buckets.

@@ -60,7 +60,9 @@ type Resends struct {
 }
 
 // SetMaxBitrate sets the server-wide budget in bit/s; 0 removes it.
-func (r *Resends) SetMaxBitrate(bps int64) { r.maxBytes.Store(bps / 8 * int64(resendWindow/time.Second)) }
+func (r *Resends) SetMaxBitrate(bps int64) {
+	r.maxBytes.Store(bps / 8 * int64(resendWindow/time.Second))
+}
 
 // grant takes up to want bytes from the server-wide budget and returns how
 // many it may send.

@@ -32,6 +32,7 @@ func (s *Server) MetricsSample() metrics.WebRTCSample {
 			states["connecting"] += n
 		}
 	}
+	resent, dropped := s.resends.Counts()
 	return metrics.WebRTCSample{
 		SessionsByState:    states,
 		HandshakesInFlight: st.HandshakesInFlight,
@@ -43,6 +44,8 @@ func (s *Server) MetricsSample() metrics.WebRTCSample {
 		UDPRefused:         st.UDPRefused,
 		UDPReceiveDrops:    st.UDPReceiveDrops,
 		ServerLatency:      s.latency.Snapshot(),
+		NACKResentBytes:    resent,
+		NACKResendDropped:  dropped,
 		SSEStreams:         sse.Streams,
 		SSEEvents:          sse.Sent,
 	}

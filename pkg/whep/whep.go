@@ -166,6 +166,9 @@ type Config struct {
 	// MaxEventStreams bounds the open event streams; default
 	// DefaultMaxEventStreams.
 	MaxEventStreams int
+	// MaxResendBitrate bounds what all viewers' NACKs get resent, in
+	// bit/s (rtpsend.Resends); 0: each viewer's own bound only.
+	MaxResendBitrate int64
 	// ReconnectURL, when set, is the entry point a draining server sends
 	// its viewers to (reconnect events): a load balancer, or another
 	// server. Unlike PublicURL it is not this server.
@@ -239,6 +242,8 @@ type Server struct {
 	refusals *refusalLog
 	// latency is the server's share of each live frame's delay.
 	latency rtpsend.Latency
+	// resends is the server-wide retransmission budget (rtpsend.Resends).
+	resends rtpsend.Resends
 	// sse holds the event streams; nil when Config has no PathState.
 	sse *eventStreams
 	// sseRefusals logs refused event stream requests like refusals.
@@ -300,7 +305,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.PathState != nil {
 		sse = newEventStreams(cfg.PathState, cfg.MaxEventStreams)
 	}
-	return &Server{
+	s := &Server{
 		sse:          sse,
 		cfg:          cfg,
 		log:          log,
@@ -313,7 +318,9 @@ func New(cfg Config) (*Server, error) {
 		refusals:     newRefusalLog(log),
 		sseRefusals:  namedRefusalLog(log, "event stream refused"),
 		silentClosed: namedRefusalLog(log, "viewer closed"),
-	}, nil
+	}
+	s.resends.SetMaxBitrate(cfg.MaxResendBitrate)
+	return s, nil
 }
 
 // Run binds the ICE sockets, closes Ready and serves until ctx ends. Then it
