@@ -205,8 +205,9 @@ var (
 	SessionStates = []string{"connecting", "connected"}
 	RejectReasons = []string{"reader_cap", "server_full", "no_publisher", "bad_offer", "auth", "handshake_limit", "offer_rate", "pending_limit"}
 	HookResults   = []string{"sent", "dropped", "failed"}
-	// RefusalReasons are ingest's Reason* slugs.
-	RefusalReasons = []string{"bframes", "no-h264", "not-mpegts", "unplayable-profile", "no-idr"}
+	// RefusalReasons are ingest's Reason* slugs (no-tables and no-media:
+	// connections closed for showing no stream).
+	RefusalReasons = []string{"bframes", "no-h264", "not-mpegts", "unplayable-profile", "no-idr", "no-tables", "no-media"}
 )
 
 // Metrics is the registry with the srtwhep collector and the standard
