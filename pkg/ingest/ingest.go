@@ -161,8 +161,8 @@ func New(cfg Config) *Manager {
 		cfg.Keep = func() []string { return nil }
 	}
 	m := &Manager{
-		cfg:  cfg,
-		log:  log.With("component", "ingest"),
+		cfg:     cfg,
+		log:     log.With("component", "ingest"),
 		live:    map[string]*publisher{},
 		pending: map[string][]*publisher{},
 		past:    map[string]*history{},
