@@ -259,7 +259,11 @@ func (m *Manager) serve(ctx context.Context, c conn) error {
 			f()
 			return
 		}
-		early = append(early, f)
+		// Bounded for a stream that changes its tracks and never shows
+		// a picture: it claims nothing, so what it loses is its own.
+		if len(early) < 2*maxGated {
+			early = append(early, f)
+		}
 	}
 	claimPath := func() error {
 		var err error
@@ -317,7 +321,7 @@ func (m *Manager) serve(ctx context.Context, c conn) error {
 		OnAudio: func(u av.AudioUnit) {
 			if pub != nil {
 				writeAudio(u)
-			} else if earlyAudio < maxGated {
+			} else if earlyAudio < maxGated && len(early) < 2*maxGated {
 				earlyAudio++
 				early = append(early, func() { writeAudio(u) })
 			}
