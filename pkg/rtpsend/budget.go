@@ -64,24 +64,23 @@ func (r *Resends) SetMaxBitrate(bps int64) {
 	r.maxBytes.Store(bps / 8 * int64(resendWindow/time.Second))
 }
 
-// grant takes up to want bytes from the server-wide budget and returns how
-// many it may send.
-func (r *Resends) grant(want int64, now time.Time) int64 {
+// grant takes n bytes (one packet) from the server-wide budget, or
+// nothing if they do not fit.
+func (r *Resends) grant(n int64, now time.Time) bool {
 	limit := r.maxBytes.Load()
 	if limit <= 0 {
-		return want
+		return true
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if now.Sub(r.start) >= resendWindow {
 		r.start, r.used = now, 0
 	}
-	n := min(want, limit-r.used)
-	if n < 0 {
-		n = 0
+	if r.used+n > limit {
+		return false
 	}
 	r.used += n
-	return n
+	return true
 }
 
 // Counts returns the bytes resent on NACKs and the NACKed packets not

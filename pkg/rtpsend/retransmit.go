@@ -109,7 +109,7 @@ func (w *Sender) resend(seqs []uint16, now time.Time) (sent int, dropped uint64)
 			continue
 		}
 		n := int64(rtph264.HeaderLen + len(pkt.Payload))
-		if n > allow-size || w.resends.grant(n, now) < n {
+		if n > allow-size || !w.resends.grant(n, now) {
 			dropped++
 			continue
 		}
