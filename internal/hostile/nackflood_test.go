@@ -1,6 +1,7 @@
 package hostile
 
 import (
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -14,8 +15,20 @@ import (
 	"github.com/srtwhep/srtwhep/internal/whepclient"
 )
 
-// nackFlood is how long the attacker floods in the short version.
-const nackFlood = 3 * time.Second
+// nackFlood is how long the attacker floods: 3 s, or HOSTILE_NACKFLOOD
+// seconds (the figure is for 10).
+func nackFlood(t *testing.T) time.Duration {
+	t.Helper()
+	v := os.Getenv("HOSTILE_NACKFLOOD")
+	if v == "" {
+		return 3 * time.Second
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("HOSTILE_NACKFLOOD=%q: want seconds, e.g. 10", v)
+	}
+	return time.Duration(n) * time.Second
+}
 
 // TestNACKFlood: a viewer connected normally sends 500 NACKs a second,
 // each for its last 128 video packets. What the server resends to it
@@ -49,10 +62,11 @@ func TestNACKFlood(t *testing.T) {
 	resentBefore, _ := testkit.Metric(t, srv.Addrs.Metrics, "srtwhep_webrtc_nack_resent_bytes_total")
 	droppedBefore, _ := testkit.Metric(t, srv.Addrs.Metrics, "srtwhep_webrtc_nack_resend_dropped_total")
 	attBefore, plainBefore := att.Stats(), plain.Stats()
+	flood := nackFlood(t)
 	start := time.Now()
 	tick := time.NewTicker(2 * time.Millisecond)
 	nacks := 0
-	for time.Since(start) < nackFlood {
+	for time.Since(start) < flood {
 		// Catch up with 500 a second when a tick came late.
 		if nacks > int(time.Since(start)/(2*time.Millisecond)) {
 			<-tick.C
