@@ -64,37 +64,17 @@ test: ## deps, tidy go.mod, go vet, gofmt, shellcheck, go test -race, fuzz, offl
 		echo "gofmt: these files need 'gofmt -w':"; echo "$$unformatted"; exit 1; \
 	fi
 	shellcheck $(SHELL_SCRIPTS)
-<<<<<<< HEAD
 	@# Beside the unit packages rather than after them: the tools module's
-	@# offline deploy checks. internal/loadgen alone takes about 90 s of the
-	@# unit line and holds one of go test's two package slots while the
-	@# other runs dry; the run beside it takes about 15 s.
-=======
-	@# Beside the unit packages rather than after them: pkg/whep's tests
-	@# again on the pion media plane (webrtc.mediaPlane: pion), which is not
-	@# the default (cmd/srtwhep covers it end to end with
-	@# TestPionMediaPlaneCorePath), the tools module's offline deploy
-	@# checks, and the bench module's tests (bench/internal/loadgen alone
-	@# takes about 90 s, which the unit line no longer waits on in one of
-	@# go test's two package slots). The pkg/whep test binary
-	@# is built first (its packages are the unit line's too, so nothing is
-	@# compiled twice) and run in its package directory, as go test does.
->>>>>>> benchmod
+	@# offline deploy checks and the bench module's tests
+	@# (bench/internal/loadgen alone takes about 90 s, which the unit line
+	@# no longer waits on in one of go test's two package slots).
 	dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
 	(cd tools && { $(GO) test -count=1 -timeout 5m ./... >"$$dir/tools.log" 2>&1 && echo 0 || echo $$?; } >"$$dir/tools.rc") & \
 	(cd bench && { $(GO) test -race -count=1 -timeout 8m ./... >"$$dir/bench.log" 2>&1 && echo 0 || echo $$?; } >"$$dir/bench.rc") & \
 	units=0; $(GO) test -race -count=1 -timeout 8m $$($(GO) list ./... | grep -v '/cmd/srtwhep$$') || units=$$?; \
-<<<<<<< HEAD
-	wait; tools=$$(cat "$$dir/tools.rc"); \
-	cat "$$dir/tools.log"; \
-	[[ $$units == 0 && $$tools == 0 ]]
-=======
-	wait; pion=$$(cat "$$dir/pion.rc"); tools=$$(cat "$$dir/tools.rc"); bench=$$(cat "$$dir/bench.rc"); \
-	if [[ $$pion != 0 ]]; then echo "FAIL pkg/whep with TEST_MEDIAPLANE=pion:"; cat "$$dir/pion.log"; \
-	else echo "ok   pkg/whep with TEST_MEDIAPLANE=pion"; fi; \
+	wait; tools=$$(cat "$$dir/tools.rc"); bench=$$(cat "$$dir/bench.rc"); \
 	cat "$$dir/tools.log" "$$dir/bench.log"; \
-	[[ $$units == 0 && $$pion == 0 && $$tools == 0 && $$bench == 0 ]]
->>>>>>> benchmod
+	[[ $$units == 0 && $$tools == 0 && $$bench == 0 ]]
 	@# The end-to-end package runs on its own, verbose into a log, so the
 	@# tests that need the machine to themselves (the browser tests, which
 	@# print figures, and those that measure load; they do not call

@@ -179,6 +179,7 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		Source:                 hubSource(s.hub),
 		Demand:                 s.edge.Demand,
 		PublicURL:              cfg.HTTP.PublicURL,
+		MaxResendBitrate:       cfg.WebRTC.MaxResendBitrate,
 		Authorizer:             s.policy,
 		Problem:                s.streamProblem,
 		Events:                 s.hooks.Func(),

@@ -59,6 +59,8 @@ func webRTCSample(w *whep.Server, ev *whepevents.Streams) func() metrics.WebRTCS
 			UDPRefused:         st.UDPRefused,
 			UDPReceiveDrops:    st.UDPReceiveDrops,
 			ServerLatency:      st.Latency,
+			NACKResentBytes:    st.NACKResentBytes,
+			NACKResendDropped:  st.NACKResendDropped,
 			SSEStreams:         sse.Streams,
 			SSEEvents:          sse.Sent,
 		}

@@ -20,6 +20,9 @@ import (
 type publisherFrom struct {
 	done chan struct{} // closed when the pump has stopped
 	err  error         // why it stopped, set before done closes
+	// Stop ends the publisher (ffmpeg and its connection) now, as an
+	// encoder that blinks; the test's end does it otherwise.
+	Stop func()
 }
 
 // publishFrom connects a libsrt caller from ip to the server as
@@ -70,12 +73,15 @@ func publishFrom(t *testing.T, srv *testkit.Server, ip net.IP, streamid string) 
 			}
 		}
 	}()
-	t.Cleanup(func() {
+	p.Stop = sync.OnceFunc(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		_ = pr.Close()
 		closeSock()
 		<-p.done
+	})
+	t.Cleanup(func() {
+		p.Stop()
 		if t.Failed() && !errors.Is(p.err, os.ErrClosed) {
 			t.Logf("publisher from %v ended: %v; ffmpeg: %s", ip, p.err, logs.String())
 		}

@@ -134,6 +134,10 @@ type WebRTC struct {
 	// SocketBuffer is the receive and send buffer of the shared WebRTC UDP
 	// socket in bytes, capped by net.core.rmem_max/wmem_max.
 	SocketBuffer int `yaml:"socketBuffer" reload:"restart"`
+	// MaxResendBitrate bounds what every viewer's NACKs get resent, all
+	// together, in bit/s; each viewer has its own bound too (a quarter of
+	// what it is sent, pkg/rtpsend).
+	MaxResendBitrate int64 `yaml:"maxResendBitrate" reload:"restart"`
 }
 
 // PublicIPStrings returns PublicIPs in the string form pion's
@@ -252,6 +256,7 @@ func Default() *Config {
 			HandshakeTimeout:  Duration(10 * time.Second),
 			DisconnectTimeout: Duration(5 * time.Second),
 			SocketBuffer:      4 << 20,
+			MaxResendBitrate:  100_000_000,
 		},
 		// Loopback: outside Docker nothing else keeps the metrics (and
 		// pprof) private; the compose file listens on all addresses inside

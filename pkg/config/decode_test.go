@@ -20,7 +20,7 @@ var errorCases = []struct {
 	name, yaml, want string
 }{
 	{"unknown key with suggestion", "webrtc:\n  udpPort: 8189\n  publicIp: [203.0.113.7]\n",
-		"srtwhep.yml:3: webrtc.publicIp: unknown key; did you mean publicIPs? valid keys: listenIP, udpPort, tcpPort, maxTCPPerClient, publicIPs, interfaces, iceServers, handshakeTimeout, disconnectTimeout, socketBuffer"},
+		"srtwhep.yml:3: webrtc.publicIp: unknown key; did you mean publicIPs? valid keys: listenIP, udpPort, tcpPort, maxTCPPerClient, publicIPs, interfaces, iceServers, handshakeTimeout, disconnectTimeout, socketBuffer, maxResendBitrate"},
 	{"unknown top-level key", "logLevel: info\nwebrtcc: {}\n",
 		"srtwhep.yml:2: webrtcc: unknown key; did you mean webrtc? valid keys: logLevel, logFormat, srt, http, webrtc, metrics, readers, api, authHook, hooks, pathDefaults, paths"},
 	{"unknown key no suggestion", "srt:\n  frobnicate: 1\n",

@@ -90,7 +90,7 @@ func TestEnvErrors(t *testing.T) {
 		{"bad duration", map[string]string{"SRTWHEP_SRT_LATENCY": "200"}, "",
 			`SRTWHEP_SRT_LATENCY: srt.latency: "200" has no unit; write e.g. 200s or 200ms`},
 		{"unknown key", map[string]string{"SRTWHEP_WEBRTC_PUBLICIP": "1.2.3.4"}, "",
-			"SRTWHEP_WEBRTC_PUBLICIP: unknown variable; keys of webrtc are SRTWHEP_WEBRTC_ followed by one of LISTENIP, UDPPORT, TCPPORT, MAXTCPPERCLIENT, PUBLICIPS, INTERFACES, ICESERVERS, HANDSHAKETIMEOUT, DISCONNECTTIMEOUT, SOCKETBUFFER"},
+			"SRTWHEP_WEBRTC_PUBLICIP: unknown variable; keys of webrtc are SRTWHEP_WEBRTC_ followed by one of LISTENIP, UDPPORT, TCPPORT, MAXTCPPERCLIENT, PUBLICIPS, INTERFACES, ICESERVERS, HANDSHAKETIMEOUT, DISCONNECTTIMEOUT, SOCKETBUFFER, MAXRESENDBITRATE"},
 		{"retired key", map[string]string{"SRTWHEP_WEBRTC_MEDIAPLANE": "pion"}, "",
 			"SRTWHEP_WEBRTC_MEDIAPLANE: webrtc.mediaPlane: the pion media plane is gone, srtwhep's own media plane is the only WebRTC transport; delete the line"},
 		{"unknown section", map[string]string{"SRTWHEP_CONFIG": "/etc/srtwhep.yml"}, "",

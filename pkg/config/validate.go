@@ -139,6 +139,9 @@ func (v *validator) webrtc() {
 		v.fail("webrtc.disconnectTimeout", "%s would drop healthy viewers between their RTCP reports and consent checks; use %s or more, e.g. 5s", r.DisconnectTimeout, minDisconnectTimeout)
 	}
 	v.socketBuffer("webrtc.socketBuffer", r.SocketBuffer)
+	if r.MaxResendBitrate < 1_000_000 {
+		v.fail("webrtc.maxResendBitrate", "%d bit/s would leave lossy viewers without retransmissions; use 1000000 or more, e.g. 100000000 (a tenth of a 1 Gbit/s uplink)", r.MaxResendBitrate)
+	}
 }
 
 // minDisconnectTimeout is the shortest webrtc.disconnectTimeout taken.

@@ -69,6 +69,16 @@ func hostOf(remote string) netip.Addr {
 	return ap.Addr().Unmap()
 }
 
+// rule is ho as it applies against old: a live publisher that has sent
+// no media for the stall time holds its path only against those not
+// entitled to it, even where overridePublisher is false (connwatch.go).
+func (m *Manager) rule(ho Handover, old *publisher) Handover {
+	if ho.Takeover == TakeoverNever && m.stalled(old, time.Now()) {
+		ho.Takeover = TakeoverEntitled
+	}
+	return ho
+}
+
 // replacedReason is the old publisher's end reason in the log.
 const replacedReason = "replaced by a new publisher"
 
@@ -86,7 +96,8 @@ func (m *Manager) handover(path string) Handover {
 // claim makes p the path's publisher in this manager and in the hub, in
 // one step under the manager's lock, so two publishers taking a path over
 // at the same moment cannot each end up deposing the other: the later
-// claim wins and the earlier one is closed. The hub call under the lock is
+// claim wins and the earlier one is closed. The connections still pending
+// on the path are closed too (reasonSuperseded). The hub call under the lock is
 // short (it never waits on viewers), and the SRT listen callback only ever
 // takes the lock for a map lookup.
 func (m *Manager) claim(path string, p *publisher) (*hub.Publisher, error) {
@@ -97,10 +108,8 @@ func (m *Manager) claim(path string, p *publisher) (*hub.Publisher, error) {
 		return nil, errReplaced
 	}
 	old := m.live[path]
-	if old == p {
-		old = nil
-	}
 	if old != nil {
+		ho = m.rule(ho, old)
 		if err := mayTakeOver(ho, path, p.conn.Remote(), old); err != nil {
 			m.mu.Unlock()
 			return nil, err
@@ -117,10 +126,20 @@ func (m *Manager) claim(path string, p *publisher) (*hub.Publisher, error) {
 	if old != nil {
 		old.replaced = true
 	}
+	m.dropPendingLocked(path, p)
+	superseded := m.pending[path]
+	delete(m.pending, path)
+	for _, q := range superseded {
+		q.replaced = true
+	}
 	m.mu.Unlock()
 	if old != nil {
 		m.log.Info("publisher takes the path over", "path", path, "remote", p.conn.Remote(), "previous", old.conn.Remote())
 		old.conn.CloseWith(replacedReason)
+	}
+	for _, q := range superseded {
+		m.log.Info("pending publisher closed: another claimed the path", "path", path, "remote", q.conn.Remote(), "claimed_by", p.conn.Remote())
+		q.conn.CloseWith(reasonSuperseded)
 	}
 	return pub, nil
 }

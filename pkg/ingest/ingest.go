@@ -8,9 +8,11 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,9 +77,13 @@ type Manager struct {
 	cfg Config
 	log *slog.Logger
 
-	mu   sync.Mutex
-	live map[string]*publisher // by path; at most one publisher per path
-	past map[string]*history   // by path: totals of ended publishers
+	mu sync.Mutex
+	// live: by path, the publisher that claimed it (connwatch.go); at
+	// most one per path. pending: by path, the connections that have not
+	// delivered a picture yet, oldest first.
+	live    map[string]*publisher
+	pending map[string][]*publisher
+	past    map[string]*history // by path: totals of ended publishers
 
 	// problems says, per path, why viewers get no picture (refusals.go).
 	problems problems
@@ -88,6 +94,12 @@ type Manager struct {
 	// pictureWait is how long video may come without a decodable IDR
 	// before the warning; 0 is defaultPictureWait (tests shorten it).
 	pictureWait time.Duration
+	// watchTimes are connWatch's limits; zero fields are the defaults
+	// (tests shorten them).
+	watchTimes watchTimes
+	// closed counts the connections connWatch closed, by reason.
+	closedMu sync.Mutex
+	closed   map[string]uint64
 }
 
 // history is what remains of a path's ended publishers.
@@ -130,9 +142,13 @@ type publisher struct {
 	audio  audioPipeline
 	video  videoPipeline
 	loss   *lossAdvisor // set before the publisher is shared
-	// replaced: a newer publisher took the path over (guarded by
-	// Manager.mu), so this one must not claim it back.
+	// replaced: a newer publisher took the path over, or claimed it
+	// while this one was pending (guarded by Manager.mu), so this one
+	// must not claim it back.
 	replaced bool
+	// lastMedia is when the connection last delivered media (Unix
+	// nanoseconds, connWatch), for the stalled-publisher rule.
+	lastMedia atomic.Int64
 }
 
 // New returns a Manager; it starts nothing.
@@ -145,10 +161,12 @@ func New(cfg Config) *Manager {
 		cfg.Keep = func() []string { return nil }
 	}
 	m := &Manager{
-		cfg:  cfg,
-		log:  log.With("component", "ingest"),
-		live: map[string]*publisher{},
-		past: map[string]*history{},
+		cfg:     cfg,
+		log:     log.With("component", "ingest"),
+		live:    map[string]*publisher{},
+		pending: map[string][]*publisher{},
+		past:    map[string]*history{},
+		closed:  map[string]uint64{},
 	}
 	m.problems.init()
 	m.held = map[string]*heldLog{}
@@ -159,7 +177,7 @@ func New(cfg Config) *Manager {
 // libsrt's receive thread, which serves every SRT connection of the port,
 // so it only applies the policy's local checks and this manager's busy
 // flag (its own short lock, never the hub's). The hook is asked later, in
-// Serve.
+// Serve. Only a claimed path is busy (connwatch.go).
 func (m *Manager) Admit(req srt.Request) error {
 	id := req.StreamID
 	if err := m.cfg.Policy.CheckPublisher(auth.Publisher{Path: id.Path, Remote: req.Remote, User: id.User, Pass: id.Pass}); err != nil {
@@ -169,7 +187,7 @@ func (m *Manager) Admit(req srt.Request) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if old := m.live[id.Path]; old != nil {
-		return mayTakeOver(ho, id.Path, req.Remote, old)
+		return mayTakeOver(m.rule(ho, old), id.Path, req.Remote, old)
 	}
 	return nil
 }
@@ -194,16 +212,14 @@ func (m *Manager) serve(ctx context.Context, c conn) error {
 	p.loss = newLossAdvisor(c.Stats, base.With("path", path, "remote", c.Remote()))
 	ho := m.handover(path)
 	m.mu.Lock()
-	old := m.live[path]
-	if old != nil {
-		if err := mayTakeOver(ho, path, c.Remote(), old); err != nil {
+	if old := m.live[path]; old != nil {
+		if err := mayTakeOver(m.rule(ho, old), path, c.Remote(), old); err != nil {
 			m.mu.Unlock()
 			// The listen callback's check raced with another publisher.
 			return fmt.Errorf("%w (another publisher took the path during the handshake)", err)
 		}
-	} else {
-		m.live[path] = p
 	}
+	m.addPendingLocked(path, p)
 	m.mu.Unlock()
 	defer m.retire(path, p)
 
@@ -224,14 +240,32 @@ func (m *Manager) serve(ctx context.Context, c conn) error {
 	if m.cfg.Video != nil {
 		video = m.cfg.Video(path)
 	}
-	// The path is taken over only once the demuxer recognises the stream
-	// (program tables read, H.264 track found): a publisher the hook
-	// refuses, or one sending garbage inside a valid SRT connection, never
-	// disturbs the one streaming nor makes the path look live (viewers get
-	// 404 until then). pub is set on Run's goroutine before any callback
-	// below can use it.
-	var pub *hub.Publisher
-	start := func() error {
+	// The path is claimed only with the stream's first decodable picture
+	// (connwatch.go): a publisher the hook refuses, one sending garbage or
+	// padding inside a valid SRT connection, or one whose video never
+	// becomes a picture, never disturbs the one streaming nor keeps the
+	// path from the next one, nor makes it look live. What the demuxer
+	// reports before then waits in early, replayed at the claim; audio
+	// frames past maxGated are dropped. Everything here runs on Run's
+	// goroutine.
+	var (
+		pub        *hub.Publisher
+		early      []func()
+		earlyAudio int
+		watch      *connWatch
+	)
+	later := func(f func()) {
+		if pub != nil {
+			f()
+			return
+		}
+		// Bounded for a stream that changes its tracks and never shows
+		// a picture: it claims nothing, so what it loses is its own.
+		if len(early) < 2*maxGated {
+			early = append(early, f)
+		}
+	}
+	claimPath := func() error {
 		var err error
 		if pub, err = m.claim(path, p); err != nil {
 			return err
@@ -240,6 +274,14 @@ func (m *Manager) serve(ctx context.Context, c conn) error {
 		p.audio.init(pub, settings, log)
 		p.video.init(pub, video, log)
 		m.publisherEvent(events.PublisherConnected, c, "")
+		for _, f := range early {
+			f()
+		}
+		early = nil
+		return nil
+	}
+	start := func() error {
+		watch.sawTables()
 		return nil
 	}
 	defer func() {
@@ -266,17 +308,35 @@ func (m *Manager) serve(ctx context.Context, c conn) error {
 		}
 	}
 	d := tsdemux.New(c, tsdemux.Config{Logger: log, MaxUnitBytes: maxUnit, OnStart: start, OnInfo: func(info av.StreamInfo) {
-		pub.SetInfo(info)
 		p.info.Store(&info)
-		p.video.setInfo(info)
-		m.checkProfile(c, video.Mode, info, &profileWarned)
+		later(func() {
+			pub.SetInfo(info)
+			p.video.setInfo(info)
+			m.checkProfile(c, video.Mode, info, &profileWarned)
+		})
 		log.Info("stream parameters", "codec", info.Codec, "profile", info.Profile,
 			"width", info.Width, "height", info.Height, "fps", info.FPS)
-	}, OnAudioFound: p.audio.found, OnAudioTrack: p.audio.track, OnAudio: writeAudio,
+	}, OnAudioFound: func(codec av.AudioCodec) { later(func() { p.audio.found(codec) }) },
+		OnAudioTrack: func(t av.AudioTrack) { later(func() { p.audio.track(t) }) },
+		OnAudio: func(u av.AudioUnit) {
+			if pub != nil {
+				writeAudio(u)
+			} else if earlyAudio < maxGated && len(early) < 2*maxGated {
+				earlyAudio++
+				early = append(early, func() { writeAudio(u) })
+			}
+		},
 		OnSkip: p.loss.skip, OnSkipped: p.loss.skipped, OnBFrames: p.video.bframes})
 	p.demux.Store(d)
-	watch := m.watchPicture(c, d)
+	watch = m.watchConn(p, d)
+	pictures := m.watchPicture(c, d)
 	err := d.Run(ctx, func(au *av.AccessUnit) error {
+		// The demuxer hands over nothing before a decodable IDR.
+		if pub == nil {
+			if err := claimPath(); err != nil {
+				return err
+			}
+		}
 		proven := false
 		if (au.IDR || sinceIDR > 0) && sinceIDR < provenAfter {
 			sinceIDR++
@@ -286,13 +346,21 @@ func (m *Manager) serve(ctx context.Context, c conn) error {
 			p.video.write(au)
 		}
 		if proven {
-			watch.proven()
+			pictures.proven()
 			held.release(true)
 			gt.release()
 		}
 		return nil
 	})
-	watch.stop()
+	pictures.stop()
+	// Closed for showing no stream, or superseded while pending: the end
+	// is no refusal of its stream (a squatter's padding must not put a
+	// "not MPEG-TS" problem on the path its encoder streams on).
+	if why := watch.stop(); why != "" {
+		err = errors.New(why)
+	} else if c.EndReason() == reasonSuperseded {
+		err = errors.New(reasonSuperseded)
+	}
 	m.noteEnd(c, err, held)
 	err = withFix(err)
 	p.loss.flush(c.Stats(), time.Now())
@@ -309,6 +377,8 @@ func (m *Manager) retire(path string, p *publisher) {
 	defer m.mu.Unlock()
 	if m.live[path] == p {
 		delete(m.live, path)
+	} else {
+		m.dropPendingLocked(path, p)
 	}
 	if p.hubPub.Load() == nil {
 		return // refused before it published: nothing to remember
@@ -353,15 +423,17 @@ func evictOldest[V any](m map[string]V, n int, at func(V) time.Time) {
 	}
 }
 
-// Kick closes the publisher of path with reason "kicked"; false when
-// there is none.
+// Kick closes the publisher of path with reason "kicked", and the
+// connections pending on it; false when there is none.
 func (m *Manager) Kick(path string) bool {
 	m.mu.Lock()
-	p := m.live[path]
-	m.mu.Unlock()
-	if p == nil {
-		return false
+	ps := slices.Clone(m.pending[path])
+	if p := m.live[path]; p != nil {
+		ps = append(ps, p)
 	}
-	p.conn.CloseWith("kicked")
-	return true
+	m.mu.Unlock()
+	for _, p := range ps {
+		p.conn.CloseWith("kicked")
+	}
+	return len(ps) > 0
 }

@@ -256,9 +256,18 @@ func (m *Manager) Problem(path string) (Problem, bool) {
 	return m.problems.get(path, time.Now())
 }
 
-// Refusals counts the problems noted since start, by reason (metric
+// Refusals counts the problems noted since start, and the connections
+// closed for showing no stream (connwatch.go), by reason (metric
 // srtwhep_publisher_refusals_total).
-func (m *Manager) Refusals() map[string]uint64 { return m.problems.totals() }
+func (m *Manager) Refusals() map[string]uint64 {
+	out := m.problems.totals()
+	m.closedMu.Lock()
+	for reason, n := range m.closed {
+		out[reason] += n
+	}
+	m.closedMu.Unlock()
+	return out
+}
 
 // noteEnd records why a publisher was refused, when its end says so, and
 // decides on the lines held back for it (nil: none were).

@@ -150,6 +150,13 @@ func (m *Manager) Stats() []PathStats {
 	for name, p := range m.live {
 		live[name] = p
 	}
+	// A path nobody claimed shows its oldest pending connection, not
+	// streaming.
+	for name, ps := range m.pending {
+		if live[name] == nil && len(ps) > 0 {
+			live[name] = ps[0]
+		}
+	}
 	m.mu.Unlock()
 
 	for _, name := range m.cfg.Keep() {

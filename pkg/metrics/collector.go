@@ -69,6 +69,8 @@ const (
 	webrtcUDPDatagrams
 	webrtcUDPRefused
 	webrtcUDPReceiveDrops
+	webrtcNACKResentBytes
+	webrtcNACKResendDropped
 	sseStreams
 	sseEvents
 	webrtcReceived
@@ -161,6 +163,10 @@ var defs = [numDefs]def{
 		"Datagrams the kernel refused on the shared WebRTC media socket (send buffer full); viewers lose them. Raise net.core.wmem_max if this grows.", counter, nil},
 	webrtcUDPReceiveDrops: {"srtwhep_webrtc_udp_receive_drops_total",
 		"Datagrams the kernel dropped on their way into the shared WebRTC media socket (receive buffer full: viewers' RTCP, NACKs, keepalives). Raise webrtc.socketBuffer and net.core.rmem_max if this grows.", counter, nil},
+	webrtcNACKResentBytes: {"srtwhep_webrtc_nack_resent_bytes_total",
+		"Bytes resent to viewers on their NACKs, headers included.", counter, nil},
+	webrtcNACKResendDropped: {"srtwhep_webrtc_nack_resend_dropped_total",
+		"Packets viewers NACKed that were not resent: past the viewer's retransmission budget (a quarter of what it is sent) or the server's (webrtc.maxResendBitrate), asked for again within a round trip, or no longer in the history. A steady rise from one viewer is a NACK flood; raise webrtc.maxResendBitrate if lossy viewers are refused.", counter, nil},
 	sseStreams: {"srtwhep_sse_streams",
 		"WHEP server-sent event streams open (viewers told when the stream is live, how many watch, and when to reconnect).", gauge, nil},
 	sseEvents: {"srtwhep_sse_events_total",
@@ -327,6 +333,8 @@ func (c *collector) collectWebRTC(ch chan<- prometheus.Metric, s WebRTCSample) {
 	c.emit(ch, webrtcUDPDatagrams, float64(s.UDPDatagrams))
 	c.emit(ch, webrtcUDPRefused, float64(s.UDPRefused))
 	c.emit(ch, webrtcUDPReceiveDrops, float64(s.UDPReceiveDrops))
+	c.emit(ch, webrtcNACKResentBytes, float64(s.NACKResentBytes))
+	c.emit(ch, webrtcNACKResendDropped, float64(s.NACKResendDropped))
 	c.emit(ch, sseStreams, float64(s.SSEStreams))
 	for typ, n := range withZeros(s.SSEEvents, SSEEventTypes) {
 		c.emit(ch, sseEvents, float64(n), typ)

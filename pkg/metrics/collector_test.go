@@ -39,7 +39,7 @@ func fixedSources() Sources {
 			return WebRTCSample{
 				SessionsByState:    map[string]int{"connecting": 1, "connected": 2},
 				HandshakesInFlight: 1, HandshakesFailed: 4, SessionsTotal: 7,
-				RejectedTotal: map[string]uint64{"reader_cap": 2, "auth": 1}, UDPDatagrams: 900, UDPRefused: 3, UDPReceiveDrops: 6,
+				RejectedTotal: map[string]uint64{"reader_cap": 2, "auth": 1}, UDPDatagrams: 900, UDPRefused: 3, UDPReceiveDrops: 6, NACKResentBytes: 7000, NACKResendDropped: 5,
 				SSEStreams: 2, SSEEvents: map[string]uint64{"active": 3, "viewercount": 5},
 				ServerLatency: Histogram{UpperBounds: []float64{0.001, 0.01}, Cumulative: []uint64{5, 9}, Count: 10, SumSeconds: 0.05},
 			}
@@ -126,6 +126,8 @@ srtwhep_path_video_transcode_cpu_seconds_total{path="live/cam2"} 0
 ` + helpOf("srtwhep_publisher_refusals_total") + `srtwhep_publisher_refusals_total{reason="bframes"} 20
 srtwhep_publisher_refusals_total{reason="no-h264"} 0
 srtwhep_publisher_refusals_total{reason="no-idr"} 0
+srtwhep_publisher_refusals_total{reason="no-media"} 0
+srtwhep_publisher_refusals_total{reason="no-tables"} 0
 srtwhep_publisher_refusals_total{reason="not-mpegts"} 0
 srtwhep_publisher_refusals_total{reason="unplayable-profile"} 0
 ` + helpOf("srtwhep_srt_rtt_seconds") + `srtwhep_srt_rtt_seconds{path="live/cam1"} 0.012
@@ -141,6 +143,8 @@ srtwhep_publisher_refusals_total{reason="unplayable-profile"} 0
 ` + helpOf("srtwhep_webrtc_sessions") + `srtwhep_webrtc_sessions{state="connected"} 2
 srtwhep_webrtc_sessions{state="connecting"} 1
 ` + helpOf("srtwhep_webrtc_handshakes_in_flight") + `srtwhep_webrtc_handshakes_in_flight 1
+` + helpOf("srtwhep_webrtc_nack_resend_dropped_total") + `srtwhep_webrtc_nack_resend_dropped_total 5
+` + helpOf("srtwhep_webrtc_nack_resent_bytes_total") + `srtwhep_webrtc_nack_resent_bytes_total 7000
 ` + helpOf("srtwhep_webrtc_offers_pending") + `srtwhep_webrtc_offers_pending 0
 ` + helpOf("srtwhep_webrtc_handshakes_failed_total") + `srtwhep_webrtc_handshakes_failed_total 4
 ` + helpOf("srtwhep_webrtc_sessions_total") + `srtwhep_webrtc_sessions_total 7

@@ -103,6 +103,11 @@ type WebRTCSample struct {
 	UDPDatagrams, UDPRefused uint64
 	// UDPReceiveDrops is the kernel's drop count on the way in.
 	UDPReceiveDrops uint64
+	// NACKResentBytes are the bytes resent on viewers' NACKs,
+	// NACKResendDropped the NACKed packets not resent (past a viewer's or
+	// the server's retransmission budget, or asked again within a round
+	// trip).
+	NACKResentBytes, NACKResendDropped uint64
 	// ServerLatency is the server's own share of the delay: a whole video
 	// frame from SRT to its last RTP packet written to a viewer. Not
 	// exported while it has no buckets.
@@ -192,8 +197,9 @@ var (
 	SessionStates = []string{"connecting", "connected"}
 	RejectReasons = []string{"reader_cap", "server_full", "no_publisher", "bad_offer", "auth", "handshake_limit", "offer_rate", "pending_limit"}
 	HookResults   = []string{"sent", "dropped", "failed"}
-	// RefusalReasons are ingest's Reason* slugs.
-	RefusalReasons = []string{"bframes", "no-h264", "not-mpegts", "unplayable-profile", "no-idr"}
+	// RefusalReasons are ingest's Reason* slugs (no-tables and no-media:
+	// connections closed for showing no stream).
+	RefusalReasons = []string{"bframes", "no-h264", "not-mpegts", "unplayable-profile", "no-idr", "no-tables", "no-media"}
 )
 
 // Metrics is the registry with the srtwhep collector and the standard

@@ -127,7 +127,13 @@ func (w *Sender) OnRTCP(pkts []rtcp.Packet) {
 	for _, p := range pkts {
 		switch p := p.(type) {
 		case *rtcp.TransportLayerNack:
-			if p.MediaSSRC == video && !w.congestion.congested {
+			switch {
+			case p.MediaSSRC != video || w.congestion.congested:
+			case w.now().UnixNano() < w.nacks.closedUntil.Load():
+				k := nackedPackets(p)
+				w.nacks.refused.Add(k)
+				w.resends.dropped.Add(k)
+			default:
 				w.nacks.add(p)
 			}
 		case *rtcp.ReceiverReport:
@@ -146,6 +152,7 @@ func (w *Sender) onReport(reports []rtcp.ReceptionReport) {
 		if rep.SSRC != w.cfg.VideoSSRC {
 			continue
 		}
+		w.rtt.report(rep, w.now())
 		skip, loss := c.observe(rep)
 		sk, ok := w.cfg.Src.(idrSkipper)
 		if !skip || !ok {

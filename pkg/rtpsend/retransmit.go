@@ -3,11 +3,13 @@ package rtpsend
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/rtph264"
 )
 
 // historySize is how many of a viewer's latest packets can be resent on a
@@ -30,6 +32,9 @@ type sentRecord struct {
 	seq    uint16
 	ts     uint32
 	marker bool
+	// resentAt is when the packet was last resent, in milliseconds since
+	// the sender started plus one; 0: never.
+	resentAt uint32
 }
 
 // history maps this viewer's sequence numbers back to the shared payloads.
@@ -53,12 +58,13 @@ func (h *history) record(au *av.AccessUnit, pkts []rtp.Packet) {
 	h.mu.Unlock()
 }
 
-// lookup rebuilds packet seq if it is still in the history.
-func (h *history) lookup(seq uint16, pkt *rtp.Packet) bool {
+// lookup rebuilds packet seq if it is still in the history and was not
+// resent since notBefore (same unit as sentRecord.resentAt).
+func (h *history) lookup(seq uint16, notBefore uint32, pkt *rtp.Packet) bool {
 	h.mu.Lock()
 	r := h.recs[seq%historySize]
 	h.mu.Unlock()
-	if r.au == nil || r.seq != seq {
+	if r.au == nil || r.seq != seq || r.resentAt > notBefore {
 		return false
 	}
 	*pkt = rtp.Packet{
@@ -70,25 +76,70 @@ func (h *history) lookup(seq uint16, pkt *rtp.Packet) bool {
 	return true
 }
 
-// resend answers NACKs for seqs from Step, as one batch; it returns how
-// many packets went out again.
-func (w *Sender) resend(seqs []uint16) int {
+// markResent notes that seq was resent at at.
+func (h *history) markResent(seq uint16, at uint32) {
+	h.mu.Lock()
+	if r := &h.recs[seq%historySize]; r.seq == seq {
+		r.resentAt = at
+	}
+	h.mu.Unlock()
+}
+
+// resend answers NACKs for seqs from Step, as one batch, within the
+// viewer's and the server's budgets (budget.go); it returns how many
+// packets went out again and how many NACKed ones did not.
+func (w *Sender) resend(seqs []uint16, now time.Time) (sent int, dropped uint64) {
+	b := &w.budget
+	b.roll(now)
+	allow := b.allowance()
+	// Millisecond stamps from the sender's start, plus one so 0 means
+	// never; a session outlives 49 days of them only in theory.
+	stamp := uint32(now.Sub(w.epoch)/time.Millisecond) + 1
+	gap := uint32(w.rtt.interval() / time.Millisecond)
+	notBefore := uint32(0)
+	if stamp > gap {
+		notBefore = stamp - gap
+	}
 	pkts := w.resendBuf[:0]
+	var size int64
 	for _, seq := range seqs {
 		var pkt rtp.Packet
-		if !w.history.lookup(seq, &pkt) {
+		if !w.history.lookup(seq, notBefore, &pkt) {
+			dropped++ // gone from the history, or resent within a round trip
 			continue
 		}
+		n := int64(rtph264.HeaderLen + len(pkt.Payload))
+		if n > allow-size || !w.resends.grant(n, now) {
+			dropped++
+			continue
+		}
+		size += n
+		w.history.markResent(seq, stamp)
 		pkt.SSRC, pkt.PayloadType = w.cfg.VideoSSRC, w.cfg.VideoPT
 		pkts = append(pkts, pkt)
 	}
 	w.resendBuf = pkts
-	if len(pkts) == 0 {
-		return 0
+	if allow-size < rtph264.HeaderLen+minPayload {
+		// Spent: until the window ends, NACKs are dropped as they come
+		// instead of waking the sender.
+		w.nacks.closedUntil.Store(b.end().UnixNano())
 	}
-	n, _ := w.cfg.Out.WriteVideo(pkts)
-	return n
+	if len(pkts) == 0 {
+		return 0, dropped
+	}
+	k, _ := w.cfg.Out.WriteVideo(pkts)
+	var written int64
+	for i := range pkts[:k] {
+		written += int64(rtph264.HeaderLen + len(pkts[i].Payload))
+	}
+	b.resent += written
+	w.resends.resentBytes.Add(uint64(written))
+	return k, dropped
 }
+
+// minPayload is the least a resent packet carries that is worth waking
+// the sender for: below it the window's allowance is as good as spent.
+const minPayload = 100
 
 // nackBox carries NACKed sequence numbers from whoever reads the viewer's
 // RTCP to the viewer's sender, which resends them between frames, so
@@ -98,11 +149,19 @@ type nackBox struct {
 	wake atomic.Pointer[func()]
 	mu   sync.Mutex
 	seqs []uint16
+	// closedUntil (Unix nanoseconds): the viewer's budget is spent until
+	// then, so NACKs are dropped as they come; refused counts their
+	// packets.
+	closedUntil atomic.Int64
+	refused     atomic.Uint64
 }
 
-// add queues the sequence numbers of n and wakes the sender.
+// add queues the sequence numbers of n and wakes the sender, unless the
+// box already held some: the sender, already woken, takes them all at
+// once, so a flood of NACKs costs one step, not one each.
 func (b *nackBox) add(n *rtcp.TransportLayerNack) {
 	b.mu.Lock()
+	waiting := len(b.seqs) > 0
 	for _, pair := range n.Nacks {
 		pair.Range(func(seq uint16) bool {
 			// Past the bound they are dropped; the viewer asks again
@@ -115,7 +174,7 @@ func (b *nackBox) add(n *rtcp.TransportLayerNack) {
 		})
 	}
 	b.mu.Unlock()
-	if w := b.wake.Load(); w != nil {
+	if w := b.wake.Load(); w != nil && !waiting {
 		(*w)()
 	}
 }

@@ -80,6 +80,10 @@ type Config struct {
 	// OnEnd is told once, from Step, why the sender finished; it must not
 	// block.
 	OnEnd func(reason error)
+	// Resends is the server-wide retransmission budget and its counters
+	// (budget.go), shared by every viewer; nil: this viewer's own budget
+	// only.
+	Resends *Resends
 }
 
 // Sender is one viewer's sending side. Step and SetWake belong to whoever
@@ -121,6 +125,16 @@ type Sender struct {
 	// nacks carries them from the RTCP reader to Step.
 	history history
 	nacks   nackBox
+	// budget bounds what NACKs get resent (budget.go); Step's alone. rtt
+	// is the viewer's round trip, from its receiver reports. epoch is
+	// the sender's start, for the history's resend stamps.
+	budget  resendBudget
+	rtt     rttClock
+	resends *Resends
+	epoch   time.Time
+	dropped uint64 // NACKed packets Step did not resend
+	// now is OnRTCP's time.Now (unit tests run a simulated one).
+	now func() time.Time
 	// congestion is the rule that skips a viewer's video to the next IDR
 	// when its link loses too much (congestion.go); OnRTCP's alone.
 	congestion congestion
@@ -131,7 +145,10 @@ type Sender struct {
 // New makes the sender; it starts nothing and reads nothing until its
 // driver steps it.
 func New(cfg Config) *Sender {
-	w := &Sender{cfg: cfg, catchingUp: true}
+	w := &Sender{cfg: cfg, catchingUp: true, resends: cfg.Resends, epoch: time.Now(), now: time.Now}
+	if w.resends == nil {
+		w.resends = &Resends{}
+	}
 	w.st = rtph264.NewStamper(cfg.VideoSSRC, cfg.VideoPT, uint16(mrand.Uint32()), mrand.Uint32())
 	w.st.SetCatchUpStep(uint32(catchUpInterval * av.ClockRate / time.Second))
 	w.audio = opusStamper{ssrc: cfg.AudioSSRC, pt: cfg.AudioPT, seq: uint16(mrand.Uint32()), offset: mrand.Uint32()}
@@ -146,6 +163,11 @@ func (w *Sender) Sent() (packets, bytes uint64) { return w.packets.Load(), w.byt
 
 // Retransmitted counts the packets resent on NACKs.
 func (w *Sender) Retransmitted() uint64 { return w.retransmit.Load() }
+
+// NotResent counts the NACKed packets not resent: past the viewer's or
+// the server's budget, asked for again within a round trip, or gone from
+// the history. Read it once the sender has finished.
+func (w *Sender) NotResent() uint64 { return w.dropped + w.nacks.refused.Load() }
 
 // CongestionSkips counts the congestion rule's skips to the next IDR; read
 // it once the connection delivers no more RTCP.
@@ -172,10 +194,21 @@ func (w *Sender) beforeWrite() <-chan struct{} {
 	return w.cfg.BeforeWrite()
 }
 
-func (w *Sender) resendNACKed() {
-	if w.nacked = w.nacks.take(w.nacked); len(w.nacked) > 0 {
-		w.retransmit.Add(uint64(w.resend(w.nacked)))
+func (w *Sender) resendNACKed(now time.Time) {
+	if w.nacked = w.nacks.take(w.nacked); len(w.nacked) == 0 {
+		return
 	}
+	sent, dropped := w.resend(w.nacked, now)
+	w.retransmit.Add(uint64(sent))
+	w.dropped += dropped
+	w.resends.dropped.Add(dropped)
+	total := w.NotResent()
+	if total == w.budget.loggedDropped || now.Sub(w.budget.loggedAt) < budgetLogEvery {
+		return
+	}
+	w.cfg.Log.Warn("viewer asks for more retransmissions than its budget: NACKed packets not resent",
+		"not_resent", total-w.budget.loggedDropped, "budget_bytes_per_second", w.budget.allowance()+w.budget.resent)
+	w.budget.loggedAt, w.budget.loggedDropped = now, total
 }
 
 // handle writes frame f and reports whether the next one must wait
@@ -219,13 +252,17 @@ func (w *Sender) handle(f hub.Frame, now time.Time) (pace bool) {
 	}
 	w.packets.Add(sent)
 	w.bytes.Add(n)
+	w.budget.roll(now)
+	w.budget.sent += int64(n)
 	w.cfg.Src.CountSent(int(sent), int(n))
 	w.videoReports.sent(sent, n-sent*rtph264.HeaderLen)
 	if len(w.pkts) > 0 {
 		w.videoLive = live
 	}
 	if sent > 0 && w.videoLive && w.clock.set {
-		w.videoReports.maybeSend(w.cfg.Out, now, w.st.LastTimestamp(), w.clock.at(pts))
+		if ntp, ok := w.videoReports.maybeSend(w.cfg.Out, now, w.st.LastTimestamp(), w.clock.at(pts)); ok {
+			w.rtt.sentReport(ntp, now)
+		}
 	}
 	// Behind the live edge (catch-up, or frames queued during a stall),
 	// space frames out instead of bursting a whole queue at line rate: a
@@ -249,7 +286,7 @@ func (w *Sender) Step(now time.Time) (at time.Time, done bool) {
 	if w.cfg.Session.Err() != nil {
 		return w.finish(context.Cause(w.cfg.Session))
 	}
-	w.resendNACKed()
+	w.resendNACKed(now)
 	if w.hold != nil {
 		select {
 		case <-w.hold:

@@ -66,10 +66,11 @@ func (r *senderReporter) sent(packets, payloadOctets uint64) {
 	r.octets += payloadOctets
 }
 
-// maybeSend reports that rtpTS is at wall time when a report is due.
-func (r *senderReporter) maybeSend(tr Output, now time.Time, rtpTS uint32, at time.Time) {
+// maybeSend reports that rtpTS is at wall time when a report is due; it
+// returns the report's NTP time and whether it sent one.
+func (r *senderReporter) maybeSend(tr Output, now time.Time, rtpTS uint32, at time.Time) (ntp uint64, sent bool) {
 	if now.Before(r.next) {
-		return
+		return 0, false
 	}
 	r.next = now.Add(senderReportInterval)
 	sr := &rtcp.SenderReport{
@@ -82,4 +83,5 @@ func (r *senderReporter) maybeSend(tr Output, now time.Time, rtpTS uint32, at ti
 	// A failed write means the connection is closing, which ends the
 	// session by itself.
 	_ = tr.WriteRTCP([]rtcp.Packet{sr})
+	return sr.NTPTime, true
 }

@@ -157,6 +157,7 @@ func (s *Server) startSender(sess *session) *rtpsend.Sender {
 		Session: sess.ctx,
 		Log:     sess.log,
 		Latency: &s.latency,
+		Resends: &s.resends,
 		// The session's end closes the connection, which may wait on a
 		// link: not on the goroutine stepping the sender (a pool worker
 		// serves other viewers).

@@ -76,6 +76,9 @@ type Stats struct {
 	StateCounts map[string]int
 	// Latency is the server's share of each live frame's delay.
 	Latency metrics.Histogram
+	// NACKResentBytes and NACKResendDropped count what viewers' NACKs got
+	// resent and the NACKed packets past the retransmission budgets.
+	NACKResentBytes, NACKResendDropped uint64
 }
 
 // SessionInfo describes one viewer.
@@ -122,6 +125,7 @@ func (s *Server) Stats() Stats {
 		BytesSent:          s.stats.closedBytes.Load(),
 		Latency:            s.latency.Snapshot(),
 	}
+	st.NACKResentBytes, st.NACKResendDropped = s.resends.Counts()
 	st.Rejected = make(map[string]uint64, len(rejectReasons))
 	for i, name := range rejectReasons {
 		st.Rejected[name] = s.stats.rejected[i].Load()

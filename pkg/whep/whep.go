@@ -182,6 +182,9 @@ type Config struct {
 	// under it, so behind a load balancer a session's PATCH and DELETE
 	// reach the server that holds it.
 	PublicURL string
+	// MaxResendBitrate bounds what all viewers' NACKs get resent, in
+	// bit/s (rtpsend.Resends); 0: each viewer's own bound only.
+	MaxResendBitrate int64
 	// Problem, when set, says why a path's viewers would get no picture:
 	// its last publisher was refused (asked only when the path has no
 	// publisher), or its live one sends nothing a browser can decode. A
@@ -255,6 +258,8 @@ type Server struct {
 	refusals *refusalLog
 	// latency is the server's share of each live frame's delay.
 	latency rtpsend.Latency
+	// resends is the server-wide retransmission budget (rtpsend.Resends).
+	resends rtpsend.Resends
 	// silentClosed logs the sessions closed because their viewer never
 	// started ICE like refusals, one line a second: a flood of such
 	// offers must not flood the log with a line per offer.
@@ -295,7 +300,7 @@ func New(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{
+	s := &Server{
 		cfg:          cfg,
 		log:          log,
 		ready:        make(chan struct{}),
@@ -306,7 +311,9 @@ func New(cfg Config) (*Server, error) {
 		ended:        newEndedSessions(endedWindow, endedMax),
 		refusals:     newRefusalLog(log),
 		silentClosed: namedRefusalLog(log, "viewer closed"),
-	}, nil
+	}
+	s.resends.SetMaxBitrate(cfg.MaxResendBitrate)
+	return s, nil
 }
 
 // Run binds the ICE sockets, closes Ready and serves until ctx ends. Then it
