@@ -71,7 +71,6 @@ func (ll *logLimiter) log(l limitedLine) {
 // stop cancels a pending flush and does it now.
 func (ll *logLimiter) stop() { ll.lim.Close() }
 
-
 // kindOf hashes l's area and the first 80 bytes of its text with every
 // word that holds a digit (counts, socket ids, addresses, ports, hex)
 // left out. It runs on libsrt's receive thread for every line of a flood,
