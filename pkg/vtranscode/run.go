@@ -1,6 +1,6 @@
 package vtranscode
 
-// The transcoder's goroutine: decode, convert, encode, emit, and the
+// The transcoder's goroutine (Run): decode, convert, encode, emit, and the
 // summaries of what went wrong.
 
 import (
@@ -16,8 +16,13 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/av"
 )
 
-func (t *Transcoder) run() {
-	defer t.wg.Done()
+// Run decodes, converts, encodes and emits the units Write queues until
+// Close. It is the transcoder's one goroutine; its caller owns it.
+func (t *Transcoder) Run() {
+	if !t.claimed.CompareAndSwap(false, true) {
+		return // closed before it ran, or run twice
+	}
+	defer close(t.exited)
 	// Locked so the thread CPU clock measures this goroutine's work alone;
 	// libx264 and the decoder run single-threaded on it.
 	runtime.LockOSThread()
@@ -41,7 +46,7 @@ func (t *Transcoder) run() {
 }
 
 func (t *Transcoder) free() {
-	t.flushSummary(time.Now())
+	t.problems.Close()
 	if t.enc != nil {
 		t.enc.free()
 		t.enc = nil
@@ -178,20 +183,14 @@ func (t *Transcoder) fail(err error) {
 
 // note logs a problem, summarised at most every summaryEvery.
 func (t *Transcoder) note(err error) {
-	t.pending++
-	t.lastErr = err
-	if now := time.Now(); t.lastLog.IsZero() || now.Sub(t.lastLog) >= summaryEvery {
-		t.flushSummary(now)
+	if n := t.problems.Note("video", err); n > 0 {
+		t.writeProblems("video", n, err)
 	}
 }
 
-func (t *Transcoder) flushSummary(now time.Time) {
-	if t.pending == 0 {
-		return
-	}
-	t.log.Warn("video transcode problems (pictures skipped)", "count", t.pending,
-		"errors_total", t.errors.Load(), "dropped_total", t.dropped.Load(), "err", t.lastErr)
-	t.pending, t.lastLog = 0, now
+func (t *Transcoder) writeProblems(_ string, n int, last error) {
+	t.log.Warn("video transcode problems (pictures skipped)", "count", n,
+		"errors_total", t.errors.Load(), "dropped_total", t.dropped.Load(), "err", last)
 }
 
 func threadCPU() time.Duration {
