@@ -21,7 +21,7 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/pionplane"
 	"github.com/srtwhep/srtwhep/pkg/pionslog"
-	"github.com/srtwhep/srtwhep/pkg/rtph264"
+	"github.com/srtwhep/srtwhep/pkg/rtpstamp"
 )
 
 // benchFrame is a P-frame of ten 1,100-byte payloads, cut once and shared
@@ -81,9 +81,9 @@ func BenchmarkEncryptRTP(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				h.SequenceNumber = uint16(i)
-				plain := buf[:rtph264.HeaderLen+len(payload)]
-				rtph264.MarshalHeader(plain, &h)
-				copy(plain[rtph264.HeaderLen:], payload)
+				plain := buf[:rtpstamp.HeaderLen+len(payload)]
+				rtpstamp.MarshalHeader(plain, &h)
+				copy(plain[rtpstamp.HeaderLen:], payload)
 				if _, err := ctx.EncryptRTP(plain[:0], plain, &parsed); err != nil {
 					b.Fatal(err)
 				}
@@ -107,10 +107,10 @@ func BenchmarkSendFrame(b *testing.B) {
 				srv, _ := newServer(b, nil)
 				s := newSink(b, false)
 				vs := make([]*Viewer, viewers)
-				sts := make([]*rtph264.Stamper, viewers)
+				sts := make([]*rtpstamp.Stamper, viewers)
 				for i := range vs {
 					vs[i], _ = keyedViewer(b, srv, s.addr(), srtp.ProtectionProfileAeadAes128Gcm)
-					sts[i] = rtph264.NewStamper(vs[i].VideoSSRC(), 102, 0, 0)
+					sts[i] = rtpstamp.NewStamper(vs[i].VideoSSRC(), 102, 0, 0)
 				}
 				snd := srv.NewSender(viewers * len(au.Payloads))
 				var pkts []rtp.Packet
@@ -176,7 +176,7 @@ func BenchmarkPionWriteRTP(b *testing.B) {
 				webrtc.WithInterceptorRegistry(&interceptor.Registry{}))
 			type pair struct {
 				track *webrtc.TrackLocalStaticRTP
-				st    *rtph264.Stamper
+				st    *rtpstamp.Stamper
 				pv    *pionViewer
 			}
 			var pairs []pair
@@ -214,7 +214,7 @@ func BenchmarkPionWriteRTP(b *testing.B) {
 					return pc.ConnectionState() == webrtc.PeerConnectionStateConnected &&
 						pv.pc.ConnectionState() == webrtc.PeerConnectionStateConnected
 				})
-				pairs = append(pairs, pair{track, rtph264.NewStamper(1, vc.Video.PayloadType, 0, 0), pv})
+				pairs = append(pairs, pair{track, rtpstamp.NewStamper(1, vc.Video.PayloadType, 0, 0), pv})
 			}
 			var pkts []rtp.Packet
 			measurePackets(b, viewers*len(au.Payloads), func(i int) {

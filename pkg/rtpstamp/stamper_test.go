@@ -1,4 +1,4 @@
-package rtph264
+package rtpstamp
 
 import (
 	"bytes"
@@ -7,10 +7,33 @@ import (
 	"github.com/pion/rtp"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/rtph264"
+)
+
+// The payloads are cut as H.264's, the most common; the Stamper reads
+// nothing of them but their number.
+
+// nal returns a NAL unit of size bytes with the given header byte.
+func nal(header byte, size int) []byte {
+	b := make([]byte, size)
+	b[0] = header
+	for i := 1; i < size; i++ {
+		b[i] = byte(i%250) + 1
+	}
+	return b
+}
+
+var (
+	sps      = []byte{0x67, 0x64, 0x00, 0x1f, 0xac, 0xd9, 0x40, 0x50, 0x05, 0xbb, 0x01, 0x10}
+	pps      = []byte{0x68, 0xeb, 0xe3, 0xcb, 0x22, 0xc0}
+	sei      = []byte{0x06, 0x05, 0x03, 0xaa, 0xbb, 0xcc, 0x80}
+	bigIDR   = nal(0x65, 3000)
+	pSlice   = nal(0x41, 1200)
+	smallIDR = nal(0x65, 40)
 )
 
 func accessUnit(pts int64, nalus ...[]byte) *av.AccessUnit {
-	au := &av.AccessUnit{PTS: pts, NALUs: nalus, Payloads: Fragment(nalus, DefaultMaxPayload)}
+	au := &av.AccessUnit{PTS: pts, NALUs: nalus, Payloads: rtph264.Fragment(nalus, rtph264.DefaultMaxPayload)}
 	for _, n := range nalus {
 		au.Size += len(n)
 	}
@@ -244,3 +267,5 @@ func TestMarshalMatchesPion(t *testing.T) {
 		t.Error("marshal into a short buffer did not report 0")
 	}
 }
+
+func head(b []byte) []byte { return b[:min(len(b), 24)] }
