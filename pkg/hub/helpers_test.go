@@ -48,7 +48,7 @@ func drain(t *testing.T, r *Reader) []got {
 	cancel()
 	var out []got
 	for {
-		au, catchUp, err := r.Recv(ctx)
+		au, catchUp, err := recvVideo(ctx, r)
 		if err != nil {
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("Recv: %v", err)
@@ -91,4 +91,18 @@ func gaps(seqs []got) int {
 		}
 	}
 	return n
+}
+
+// recvVideo reads r as a video-only sender would, with RecvFrame and
+// audio frames skipped; catchUp marks frames from the GOP cache.
+func recvVideo(ctx context.Context, r *Reader) (au *av.AccessUnit, catchUp bool, err error) {
+	for {
+		f, err := r.RecvFrame(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		if f.Video != nil {
+			return f.Video, f.CatchUp, nil
+		}
+	}
 }
