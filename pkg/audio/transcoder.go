@@ -28,6 +28,7 @@ import (
 	hopus "gopkg.in/hraban/opus.v2"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/avcodec"
 	"github.com/srtwhep/srtwhep/pkg/lograte"
 )
 
@@ -109,7 +110,7 @@ func New(track av.AudioTrack, cfg Config, emit func(*av.AudioFrame)) (*Transcode
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	silenceFFmpeg()
+	avcodec.Quiet()
 	t := &Transcoder{log: log, emit: emit}
 	t.problems = lograte.New(summaryEvery, 2, t.writeErrors)
 	if track.Codec == av.AudioCodecOpus {

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/avcodec"
 )
 
 // Run decodes, converts, encodes and emits the units Write queues until
@@ -48,11 +49,11 @@ func (t *Transcoder) Run() {
 func (t *Transcoder) free() {
 	t.problems.Close()
 	if t.enc != nil {
-		t.enc.free()
+		t.enc.Free()
 		t.enc = nil
 	}
 	if t.dec != nil {
-		t.dec.free()
+		t.dec.Free()
 		t.dec = nil
 	}
 }
@@ -71,12 +72,15 @@ func (t *Transcoder) process(au *av.AccessUnit) {
 		t.annexB = append(t.annexB, 0, 0, 0, 1)
 		t.annexB = append(t.annexB, n...)
 	}
-	if err := t.dec.send(t.annexB, au.PTS); err != nil {
+	if len(t.annexB) == 0 {
+		return
+	}
+	if err := t.dec.Send(t.annexB, au.PTS); err != nil {
 		t.fail(fmt.Errorf("decoding: %w", err))
 		return
 	}
 	for {
-		f, err := t.dec.receive()
+		f, err := t.dec.Receive()
 		if err != nil {
 			t.fail(fmt.Errorf("decoding: %w", err))
 			return
@@ -90,15 +94,15 @@ func (t *Transcoder) process(au *av.AccessUnit) {
 	}
 }
 
-func (t *Transcoder) encodeFrame(f *cFrame) error {
-	pts, ok := framePTS(f)
+func (t *Transcoder) encodeFrame(f *avcodec.Frame) error {
+	pts, ok := f.PTS()
 	if !ok {
 		return errors.New("decoded picture without a timestamp; skipped")
 	}
 	if t.haveOut && pts <= t.lastOut {
 		return nil // before the cut-over, or a repeated timestamp
 	}
-	w, h, _ := frameSize(f)
+	w, h := f.Size()
 	// libx264 through FFmpeg 5.1 does not apply a new ABR bitrate to a
 	// running encoder (the reconfiguration keeps the old rate), so a new
 	// rate takes a new encoder, whose first picture is an IDR. The ingest
@@ -107,8 +111,8 @@ func (t *Transcoder) encodeFrame(f *cFrame) error {
 	if b := int(t.bitrate.Load()); b != 0 && b != t.rate {
 		t.rate, newRate = b, true
 	}
-	if t.enc != nil && (newRate || t.enc.p.width != w || t.enc.p.height != h) {
-		t.enc.free()
+	if t.enc != nil && (newRate || t.enc.Params().Width != w || t.enc.Params().Height != h) {
+		t.enc.Free()
 		t.enc = nil
 	}
 	if t.enc == nil {
@@ -116,20 +120,20 @@ func (t *Transcoder) encodeFrame(f *cFrame) error {
 		keyint := max(1, int(t.cfg.KeyframeInterval.Seconds()*t.cfg.FPS+0.5))
 		var err error
 		// The size must be even for 4:2:0.
-		if t.enc, err = openEncoder(encoderParams{width: w &^ 1, height: h &^ 1, fps: fps,
-			bitrate: t.rate, keyint: keyint, preset: t.cfg.Preset}); err != nil {
+		if t.enc, err = avcodec.OpenEncoder(avcodec.EncoderParams{Width: w &^ 1, Height: h &^ 1, FPS: fps,
+			Bitrate: t.rate, Keyint: keyint, Preset: t.cfg.Preset}); err != nil {
 			return err
 		}
 	}
-	in, err := t.enc.prepare(f)
+	in, err := t.enc.Prepare(f)
 	if err != nil {
 		return err
 	}
-	if err := t.enc.encode(in, pts); err != nil {
+	if err := t.enc.Encode(in, pts); err != nil {
 		return fmt.Errorf("encoding: %w", err)
 	}
 	for {
-		data, opts, key, err := t.enc.receive()
+		data, opts, key, err := t.enc.Receive()
 		if err != nil {
 			return fmt.Errorf("encoding: %w", err)
 		}
@@ -137,7 +141,7 @@ func (t *Transcoder) encodeFrame(f *cFrame) error {
 			return nil
 		}
 		au, err := t.output(data, opts, key)
-		t.enc.unref()
+		t.enc.Unref()
 		if err != nil {
 			return err
 		}

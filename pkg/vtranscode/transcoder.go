@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/avcodec"
 	"github.com/srtwhep/srtwhep/pkg/lograte"
 )
 
@@ -38,6 +39,13 @@ const (
 	CodecH264 Codec = iota
 	CodecH265
 )
+
+func (c Codec) avcodec() avcodec.Codec {
+	if c == CodecH265 {
+		return avcodec.HEVC
+	}
+	return avcodec.H264
+}
 
 func (c Codec) String() string {
 	if c == CodecH265 {
@@ -138,8 +146,8 @@ type Transcoder struct {
 
 	// Owned by the run goroutine.
 	rate     int // bit/s the encoder runs at
-	dec      *decoder
-	enc      *encoder
+	dec      *avcodec.Decoder
+	enc      *avcodec.Encoder
 	annexB   []byte
 	arrived  [arrivals]arrival
 	next     int
@@ -176,8 +184,8 @@ func New(cfg Config, emit func(*av.AccessUnit)) (*Transcoder, error) {
 	if cfg.QueueSize <= 0 {
 		cfg.QueueSize = DefaultQueueSize
 	}
-	silenceFFmpeg()
-	dec, err := openDecoder(cfg.Codec)
+	avcodec.Quiet()
+	dec, err := avcodec.OpenDecoder(cfg.Codec.avcodec(), avcodec.DecoderConfig{Clock90k: true})
 	if err != nil {
 		return nil, err
 	}
