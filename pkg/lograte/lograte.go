@@ -58,7 +58,10 @@ type kind[T any] struct {
 // kinds share one entry whose summaries name the zero K, so a stranger
 // sending ever-new kinds cannot grow memory and still gets one line per
 // interval. summary writes the line for held events of a kind: held
-// counts them, latest is their value.
+// counts them, latest is their value. With a nil summary nothing is
+// summarised on its own: the held events of a kind are carried into the
+// count Note returns for its next event after the interval, for callers
+// that hand the count to someone else to log.
 func New[K comparable, T any](every time.Duration, maxKinds int, summary func(kind K, held int, latest T)) *Limiter[K, T] {
 	return &Limiter[K, T]{every: every, maxKinds: max(maxKinds, 1), summary: summary, Now: time.Now,
 		kinds: make(map[K]*kind[T])}
@@ -75,7 +78,7 @@ func (l *Limiter[K, T]) Note(kind K, v T) int {
 	l.mu.Lock()
 	now := l.Now()
 	var due []summaryLine[K, T]
-	if !l.nextDue.IsZero() && !now.Before(l.nextDue) {
+	if l.summary != nil && !l.nextDue.IsZero() && !now.Before(l.nextDue) {
 		due = l.collectLocked(now, false, &kind)
 	}
 	k := l.entryLocked(kind, now)
@@ -106,9 +109,15 @@ func (l *Limiter[K, T]) Note(kind K, v T) int {
 }
 
 // Flush writes the summaries that are due, and forgets kinds quiet for
-// an interval. A caller without After calls it now and then (its own
+// an interval (without a summary function, it only forgets). A caller without After calls it now and then (its own
 // ticker) when a flood's last summary must not wait for the next event.
 func (l *Limiter[K, T]) Flush() {
+	if l.summary == nil {
+		l.mu.Lock()
+		l.pruneLocked(l.Now())
+		l.mu.Unlock()
+		return
+	}
 	l.mu.Lock()
 	due := l.collectLocked(l.Now(), false, nil)
 	l.mu.Unlock()
@@ -124,7 +133,10 @@ func (l *Limiter[K, T]) Close() {
 		l.timer.Stop()
 		l.timer = nil
 	}
-	due := l.collectLocked(l.Now(), true, nil)
+	var due []summaryLine[K, T]
+	if l.summary != nil {
+		due = l.collectLocked(l.Now(), true, nil)
+	}
 	l.mu.Unlock()
 	l.write(due)
 }
@@ -203,7 +215,7 @@ func (l *Limiter[K, T]) collectLocked(now time.Time, final bool, skip *K) []summ
 // armLocked schedules the next summary when After is set and none is
 // scheduled.
 func (l *Limiter[K, T]) armLocked(now time.Time) {
-	if l.After == nil || l.closed || l.timer != nil || l.nextDue.IsZero() {
+	if l.After == nil || l.summary == nil || l.closed || l.timer != nil || l.nextDue.IsZero() {
 		return
 	}
 	l.timer = l.After(max(l.nextDue.Sub(now), 0), l.fire)

@@ -319,6 +319,31 @@ func TestConcurrentCountsExact(t *testing.T) {
 	}
 }
 
+// Without a summary function the held events are never dropped: the
+// kind's next event after the interval stands for them, however much
+// else happened, and Flush and Close write nothing.
+func TestNoSummaryCarries(t *testing.T) {
+	l := New[string, struct{}](time.Second, 8, nil)
+	now := time.Unix(0, 0)
+	l.Now = func() time.Time { return now }
+	var timers int
+	l.After = func(time.Duration, func()) Stopper { timers++; return &fakeTimer{} }
+	l.Note("a", struct{}{})
+	for range 5 {
+		l.Note("a", struct{}{})
+	}
+	now = now.Add(3 * time.Second)
+	l.Note("b", struct{}{}) // would summarise a, had it a summary
+	l.Flush()
+	l.Close()
+	if n := l.Note("a", struct{}{}); n != 6 {
+		t.Errorf("n=%d, want 6: this event and five held", n)
+	}
+	if timers != 0 {
+		t.Errorf("%d timers armed with nothing to write", timers)
+	}
+}
+
 func BenchmarkNoteHeld(b *testing.B) {
 	l := New(time.Hour, 64, func(string, int, error) {})
 	l.Note("k", nil)
