@@ -13,7 +13,6 @@ import (
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/pkg/auth"
-	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/events"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 	"github.com/srtwhep/srtwhep/pkg/ingest"
@@ -131,13 +130,14 @@ func TestDemandPullsAndLingers(t *testing.T) {
 	rd.Attach()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	au, _, err := recvVideo(ctx, rd)
-	if err != nil || !au.IDR {
-		t.Fatalf("first frame: %v, IDR %v", err, au != nil && au.IDR)
+	// Attach: the reader is handed video only.
+	f, err := rd.RecvFrame(ctx)
+	if err != nil || !f.Video.IDR {
+		t.Fatalf("first frame: %v, IDR %v", err, f.Video != nil && f.Video.IDR)
 	}
 	// The reader holds the pull well past its linger: a second of frames.
-	for first := au.PTS; au.PTS-first < 90000; {
-		if au, _, err = recvVideo(ctx, rd); err != nil {
+	for first := f.Video.PTS; f.Video.PTS-first < 90000; {
+		if f, err = rd.RecvFrame(ctx); err != nil {
 			t.Fatalf("the pull ended while a reader was attached: %v", err)
 		}
 	}
@@ -228,19 +228,5 @@ func TestDemandTimeout(t *testing.T) {
 	r.logs.WaitLog(t, 10*time.Second, "source closed", "no viewers")
 	if len(r.seen()) != 0 {
 		t.Errorf("events %+v for a source that never connected", r.seen())
-	}
-}
-
-// recvVideo reads r as a video-only sender would, with RecvFrame and
-// audio frames skipped; catchUp marks frames from the GOP cache.
-func recvVideo(ctx context.Context, r *hub.Reader) (au *av.AccessUnit, catchUp bool, err error) {
-	for {
-		f, err := r.RecvFrame(ctx)
-		if err != nil {
-			return nil, false, err
-		}
-		if f.Video != nil {
-			return f.Video, f.CatchUp, nil
-		}
 	}
 }

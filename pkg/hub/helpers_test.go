@@ -93,16 +93,9 @@ func gaps(seqs []got) int {
 	return n
 }
 
-// recvVideo reads r as a video-only sender would, with RecvFrame and
-// audio frames skipped; catchUp marks frames from the GOP cache.
+// recvVideo is RecvFrame for a reader attached with Attach, which is
+// handed video only; catchUp marks frames from the GOP cache.
 func recvVideo(ctx context.Context, r *Reader) (au *av.AccessUnit, catchUp bool, err error) {
-	for {
-		f, err := r.RecvFrame(ctx)
-		if err != nil {
-			return nil, false, err
-		}
-		if f.Video != nil {
-			return f.Video, f.CatchUp, nil
-		}
-	}
+	f, err := r.RecvFrame(ctx)
+	return f.Video, f.CatchUp, err
 }
