@@ -108,6 +108,18 @@ func (l *Limiter[K, T]) Note(kind K, v T) int {
 	return n
 }
 
+// Reset starts kind's interval now with nothing held: its caller wrote a
+// line for the kind that stands for everything so far (a refusal of a new
+// kind in its own words, say), so the next summary counts from here.
+func (l *Limiter[K, T]) Reset(kind K) {
+	l.mu.Lock()
+	now := l.Now()
+	k := l.entryLocked(kind, now)
+	var zero T
+	k.last, k.held, k.latest = now, 0, zero
+	l.mu.Unlock()
+}
+
 // Flush writes the summaries that are due, and forgets kinds quiet for
 // an interval (without a summary function, it only forgets). A caller without After calls it now and then (its own
 // ticker) when a flood's last summary must not wait for the next event.
