@@ -154,10 +154,11 @@ type Demuxer struct {
 	maxUnit   int
 
 	// Owned by Run's goroutine: the chosen video PID (-1 before the
-	// program tables) and the last unit-cap warning.
-	videoPID  int
-	capLogged time.Time
-	capped    uint64 // units dropped since that warning
+	// program tables).
+	videoPID int
+	// capLog spaces the unit-cap warnings; each carries the units dropped
+	// since the last (no summary of its own).
+	capLog *lograte.Limiter[string, struct{}]
 
 	decodeErrors   atomic.Uint64
 	accessUnits    atomic.Uint64
@@ -187,6 +188,7 @@ func New(r io.Reader, cfg Config) *Demuxer {
 		onAudioFound: cfg.OnAudioFound, onSkip: cfg.OnSkip, onSkipped: cfg.OnSkipped, onStart: cfg.OnStart,
 		onBFrames: cfg.OnBFrames, initLimit: initPMTLimit, maxUnit: cmp.Or(cfg.MaxUnitBytes, DefaultMaxUnitBytes), videoPID: -1}
 	d.errs = lograte.New(summaryEvery, 3, d.writeErrors) // two kinds and the spare
+	d.capLog = lograte.New[string, struct{}](capLogEvery, 2, nil)
 	return d
 }
 
