@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/avcodec"
 )
 
 const (
@@ -28,8 +29,8 @@ type pcmSource struct {
 	// restarts there, so the caller re-anchors its timestamps.
 	onSegment func()
 
-	dec *decoder
-	res *resampler // nil between runs
+	dec *avcodec.Decoder
+	res *avcodec.Resampler // nil between runs
 	// pending holds resampled samples short of a whole frame.
 	pending []float32
 }
@@ -44,7 +45,7 @@ func newPCMSource(t av.AudioTrack, onFrame func([]float32) error, onSegment func
 
 // running reports whether a run is under way, and inRate its input rate.
 func (p *pcmSource) running() bool { return p.res != nil }
-func (p *pcmSource) inRate() int   { return int(p.res.rate) }
+func (p *pcmSource) inRate() int   { return p.res.InRate() }
 
 // decode feeds one coded frame and calls onFrame for each 960-sample
 // output frame it completes. It returns the number of input samples that
@@ -55,20 +56,20 @@ func (p *pcmSource) inRate() int   { return int(p.res.rate) }
 // the next input frame off the expected PTS and restart the run on every
 // frame from then on, each restart padding and refusing a frame again.
 func (p *pcmSource) decode(data []byte) (samples int, err error) {
-	if err := p.dec.send(data); err != nil {
+	if err := p.dec.Send(data, avcodec.NoPTS); err != nil {
 		return 0, fmt.Errorf("decoding: %w", err)
 	}
 	for {
-		f, ferr := p.dec.receive()
+		f, ferr := p.dec.Receive()
 		if ferr != nil {
 			return samples, cmp.Or(err, fmt.Errorf("decoding: %w", ferr))
 		}
 		if f == nil {
 			return samples, err
 		}
-		n := f.samples()
+		n := f.Samples()
 		used, rerr := p.resample(f)
-		f.unref()
+		f.Unref()
 		if used {
 			samples += n
 		}
@@ -79,12 +80,12 @@ func (p *pcmSource) decode(data []byte) (samples int, err error) {
 // resample pushes one decoded frame through the resampler, draining it
 // and starting a new run first if the decoder's output format changed.
 // used reports whether the frame's samples entered the run.
-func (p *pcmSource) resample(f *frame) (used bool, err error) {
-	if p.res == nil || !p.res.accepts(f) {
+func (p *pcmSource) resample(f *avcodec.Frame) (used bool, err error) {
+	if p.res == nil || !p.res.Accepts(f) {
 		// A failed drain lost old-run frames only; this frame still
 		// starts the new run.
 		err = p.drain()
-		res, oerr := openResampler(f)
+		res, oerr := avcodec.OpenResampler(f, av.OpusClockRate)
 		if oerr != nil {
 			return false, cmp.Or(err, oerr)
 		}
@@ -92,7 +93,7 @@ func (p *pcmSource) resample(f *frame) (used bool, err error) {
 		p.onSegment()
 	}
 	var cerr error
-	if p.pending, cerr = p.res.convert(p.pending, f); cerr != nil {
+	if p.pending, cerr = p.res.Convert(p.pending, f); cerr != nil {
 		// The run's anchor now stands for samples that never went in;
 		// ending it lets the next frame start a correct one.
 		p.endRun()
@@ -127,7 +128,7 @@ func (p *pcmSource) drain() error {
 	for {
 		before := len(p.pending)
 		var err error
-		if p.pending, err = p.res.convert(p.pending, nil); err != nil {
+		if p.pending, err = p.res.Convert(p.pending, nil); err != nil {
 			return fmt.Errorf("resampling: %w", err)
 		}
 		if len(p.pending) == before {
@@ -142,7 +143,7 @@ func (p *pcmSource) drain() error {
 
 func (p *pcmSource) endRun() {
 	if p.res != nil {
-		p.res.free()
+		p.res.Free()
 		p.res = nil
 	}
 	p.pending = p.pending[:0]
@@ -151,7 +152,23 @@ func (p *pcmSource) endRun() {
 func (p *pcmSource) close() {
 	p.endRun()
 	if p.dec != nil {
-		p.dec.free()
+		p.dec.Free()
 		p.dec = nil
 	}
+}
+
+// openDecoder opens the FFmpeg decoder of t's codec.
+func openDecoder(t av.AudioTrack) (*avcodec.Decoder, error) {
+	var c avcodec.Codec
+	switch {
+	case t.Codec == av.AudioCodecAAC:
+		c = avcodec.AAC
+	case t.Codec == av.AudioCodecMPEG1 && t.Layer == 2:
+		c = avcodec.MP2
+	case t.Codec == av.AudioCodecMPEG1 && t.Layer == 3:
+		c = avcodec.MP3
+	default:
+		return nil, fmt.Errorf("cannot decode %s (layer %d)", t.Codec, t.Layer)
+	}
+	return avcodec.OpenDecoder(c, avcodec.DecoderConfig{SampleRate: t.SampleRate, Extradata: t.Config})
 }

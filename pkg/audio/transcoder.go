@@ -28,6 +28,8 @@ import (
 	hopus "gopkg.in/hraban/opus.v2"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/avcodec"
+	"github.com/srtwhep/srtwhep/pkg/lograte"
 )
 
 const (
@@ -96,9 +98,7 @@ type Transcoder struct {
 	errors    atomic.Uint64
 	cpu       atomic.Int64
 
-	pending uint64
-	lastErr error
-	lastLog time.Time
+	problems *lograte.Limiter[string, error] // the error lines
 }
 
 // New returns a Transcoder for track that calls emit, on Write's
@@ -110,8 +110,9 @@ func New(track av.AudioTrack, cfg Config, emit func(*av.AudioFrame)) (*Transcode
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	silenceFFmpeg()
+	avcodec.Quiet()
 	t := &Transcoder{log: log, emit: emit}
+	t.problems = lograte.New(summaryEvery, 2, t.writeErrors)
 	if track.Codec == av.AudioCodecOpus {
 		t.pass = true
 		return t, nil
@@ -213,20 +214,14 @@ func (t *Transcoder) encode(pcm []float32) error {
 // fail counts a skipped frame and logs a summary at most every summaryEvery.
 func (t *Transcoder) fail(err error) {
 	t.errors.Add(1)
-	t.pending++
-	t.lastErr = err
-	if now := time.Now(); t.lastLog.IsZero() || now.Sub(t.lastLog) >= summaryEvery {
-		t.flushSummary(now)
+	if n := t.problems.Note("audio", err); n > 0 {
+		t.writeErrors("audio", n, err)
 	}
 }
 
-func (t *Transcoder) flushSummary(now time.Time) {
-	if t.pending == 0 {
-		return
-	}
+func (t *Transcoder) writeErrors(_ string, n int, last error) {
 	t.log.Warn("audio transcode errors (damaged audio is skipped; video is not affected)",
-		"errors", t.pending, "total", t.errors.Load(), "err", t.lastErr)
-	t.pending, t.lastLog = 0, now
+		"errors", n, "total", t.errors.Load(), "err", last)
 }
 
 // Stats returns a snapshot of the counters.
@@ -242,7 +237,7 @@ func (t *Transcoder) Stats() Stats {
 // Close frees the FFmpeg state. Audio still buffered (under 20 ms) is
 // dropped: the publisher is gone. Safe to call more than once.
 func (t *Transcoder) Close() {
-	t.flushSummary(time.Now())
+	t.problems.Close()
 	if t.pcm != nil {
 		t.pcm.close()
 		t.pcm = nil

@@ -125,7 +125,7 @@ var errorCases = []struct {
 	{"queue size zero", "readers:\n  queueSize: 0\n",
 		`srtwhep.yml:2: readers.queueSize: 0 cannot hold a frame; use 1 or more, e.g. 128 (about 4 s at 30 fps)`},
 	{"path name with space", "paths:\n  \"live cam\": {}\n",
-		`srtwhep.yml:2: paths: "live cam" is not a valid path name: ' ' is not allowed; use segments of letters, digits, '.', '_', '~', '-' separated by '/', e.g. live/cam1`},
+		`srtwhep.yml:2: paths: "live cam" is not a valid path name: ' ' is not allowed (use letters, digits, - _ . ~ and /); use segments of letters, digits, '.', '_', '~', '-' separated by '/', e.g. live/cam1`},
 	{"path name leading slash", "paths:\n  /live/cam: {}\n",
 		`srtwhep.yml:2: paths: "/live/cam" is not a valid path name: it starts or ends with '/'; use segments of letters, digits, '.', '_', '~', '-' separated by '/', e.g. live/cam1`},
 	{"path name dotdot", "paths:\n  live/../x: {}\n",
@@ -289,7 +289,7 @@ func TestValidateWithoutSource(t *testing.T) {
 	c.WebRTC.UDPPort = -1
 	c.Paths["bad path"] = Path{}
 	want := "webrtc.udpPort: -1 is not a port; use 1 to 65535, e.g. 8189 (0 picks a free port, for tests and local runs)\n" +
-		`paths: "bad path" is not a valid path name: ' ' is not allowed; use segments of letters, digits, '.', '_', '~', '-' separated by '/', e.g. live/cam1`
+		`paths: "bad path" is not a valid path name: ' ' is not allowed (use letters, digits, - _ . ~ and /); use segments of letters, digits, '.', '_', '~', '-' separated by '/', e.g. live/cam1`
 	if err := c.Validate(); err == nil || err.Error() != want {
 		t.Errorf("Validate() = %v\nwant %s", err, want)
 	}

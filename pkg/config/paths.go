@@ -1,11 +1,11 @@
 package config
 
 import (
-	"fmt"
 	"reflect"
-	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/srtwhep/srtwhep/pkg/pathname"
 )
 
 // decodePaths decodes each path entry over a copy of pathDefaults.
@@ -42,37 +42,7 @@ func (w *walker) decodePaths(c *Config, n *yaml.Node) {
 	}
 }
 
-// maxPathLen is pathname.MaxLen (config imports no package of ours): a
-// longer name could never be published to or watched.
-const maxPathLen = 128
-
-// pathNameProblem says why name cannot be a path, or "" when it can.
-func pathNameProblem(name string) string {
-	switch {
-	case name == "":
-		return "it is empty"
-	case len(name) > maxPathLen:
-		return fmt.Sprintf("it is %d bytes long, more than the %d a publisher could use", len(name), maxPathLen)
-	case strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/"):
-		return "it starts or ends with '/'"
-	}
-	for _, seg := range strings.Split(name, "/") {
-		switch seg {
-		case "":
-			return "it has an empty segment ('//')"
-		case ".", "..":
-			return "it has a '" + seg + "' segment"
-		}
-		for _, r := range seg {
-			if !pathRune(r) {
-				return fmt.Sprintf("%q is not allowed", r)
-			}
-		}
-	}
-	return ""
-}
-
-func pathRune(r rune) bool {
-	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
-		r == '.' || r == '_' || r == '~' || r == '-'
-}
+// pathNameProblem says why name cannot be a path, or "" when it can: a
+// name the edges refuse (pathname) could never be published to or
+// watched.
+func pathNameProblem(name string) string { return pathname.Problem(name) }

@@ -9,34 +9,45 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/srtwhep/srtwhep/pkg/lograte"
 )
 
 // Table is the count. It holds one entry per client with an open
 // connection, so the total cap bounds it.
 type Table struct {
 	perClient, total int
-	every            time.Duration
 	// Now is the clock of the refusal summaries; tests replace it.
 	Now func() time.Time
+	// refusals spaces the summaries: per client, and one kind for the
+	// total. No summary function: the count is the caller's to log, in
+	// the next Refusal that is Due.
+	refusals *lograte.Limiter[refusalKind, struct{}]
 
-	mu            sync.Mutex
-	open          int
-	clients       map[string]*client
-	totalRefused  int // since the last summary
-	totalLoggedAt time.Time
+	mu      sync.Mutex
+	open    int
+	clients map[string]*client
 }
 
-type client struct {
-	open     int
-	refused  int // since the last summary
-	loggedAt time.Time
+type client struct{ open int }
+
+// refusalKind is a client's refusals, or with overTotal those over the
+// total (client ""). The zero value is lograte's shared entry.
+type refusalKind struct {
+	overTotal bool
+	client    string
 }
 
 // New caps connections at perClient per client and total in all, with
 // at most one refusal summary per client (and one for the total) every
 // interval.
 func New(perClient, total int, every time.Duration) *Table {
-	return &Table{perClient: perClient, total: total, every: every, Now: time.Now, clients: map[string]*client{}}
+	t := &Table{perClient: perClient, total: total, Now: time.Now, clients: map[string]*client{}}
+	// Only clients at their cap are refused, so at most total/perClient
+	// of them at a time, besides the total's kind and the shared one.
+	t.refusals = lograte.New[refusalKind, struct{}](every, total/max(perClient, 1)+2, nil)
+	t.refusals.Now = func() time.Time { return t.Now() }
+	return t
 }
 
 // Refusal is why Admit refused a connection and whether a summary is
@@ -51,27 +62,16 @@ type Refusal struct {
 // Admit counts a new connection of key ("" for a peer only the total
 // applies to), or refuses it.
 func (t *Table) Admit(key string) (bool, Refusal) {
-	now := t.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	cl := t.clients[key]
 	switch {
 	case t.open >= t.total:
-		t.totalRefused++
-		r := Refusal{OverTotal: true, Open: t.open}
-		if now.Sub(t.totalLoggedAt) >= t.every {
-			r.Due, r.Refused = true, t.totalRefused
-			t.totalRefused, t.totalLoggedAt = 0, now
-		}
-		return false, r
+		n := t.refusals.Note(refusalKind{overTotal: true}, struct{}{})
+		return false, Refusal{OverTotal: true, Open: t.open, Due: n > 0, Refused: n}
 	case key != "" && cl != nil && cl.open >= t.perClient:
-		cl.refused++
-		r := Refusal{Open: cl.open}
-		if now.Sub(cl.loggedAt) >= t.every {
-			r.Due, r.Refused = true, cl.refused
-			cl.refused, cl.loggedAt = 0, now
-		}
-		return false, r
+		n := t.refusals.Note(refusalKind{client: key}, struct{}{})
+		return false, Refusal{Open: cl.open, Due: n > 0, Refused: n}
 	}
 	t.open++
 	if key != "" {

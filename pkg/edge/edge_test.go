@@ -130,13 +130,14 @@ func TestDemandPullsAndLingers(t *testing.T) {
 	rd.Attach()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	au, _, err := rd.Recv(ctx)
-	if err != nil || !au.IDR {
-		t.Fatalf("first frame: %v, IDR %v", err, au != nil && au.IDR)
+	// Attach: the reader is handed video only.
+	f, err := rd.RecvFrame(ctx)
+	if err != nil || !f.Video.IDR {
+		t.Fatalf("first frame: %v, IDR %v", err, f.Video != nil && f.Video.IDR)
 	}
 	// The reader holds the pull well past its linger: a second of frames.
-	for first := au.PTS; au.PTS-first < 90000; {
-		if au, _, err = rd.Recv(ctx); err != nil {
+	for first := f.Video.PTS; f.Video.PTS-first < 90000; {
+		if f, err = rd.RecvFrame(ctx); err != nil {
 			t.Fatalf("the pull ended while a reader was attached: %v", err)
 		}
 	}

@@ -204,7 +204,7 @@ func TestLinger(t *testing.T) {
 		t.Fatal(err)
 	}
 	rd.Attach()
-	if au, _, err := rd.Recv(t.Context()); err != nil || !au.IDR {
+	if f, err := rd.RecvFrame(t.Context()); err != nil || !f.Video.IDR {
 		t.Fatalf("first frame: %v", err)
 	}
 	rd.Close()

@@ -239,23 +239,3 @@ func TestDropSummaryNamesAudio(t *testing.T) {
 		t.Errorf("log:\n%s\nwant:\n%s", got, want)
 	}
 }
-
-// Recv serves senders that only send video: it skips the audio frames of
-// a reader attached with AttachAV.
-func TestRecvSkipsAudio(t *testing.T) {
-	h := New(Config{QueueSize: 4})
-	pub := mustPublish(t, h, "live/a")
-	pub.SetAudio(true)
-	r := mustReader(t, h, "live/a", "s1")
-	r.AttachAV()
-	pub.Write(mkAU(0, true))
-	pub.WriteAudio(mkAF(1))
-	pub.Write(mkAU(2, false))
-	wantFrames(t, "Recv", func() []string {
-		var out []string
-		for _, g := range drain(t, r) {
-			out = append(out, fmt.Sprintf("V%d", g.seq))
-		}
-		return out
-	}(), "V0 V2")
-}

@@ -31,7 +31,7 @@ func BenchmarkWrite(b *testing.B) {
 				readers[i] = r
 				wg.Go(func() {
 					for {
-						if _, _, err := r.Recv(ctx); err != nil {
+						if _, _, err := recvVideo(ctx, r); err != nil {
 							return
 						}
 					}
@@ -95,7 +95,7 @@ func BenchmarkWriteNoDrops(b *testing.B) {
 					b.StopTimer()
 					for _, r := range readers {
 						for {
-							if _, _, err := r.Recv(done); err != nil {
+							if _, _, err := recvVideo(done, r); err != nil {
 								break
 							}
 						}

@@ -30,7 +30,7 @@ func TestSlowReaderDropsWholeGOPTails(t *testing.T) {
 			au := mkAU(seq, seq%gop == 0)
 			seq++
 			pub.Write(au)
-			g, catchUp, err := fast.Recv(t.Context())
+			g, catchUp, err := recvVideo(t.Context(), fast)
 			if err != nil {
 				t.Fatalf("fast Recv: %v", err)
 			}

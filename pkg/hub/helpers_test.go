@@ -48,7 +48,7 @@ func drain(t *testing.T, r *Reader) []got {
 	cancel()
 	var out []got
 	for {
-		au, catchUp, err := r.Recv(ctx)
+		au, catchUp, err := recvVideo(ctx, r)
 		if err != nil {
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("Recv: %v", err)
@@ -91,4 +91,11 @@ func gaps(seqs []got) int {
 		}
 	}
 	return n
+}
+
+// recvVideo is RecvFrame for a reader attached with Attach, which is
+// handed video only; catchUp marks frames from the GOP cache.
+func recvVideo(ctx context.Context, r *Reader) (au *av.AccessUnit, catchUp bool, err error) {
+	f, err := r.RecvFrame(ctx)
+	return f.Video, f.CatchUp, err
 }

@@ -95,18 +95,18 @@ func TestPublisherCloseEndsReaders(t *testing.T) {
 	blocked := make(chan error, 1)
 	go func() {
 		// Take the queued frame, then block until the publisher leaves.
-		if _, _, err := attached.Recv(t.Context()); err != nil {
+		if _, _, err := recvVideo(t.Context(), attached); err != nil {
 			blocked <- err
 			return
 		}
-		_, _, err := attached.Recv(t.Context())
+		_, _, err := recvVideo(t.Context(), attached)
 		blocked <- err
 	}()
 	pub.Close()
 	if err := <-blocked; !errors.Is(err, ErrEnded) {
 		t.Errorf("blocked Recv: err = %v, want ErrEnded", err)
 	}
-	if _, _, err := reserved.Recv(t.Context()); !errors.Is(err, ErrEnded) {
+	if _, _, err := recvVideo(t.Context(), reserved); !errors.Is(err, ErrEnded) {
 		t.Errorf("reserved reader Recv: err = %v, want ErrEnded", err)
 	}
 	if n := h.ReadersTotal(); n != 0 {
@@ -129,7 +129,7 @@ func TestPublisherCloseEndsReaders(t *testing.T) {
 	if seqs := drain(t, fresh); len(seqs) != 1 || seqs[0].seq != 10 {
 		t.Errorf("new generation reader got %v, want [10]", seqs)
 	}
-	if _, _, err := attached.Recv(t.Context()); !errors.Is(err, ErrEnded) {
+	if _, _, err := recvVideo(t.Context(), attached); !errors.Is(err, ErrEnded) {
 		t.Errorf("old reader after re-publish: err = %v, want ErrEnded", err)
 	}
 	if n := h.ReadersTotal(); n != 1 {
@@ -148,7 +148,7 @@ func TestReaderCloseEndsRecv(t *testing.T) {
 	r.Attach()
 	ended := make(chan error, 1)
 	go func() {
-		_, _, err := r.Recv(context.Background())
+		_, _, err := recvVideo(context.Background(), r)
 		ended <- err
 	}()
 	r.Close()
@@ -158,7 +158,7 @@ func TestReaderCloseEndsRecv(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	r2 := mustReader(t, h, "live/a", "s2")
-	if _, _, err := r2.Recv(ctx); !errors.Is(err, context.Canceled) {
+	if _, _, err := recvVideo(ctx, r2); !errors.Is(err, context.Canceled) {
 		t.Errorf("Recv on a cancelled ctx: err = %v, want context.Canceled", err)
 	}
 }
@@ -177,7 +177,7 @@ func TestPathsStats(t *testing.T) {
 	for i := range 5 {
 		pub.Write(mkAU(i, i == 0)) // frames 2, 3, 4 overflow both queues
 	}
-	if _, _, err := keep.Recv(t.Context()); err != nil {
+	if _, _, err := recvVideo(t.Context(), keep); err != nil {
 		t.Fatal(err)
 	}
 	leave.Close()
@@ -233,7 +233,7 @@ func TestConcurrentAttachWrite(t *testing.T) {
 				r.Attach()
 				var seqs []got
 				for range rng.IntN(80) {
-					au, catchUp, err := r.Recv(t.Context())
+					au, catchUp, err := recvVideo(t.Context(), r)
 					if err != nil {
 						if !errors.Is(err, ErrEnded) {
 							t.Errorf("Recv: %v", err)

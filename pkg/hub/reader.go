@@ -270,7 +270,7 @@ func (r *Reader) end() {
 // (catchUp=true), then live frames with no gap and no duplicate. Without a
 // usable cache the reader starts at the next IDR. Calling it again, or
 // after the publisher left, does nothing. It must come before the first
-// receive (RecvFrame, Recv, Poll): it may replace the queue to fit the
+// receive (RecvFrame, Poll): it may replace the queue to fit the
 // cached GOP.
 func (r *Reader) Attach() {
 	r.p.attach(r, false, false)
@@ -333,22 +333,6 @@ func (r *Reader) RecvFrameIdle(ctx context.Context, idle <-chan time.Time) (Fram
 		return Frame{}, ctx.Err()
 	case <-idle:
 		return Frame{}, ErrIdle
-	}
-}
-
-// Recv returns the next access unit, skipping audio frames, for a reader
-// that sends video only. catchUp marks frames replayed from the GOP cache,
-// which a sender may want to pace differently from live ones. Errors are
-// RecvFrame's.
-func (r *Reader) Recv(ctx context.Context) (au *av.AccessUnit, catchUp bool, err error) {
-	for {
-		f, err := r.RecvFrame(ctx)
-		if err != nil {
-			return nil, false, err
-		}
-		if f.Video != nil {
-			return f.Video, f.CatchUp, nil
-		}
 	}
 }
 

@@ -55,7 +55,7 @@ func TestRendition(t *testing.T) {
 
 	// Dropping the rendition ends its readers, not the path's.
 	pub.DropRendition()
-	if _, _, err := tr.Recv(t.Context()); !errors.Is(err, ErrEnded) {
+	if _, _, err := recvVideo(t.Context(), tr); !errors.Is(err, ErrEnded) {
 		t.Errorf("rendition reader after DropRendition: %v, want ErrEnded", err)
 	}
 	if h.HasRendition("live/a") {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/srtwhep/srtwhep/pkg/lograte"
 	"github.com/srtwhep/srtwhep/pkg/tsdemux"
 )
 
@@ -28,10 +29,6 @@ type Problem struct {
 	// Count is how many publishers in a row were refused (or warned) for
 	// Reason on this path since the record was made.
 	Count int
-
-	// The refusal loop's summary: refusals not logged since lastLine.
-	suppressed int
-	lastLine   time.Time
 }
 
 // The reasons a publisher is refused or its picture is undecodable.
@@ -131,11 +128,17 @@ type problems struct {
 	mu     sync.Mutex
 	byPath map[string]*Problem
 	counts map[string]uint64 // by reason, for the life of the process
+	// repeats spaces the summaries of a refusal loop, per path: the
+	// count is the caller's to log, so it has no summary function.
+	repeats *lograte.Limiter[string, struct{}]
+	at      time.Time // note's now, the repeats' clock (read under mu)
 }
 
 func (b *problems) init() {
 	b.byPath = map[string]*Problem{}
 	b.counts = map[string]uint64{}
+	b.repeats = lograte.New[string, struct{}](refusalSummaryEvery, maxProblems+1, nil)
+	b.repeats.Now = func() time.Time { return b.at }
 }
 
 // note records a problem of path; the count goes on while the same reason
@@ -150,18 +153,16 @@ func (b *problems) note(path, remote, reason string, live bool, now time.Time, t
 	p := b.byPath[path]
 	again = p != nil && p.Reason == reason && sameHost(p.Remote, remote)
 	if p == nil || p.Reason != reason {
-		p = &Problem{Reason: reason, lastLine: now}
+		p = &Problem{Reason: reason}
 		b.byPath[path] = p
 	}
 	p.Text, p.Remote, p.At, p.Live = text, remote, now, live
 	p.Count++
+	b.at = now
 	if again {
-		p.suppressed++
-		if now.Sub(p.lastLine) >= refusalSummaryEvery {
-			summary, p.suppressed, p.lastLine = p.suppressed, 0, now
-		}
+		summary = b.repeats.Note(path, struct{}{})
 	} else {
-		p.suppressed, p.lastLine = 0, now
+		b.repeats.Reset(path) // its caller writes this one in full
 	}
 	b.pruneLocked(now)
 	return again, summary

@@ -346,6 +346,7 @@ func (v *videoPipeline) run(r transcodeReason, after int64) bool {
 		v.log.Error("video transcoder failed to start; the stream passes through as published", "reason", r.why, "err", err)
 		return false
 	}
+	go tc.Run() // ends with tc.Close, which waits for it
 	for _, au := range v.gop {
 		tc.Write(au)
 	}

@@ -67,9 +67,6 @@ func New[K comparable, T any](every time.Duration, maxKinds int, summary func(ki
 		kinds: make(map[K]*kind[T])}
 }
 
-// Every is the interval.
-func (l *Limiter[K, T]) Every() time.Duration { return l.every }
-
 // Note counts one event of kind with value v. It returns how many events
 // a line written now stands for: this one and those of its kind held
 // back since the kind's last line, not summarised yet. 0 means the
@@ -108,9 +105,22 @@ func (l *Limiter[K, T]) Note(kind K, v T) int {
 	return n
 }
 
+// Reset starts kind's interval now with nothing held: its caller wrote a
+// line for the kind that stands for everything so far (a refusal of a new
+// kind in its own words, say), so the next summary counts from here.
+func (l *Limiter[K, T]) Reset(kind K) {
+	l.mu.Lock()
+	now := l.Now()
+	k := l.entryLocked(kind, now)
+	var zero T
+	k.last, k.held, k.latest = now, 0, zero
+	l.mu.Unlock()
+}
+
 // Flush writes the summaries that are due, and forgets kinds quiet for
-// an interval (without a summary function, it only forgets). A caller without After calls it now and then (its own
-// ticker) when a flood's last summary must not wait for the next event.
+// an interval (without a summary function, it only forgets). A caller
+// without After calls it now and then (its own ticker) when a flood's
+// last summary must not wait for the next event.
 func (l *Limiter[K, T]) Flush() {
 	if l.summary == nil {
 		l.mu.Lock()

@@ -344,6 +344,28 @@ func TestNoSummaryCarries(t *testing.T) {
 	}
 }
 
+// Reset forgets what was held and starts the interval again: the next
+// event within it is held, and the next due line counts from the reset.
+func TestReset(t *testing.T) {
+	c := newClocked(time.Second, 8)
+	c.Note("a", "1")
+	c.Note("a", "2")
+	c.now = c.now.Add(900 * time.Millisecond)
+	c.Reset("a")
+	c.now = c.now.Add(500 * time.Millisecond) // due after the first line, not after the reset
+	if n := c.Note("a", "3"); n != 0 {
+		t.Fatalf("n=%d within the interval the reset started, want 0", n)
+	}
+	c.now = c.now.Add(500 * time.Millisecond)
+	if n := c.Note("a", "4"); n != 2 {
+		t.Fatalf("n=%d, want 2: this event and the one held since the reset", n)
+	}
+	c.Close()
+	if len(c.lines) != 0 {
+		t.Fatalf("summaries %v, want none", c.lines)
+	}
+}
+
 func BenchmarkNoteHeld(b *testing.B) {
 	l := New(time.Hour, 64, func(string, int, error) {})
 	l.Note("k", nil)

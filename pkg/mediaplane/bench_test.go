@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
-	"github.com/srtwhep/srtwhep/pkg/rtph264"
+	"github.com/srtwhep/srtwhep/pkg/rtpstamp"
 )
 
 // benchFrame is a P-frame of ten 1,100-byte payloads, cut once and shared
@@ -73,9 +73,9 @@ func BenchmarkEncryptRTP(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				h.SequenceNumber = uint16(i)
-				plain := buf[:rtph264.HeaderLen+len(payload)]
-				rtph264.MarshalHeader(plain, &h)
-				copy(plain[rtph264.HeaderLen:], payload)
+				plain := buf[:rtpstamp.HeaderLen+len(payload)]
+				rtpstamp.MarshalHeader(plain, &h)
+				copy(plain[rtpstamp.HeaderLen:], payload)
 				if _, err := ctx.EncryptRTP(plain[:0], plain, &parsed); err != nil {
 					b.Fatal(err)
 				}
@@ -99,10 +99,10 @@ func BenchmarkSendFrame(b *testing.B) {
 				srv, _ := newServer(b, nil)
 				s := newSink(b, false)
 				vs := make([]*Viewer, viewers)
-				sts := make([]*rtph264.Stamper, viewers)
+				sts := make([]*rtpstamp.Stamper, viewers)
 				for i := range vs {
 					vs[i], _ = keyedViewer(b, srv, s.addr(), srtp.ProtectionProfileAeadAes128Gcm)
-					sts[i] = rtph264.NewStamper(vs[i].VideoSSRC(), 102, 0, 0)
+					sts[i] = rtpstamp.NewStamper(vs[i].VideoSSRC(), 102, 0, 0)
 				}
 				snd := srv.NewSender(viewers * len(au.Payloads))
 				var pkts []rtp.Packet

@@ -18,7 +18,7 @@ import (
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/pkg/plane"
-	"github.com/srtwhep/srtwhep/pkg/rtph264"
+	"github.com/srtwhep/srtwhep/pkg/rtpstamp"
 )
 
 // victim is a socket at an address that never asked for the stream: it
@@ -76,7 +76,7 @@ func TestSpoofedNomination(t *testing.T) {
 		t.Fatal(err)
 	}
 	snd := srv.NewSender(0)
-	st := rtph264.NewStamper(v.VideoSSRC(), 102, 1, 1)
+	st := rtpstamp.NewStamper(v.VideoSSRC(), 102, 1, 1)
 	aus := frames(4)
 	var spoofed int64
 	// Two refused nominations in a row: the second after the first was
@@ -239,7 +239,7 @@ func TestPionViewerMoves(t *testing.T) {
 	first := v.Remote()
 
 	snd := srv.NewSender(0)
-	st := rtph264.NewStamper(v.VideoSSRC(), vc.Video.PayloadType, 1, 1)
+	st := rtpstamp.NewStamper(v.VideoSSRC(), vc.Video.PayloadType, 1, 1)
 	aus := frames(8)
 	sent := 0
 	// sendUntil sends frames until cond holds, each after the viewer has

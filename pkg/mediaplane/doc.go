@@ -45,7 +45,7 @@
 // # Sending
 //
 // A Sender belongs to one goroutine. Queue stamps nothing itself: it takes
-// the RTP packets a caller stamped (rtph264.Stamper shares one payload
+// the RTP packets a caller stamped (rtpstamp.Stamper shares one payload
 // buffer among all viewers), writes each header and payload into a slot of
 // the Sender's buffer, encrypts it there in place, and groups the frame's
 // packets into UDP GSO messages (equal segment sizes, the last may be

@@ -9,7 +9,7 @@ import (
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/pkg/plane"
-	"github.com/srtwhep/srtwhep/pkg/rtph264"
+	"github.com/srtwhep/srtwhep/pkg/rtpstamp"
 )
 
 // TestGoroutinesPerViewer: connected viewers own no goroutine. Six
@@ -50,7 +50,7 @@ func TestGoroutinesPerViewer(t *testing.T) {
 	snd := srv.NewSender(0)
 	au := frames(2)[1]
 	for i, v := range vs {
-		pkts := rtph264.NewStamper(v.VideoSSRC(), pts[i], 0, 0).Stamp(nil, au, false)
+		pkts := rtpstamp.NewStamper(v.VideoSSRC(), pts[i], 0, 0).Stamp(nil, au, false)
 		if err := snd.Queue(v, pkts); err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
-	"github.com/srtwhep/srtwhep/pkg/rtph264"
+	"github.com/srtwhep/srtwhep/pkg/rtpstamp"
 )
 
 // TestIPv6Viewer: on sockets bound to ::1 every candidate, UDP and
@@ -56,7 +56,7 @@ func TestIPv6Viewer(t *testing.T) {
 		t.Fatalf("media goes to %v, want the IPv6 peer", r)
 	}
 	au := frames(2)[1]
-	pkts := rtph264.NewStamper(v.VideoSSRC(), 102, 1, 1).Stamp(nil, au, false)
+	pkts := rtpstamp.NewStamper(v.VideoSSRC(), 102, 1, 1).Stamp(nil, au, false)
 	if len(pkts) < 2 {
 		t.Fatalf("the frame is %d packets, want several for one GSO message", len(pkts))
 	}

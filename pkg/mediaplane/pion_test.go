@@ -15,7 +15,7 @@ import (
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/plane"
-	"github.com/srtwhep/srtwhep/pkg/rtph264"
+	"github.com/srtwhep/srtwhep/pkg/rtpstamp"
 )
 
 // rtcpLog keeps what a test needs from OnRTCP. The callback copies: the
@@ -94,7 +94,7 @@ func TestPionViewer(t *testing.T) {
 	logs.WaitLog(t, time.Second, "viewer connected", "srtp=SRTP_AEAD_AES_128_GCM")
 
 	snd := srv.NewSender(0)
-	st := rtph264.NewStamper(v.VideoSSRC(), vc.Video.PayloadType, 65000, 1234) // crosses the sequence wrap
+	st := rtpstamp.NewStamper(v.VideoSSRC(), vc.Video.PayloadType, 65000, 1234) // crosses the sequence wrap
 	var sent []rtp.Packet
 	var pkts []rtp.Packet
 	// sendAU stamps and sends one access unit, leaving out the packet at

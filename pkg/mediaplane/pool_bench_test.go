@@ -12,7 +12,7 @@ import (
 	"github.com/pion/srtp/v3"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
-	"github.com/srtwhep/srtwhep/pkg/rtph264"
+	"github.com/srtwhep/srtwhep/pkg/rtpstamp"
 )
 
 // frameStepper is a sender that writes one frame per wake, as rtpsend's
@@ -20,7 +20,7 @@ import (
 type frameStepper struct {
 	c    *conn
 	au   *av.AccessUnit
-	st   *rtph264.Stamper
+	st   *rtpstamp.Stamper
 	pkts []rtp.Packet
 	wake func()
 	// due is set by the benchmark for each frame; the pool's first step
@@ -60,7 +60,7 @@ func BenchmarkWriterPool(b *testing.B) {
 			for i := range ss {
 				v, _ := keyedViewer(b, srv, s.addr(), srtp.ProtectionProfileAeadAes128Gcm)
 				c := &conn{plane: p, v: v}
-				ss[i] = &frameStepper{c: c, au: au, st: rtph264.NewStamper(v.VideoSSRC(), 102, 0, 0), sent: &sent}
+				ss[i] = &frameStepper{c: c, au: au, st: rtpstamp.NewStamper(v.VideoSSRC(), 102, 0, 0), sent: &sent}
 				p.pool.add(c, ss[i])
 			}
 			frame := func(i int) {

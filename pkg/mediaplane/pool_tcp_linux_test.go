@@ -14,7 +14,7 @@ import (
 	"github.com/pion/stun/v4"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
-	"github.com/srtwhep/srtwhep/pkg/rtph264"
+	"github.com/srtwhep/srtwhep/pkg/rtpstamp"
 )
 
 // movingStepper is a pooled viewer's sender whose first step is where a
@@ -93,7 +93,7 @@ func TestPoolNominationToFullTCP(t *testing.T) {
 
 	idr := frames(1)[0]
 	stamp := func(v *Viewer) []rtp.Packet {
-		return rtph264.NewStamper(v.VideoSSRC(), 102, 0, 0).Stamp(nil, idr, false)
+		return rtpstamp.NewStamper(v.VideoSSRC(), 102, 0, 0).Stamp(nil, idr, false)
 	}
 
 	// The TCP peer: tiny buffers and it never reads, so its link is full

@@ -11,7 +11,7 @@ import (
 	"github.com/pion/stun/v4"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
-	"github.com/srtwhep/srtwhep/pkg/rtph264"
+	"github.com/srtwhep/srtwhep/pkg/rtpstamp"
 )
 
 // TestMalformedInput: garbage of every class, STUN with a bad integrity,
@@ -130,7 +130,7 @@ func TestProfileFallback(t *testing.T) {
 	v := p.join(srv, h264Codec)
 	p.connect(srv, v, dtls.SRTP_AES128_CM_HMAC_SHA1_80)
 	logs.WaitLog(t, time.Second, "viewer connected", "srtp=SRTP_AES128_CM_HMAC_SHA1_80")
-	pkts := rtph264.NewStamper(v.VideoSSRC(), 102, 1, 1).Stamp(nil, frames(2)[1], false)
+	pkts := rtpstamp.NewStamper(v.VideoSSRC(), 102, 1, 1).Stamp(nil, frames(2)[1], false)
 	if err := srv.NewSender(0).SendFrame(v, pkts); err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/pkg/plane"
-	"github.com/srtwhep/srtwhep/pkg/rtph264"
+	"github.com/srtwhep/srtwhep/pkg/rtpstamp"
 )
 
 // TestRawPeer checks the transport against a peer built from pion's
@@ -43,7 +43,7 @@ func TestRawPeer(t *testing.T) {
 
 	// Media: a frame of FU-A fragments and a short tail, as GSO groups it.
 	au := frames(2)[1]
-	st := rtph264.NewStamper(v.VideoSSRC(), 102, 1, 1)
+	st := rtpstamp.NewStamper(v.VideoSSRC(), 102, 1, 1)
 	pkts := st.Stamp(nil, au, false)
 	snd := srv.NewSender(4)
 	if err := snd.SendFrame(v, pkts); err != nil {
@@ -234,7 +234,7 @@ func TestICERestart(t *testing.T) {
 		return srv.Stats().DroppedUnknownUfrag > before
 	})
 
-	pkts := rtph264.NewStamper(v.VideoSSRC(), 102, 9, 9).Stamp(nil, frames(2)[1], false)
+	pkts := rtpstamp.NewStamper(v.VideoSSRC(), 102, 9, 9).Stamp(nil, frames(2)[1], false)
 	if err := srv.NewSender(0).SendFrame(v, pkts); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/pion/rtp"
 
 	"github.com/srtwhep/srtwhep/pkg/plane"
-	"github.com/srtwhep/srtwhep/pkg/rtph264"
+	"github.com/srtwhep/srtwhep/pkg/rtpstamp"
 )
 
 // DefaultSenderPackets is a Sender's capacity unless NewSender is told
@@ -25,7 +25,7 @@ const slotSize = 1500
 const maxSRTPOverhead = 16
 
 // MaxPayload is the largest RTP payload a Sender takes.
-const MaxPayload = slotSize - rtph264.HeaderLen - maxSRTPOverhead
+const MaxPayload = slotSize - rtpstamp.HeaderLen - maxSRTPOverhead
 
 // ErrNotConnected is returned when sending to a viewer that has no SRTP
 // keys yet.
@@ -153,9 +153,9 @@ func (snd *Sender) encrypt(v *Viewer, r *peerAddr, pkts []rtp.Packet) error {
 	for i := range pkts {
 		p := &pkts[i]
 		at := snd.used * slotSize
-		plain := snd.buf[at : at+rtph264.HeaderLen+len(p.Payload) : at+slotSize]
-		rtph264.MarshalHeader(plain, &p.Header)
-		copy(plain[rtph264.HeaderLen:], p.Payload)
+		plain := snd.buf[at : at+rtpstamp.HeaderLen+len(p.Payload) : at+slotSize]
+		rtpstamp.MarshalHeader(plain, &p.Header)
+		copy(plain[rtpstamp.HeaderLen:], p.Payload)
 		enc, err := out.EncryptRTP(plain[:0], plain, &snd.hdr)
 		if err != nil {
 			v.sendMu.Unlock()

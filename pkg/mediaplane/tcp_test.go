@@ -17,7 +17,7 @@ import (
 	"github.com/pion/webrtc/v4"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
-	"github.com/srtwhep/srtwhep/pkg/rtph264"
+	"github.com/srtwhep/srtwhep/pkg/rtpstamp"
 )
 
 // newTCPServer is newServer with an ICE-TCP listener on loopback.
@@ -72,7 +72,7 @@ func TestICETCP(t *testing.T) {
 	}
 
 	snd := srv.NewSender(0)
-	st := rtph264.NewStamper(v.VideoSSRC(), vc.Video.PayloadType, 100, 0)
+	st := rtpstamp.NewStamper(v.VideoSSRC(), vc.Video.PayloadType, 100, 0)
 	var sent []rtp.Packet
 	for _, au := range frames(30) {
 		pkts := st.Stamp(nil, au, false)

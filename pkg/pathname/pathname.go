@@ -2,8 +2,8 @@
 // every edge that takes a name from outside (the SRT streamid, the WHEP
 // URL, the control API). A name that passes is short and plain enough to
 // be a URL segment, a log value and a metric label; one that does not is
-// refused before it reaches any table. pkg/config keeps its own copy of
-// the rule (it imports nothing of ours) and a test keeps the two equal.
+// refused before it reaches any table. pkg/config refuses the same names
+// at load time, so no path is configured that nobody could reach.
 package pathname
 
 import (

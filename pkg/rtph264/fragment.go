@@ -1,8 +1,7 @@
 // Package rtph264 turns H.264 access units into RTP (RFC 6184, packetization
 // mode 1). Cutting NAL units into payloads does not depend on the viewer, so
 // Fragment runs once per access unit at the publisher; each viewer then only
-// stamps its own headers around the shared payloads with a Stamper, which
-// does not allocate in steady state.
+// stamps its own headers around the shared payloads (pkg/rtpstamp).
 package rtph264
 
 // DefaultMaxPayload keeps a packet (payload + 12-byte RTP header + SRTP tag +

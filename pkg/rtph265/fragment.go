@@ -2,7 +2,7 @@
 // one RTP stream, no DONL: sprop-max-don-diff is 0, as WebRTC uses it).
 // As with pkg/rtph264, the cut does not depend on the viewer: Fragment
 // runs once per access unit at the publisher, and each viewer stamps its
-// own headers around the shared payloads with rtph264's Stamper, which
+// own headers around the shared payloads with pkg/rtpstamp's Stamper, which
 // knows nothing of the codec inside.
 package rtph265
 

@@ -6,7 +6,7 @@ import (
 	"github.com/pion/rtp"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
-	"github.com/srtwhep/srtwhep/pkg/rtph264"
+	"github.com/srtwhep/srtwhep/pkg/rtpstamp"
 )
 
 // opusStamper holds one viewer's RTP state for the audio track. Each
@@ -62,7 +62,7 @@ func (w *Sender) sendAudio(af *av.AudioFrame, pts int64, now time.Time) {
 	if w.cfg.Out.WriteAudio(&pkt) != nil {
 		return
 	}
-	n := uint64(rtph264.HeaderLen + len(af.Data))
+	n := uint64(rtpstamp.HeaderLen + len(af.Data))
 	w.packets.Add(1)
 	w.bytes.Add(n)
 	w.cfg.Src.CountSent(1, int(n))

@@ -10,6 +10,7 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 	"github.com/srtwhep/srtwhep/pkg/rtph264"
+	"github.com/srtwhep/srtwhep/pkg/rtpstamp"
 )
 
 // BenchmarkAccessUnitFanout measures srtwhep's own per-access-unit work for
@@ -31,16 +32,16 @@ func BenchmarkAccessUnitFanout(b *testing.B) {
 			pub, rs := benchPath(b, viewers, false, func(p *hub.Publisher) { p.Write(idr) })
 			type viewer struct {
 				r    *hub.Reader
-				st   *rtph264.Stamper
+				st   *rtpstamp.Stamper
 				pkts []rtp.Packet
 				hist history
 			}
 			vs := make([]*viewer, viewers)
 			ctx := context.Background()
 			for i, r := range rs {
-				v := &viewer{r: r, st: rtph264.NewStamper(uint32(i), 102, 0, 0)}
-				got, catchUp, _ := r.Recv(ctx) // the cached IDR
-				v.pkts = v.st.Stamp(v.pkts, got, catchUp)
+				v := &viewer{r: r, st: rtpstamp.NewStamper(uint32(i), 102, 0, 0)}
+				f, _ := r.RecvFrame(ctx) // the cached IDR
+				v.pkts = v.st.Stamp(v.pkts, f.Video, f.CatchUp)
 				vs[i] = v
 			}
 			// The publisher makes one AccessUnit per frame; two reused
@@ -54,12 +55,12 @@ func BenchmarkAccessUnitFanout(b *testing.B) {
 				frame.PTS = int64(n+1) * 3000
 				pub.Write(frame)
 				for _, v := range vs {
-					got, catchUp, err := v.r.Recv(ctx)
+					f, err := v.r.RecvFrame(ctx)
 					if err != nil {
 						b.Fatal(err)
 					}
-					v.pkts = v.st.Stamp(v.pkts, got, catchUp)
-					v.hist.record(got, v.pkts)
+					v.pkts = v.st.Stamp(v.pkts, f.Video, f.CatchUp)
+					v.hist.record(f.Video, v.pkts)
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*viewers*len(au.Payloads)), "ns/packet")

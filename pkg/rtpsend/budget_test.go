@@ -12,7 +12,7 @@ import (
 
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/hub"
-	"github.com/srtwhep/srtwhep/pkg/rtph264"
+	"github.com/srtwhep/srtwhep/pkg/rtpstamp"
 )
 
 // byteOutput counts what is written, original and resent apart: a
@@ -27,7 +27,7 @@ type byteOutput struct {
 
 func (o *byteOutput) WriteVideo(pkts []rtp.Packet) (int, error) {
 	for i := range pkts {
-		n := int64(rtph264.HeaderLen + len(pkts[i].Payload))
+		n := int64(rtpstamp.HeaderLen + len(pkts[i].Payload))
 		seq := pkts[i].SequenceNumber
 		if o.seen[seq] {
 			o.resent += n

@@ -11,6 +11,7 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 	"github.com/srtwhep/srtwhep/pkg/rtph264"
+	"github.com/srtwhep/srtwhep/pkg/rtpstamp"
 )
 
 // The fuzzed viewer's video SSRC and first sequence number: fixed, so
@@ -95,7 +96,7 @@ func fuzzViewer(t *testing.T) (w *Sender, out *fakeOutput) {
 	out = &fakeOutput{}
 	w = New(Config{Out: out, Src: r, VideoSSRC: fuzzSSRC, VideoPT: 102, Session: t.Context(),
 		Log: slog.New(slog.DiscardHandler), OnEnd: func(err error) { t.Errorf("sender ended: %v", err) }})
-	w.st = rtph264.NewStamper(fuzzSSRC, 102, fuzzFirstSeq, 0)
+	w.st = rtpstamp.NewStamper(fuzzSSRC, 102, fuzzFirstSeq, 0)
 	w.SetWake(func() {})
 	now := time.Now()
 	for range 100 { // bounded: the cached GOP is ten pictures

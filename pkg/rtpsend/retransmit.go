@@ -9,7 +9,7 @@ import (
 	"github.com/pion/rtp"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
-	"github.com/srtwhep/srtwhep/pkg/rtph264"
+	"github.com/srtwhep/srtwhep/pkg/rtpstamp"
 )
 
 // historySize is how many of a viewer's latest packets can be resent on a
@@ -108,7 +108,7 @@ func (w *Sender) resend(seqs []uint16, now time.Time) (sent int, dropped uint64)
 			dropped++ // gone from the history, or resent within a round trip
 			continue
 		}
-		n := int64(rtph264.HeaderLen + len(pkt.Payload))
+		n := int64(rtpstamp.HeaderLen + len(pkt.Payload))
 		if n > allow-size || !w.resends.grant(n, now) {
 			dropped++
 			continue
@@ -119,7 +119,7 @@ func (w *Sender) resend(seqs []uint16, now time.Time) (sent int, dropped uint64)
 		pkts = append(pkts, pkt)
 	}
 	w.resendBuf = pkts
-	if allow-size < rtph264.HeaderLen+minPayload {
+	if allow-size < rtpstamp.HeaderLen+minPayload {
 		// Spent: until the window ends, NACKs are dropped as they come
 		// instead of waking the sender.
 		w.nacks.closedUntil.Store(b.end().UnixNano())
@@ -130,7 +130,7 @@ func (w *Sender) resend(seqs []uint16, now time.Time) (sent int, dropped uint64)
 	k, _ := w.cfg.Out.WriteVideo(pkts)
 	var written int64
 	for i := range pkts[:k] {
-		written += int64(rtph264.HeaderLen + len(pkts[i].Payload))
+		written += int64(rtpstamp.HeaderLen + len(pkts[i].Payload))
 	}
 	b.resent += written
 	w.resends.resentBytes.Add(uint64(written))

@@ -1,6 +1,6 @@
 // Package rtpsend is one viewer's RTP sender: it takes the frames of the
 // viewer's hub reader, places them on the viewer's timeline across
-// publishers (hub.Timeline), stamps them (pkg/rtph264's Stamper for video,
+// publishers (hub.Timeline), stamps them (pkg/rtpstamp's Stamper for video,
 // the Opus stamper for audio), answers NACKs from the shared-payload
 // history (retransmit.go), sends sender reports on one media clock
 // (senderreport.go), applies the congestion rule to receiver reports
@@ -30,7 +30,7 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 	"github.com/srtwhep/srtwhep/pkg/plane"
-	"github.com/srtwhep/srtwhep/pkg/rtph264"
+	"github.com/srtwhep/srtwhep/pkg/rtpstamp"
 )
 
 // Output is where a Sender writes: the viewer's connection, three
@@ -92,7 +92,7 @@ type Config struct {
 type Sender struct {
 	cfg Config
 
-	st           *rtph264.Stamper
+	st           *rtpstamp.Stamper
 	audio        opusStamper
 	pkts         []rtp.Packet
 	nacked       []uint16
@@ -149,7 +149,7 @@ func New(cfg Config) *Sender {
 	if w.resends == nil {
 		w.resends = &Resends{}
 	}
-	w.st = rtph264.NewStamper(cfg.VideoSSRC, cfg.VideoPT, uint16(mrand.Uint32()), mrand.Uint32())
+	w.st = rtpstamp.NewStamper(cfg.VideoSSRC, cfg.VideoPT, uint16(mrand.Uint32()), mrand.Uint32())
 	w.st.SetCatchUpStep(uint32(catchUpInterval * av.ClockRate / time.Second))
 	w.audio = opusStamper{ssrc: cfg.AudioSSRC, pt: cfg.AudioPT, seq: uint16(mrand.Uint32()), offset: mrand.Uint32()}
 	w.videoReports = senderReporter{ssrc: cfg.VideoSSRC}
@@ -245,7 +245,7 @@ func (w *Sender) handle(f hub.Frame, now time.Time) (pace bool) {
 	k, _ := w.cfg.Out.WriteVideo(w.pkts)
 	sent, n := uint64(k), uint64(0)
 	for i := range w.pkts[:k] {
-		n += uint64(rtph264.HeaderLen + len(w.pkts[i].Payload))
+		n += uint64(rtpstamp.HeaderLen + len(w.pkts[i].Payload))
 	}
 	if live && sent == uint64(len(w.pkts)) && w.cfg.Latency != nil {
 		w.cfg.Latency.observeSent(au)
@@ -255,7 +255,7 @@ func (w *Sender) handle(f hub.Frame, now time.Time) (pace bool) {
 	w.budget.roll(now)
 	w.budget.sent += int64(n)
 	w.cfg.Src.CountSent(int(sent), int(n))
-	w.videoReports.sent(sent, n-sent*rtph264.HeaderLen)
+	w.videoReports.sent(sent, n-sent*rtpstamp.HeaderLen)
 	if len(w.pkts) > 0 {
 		w.videoLive = live
 	}

@@ -4,8 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/srtwhep/srtwhep/pkg/lograte"
 )
 
 // libsrtLogEvery is how often libsrt may say the same kind of thing. A
@@ -30,23 +31,8 @@ const maxLineKinds = 32
 // required", while one flood is one line a second. It is safe for use from
 // libsrt's threads, which call the log handler concurrently.
 type logLimiter struct {
-	every time.Duration
-	now   func() time.Time
-	// after schedules the summaries; time.AfterFunc outside tests.
-	after func(time.Duration, func()) stopper
-
-	mu    sync.Mutex
-	kinds map[uint64]*lineKind
-	timer stopper // the pending flush, nil when none
+	lim *lograte.Limiter[uint64, limitedLine]
 }
-
-type lineKind struct {
-	lastEmit   time.Time
-	suppressed int
-	last       limitedLine
-}
-
-type stopper interface{ Stop() bool }
 
 type limitedLine struct {
 	log   *slog.Logger
@@ -56,8 +42,17 @@ type limitedLine struct {
 }
 
 func newLogLimiter(every time.Duration) *logLimiter {
-	return &logLimiter{every: every, now: time.Now, kinds: map[uint64]*lineKind{},
-		after: func(d time.Duration, f func()) stopper { return time.AfterFunc(d, f) }}
+	lim := lograte.New(every, maxLineKinds, func(_ uint64, held int, l limitedLine) { write(l, held) })
+	lim.Merge = func(sofar, l limitedLine) limitedLine {
+		if sofar.log == nil || l.level >= sofar.level {
+			return l
+		}
+		return sofar
+	}
+	// libsrt may say nothing more after a flood, and Cleanup is far
+	// away: a timer writes the summary when the interval ends.
+	lim.After = func(d time.Duration, f func()) lograte.Stopper { return time.AfterFunc(d, f) }
+	return &logLimiter{lim: lim}
 }
 
 // log writes l now or folds it into the next summary of its kind.
@@ -65,72 +60,16 @@ func (ll *logLimiter) log(l limitedLine) {
 	if !l.log.Enabled(context.Background(), l.level) {
 		return // a line nobody sees must not use up the budget
 	}
-	key := kindOf(l)
-	ll.mu.Lock()
-	now := ll.now()
-	k := ll.kinds[key]
-	if k == nil {
-		if len(ll.kinds) >= maxLineKinds-1 { // one entry is kept for overflowKind
-			key = overflowKind
-			k = ll.kinds[key]
-		}
-		if k == nil {
-			k = &lineKind{}
-			ll.kinds[key] = k
-		}
-	}
-	if k.suppressed == 0 && (k.lastEmit.IsZero() || now.Sub(k.lastEmit) >= ll.every) {
-		k.lastEmit = now
-		ll.mu.Unlock()
+	switch n := ll.lim.Note(kindOf(l), l); {
+	case n == 1:
 		write(l, 0)
-		return
-	}
-	if k.suppressed == 0 || l.level >= k.last.level {
-		k.last = l
-	}
-	k.suppressed++
-	if ll.timer == nil {
-		ll.timer = ll.after(max(k.lastEmit.Add(ll.every).Sub(now), 0), ll.flush)
-	}
-	ll.mu.Unlock()
-}
-
-// flush writes the summary of every kind with folded lines and forgets
-// the kinds that have been quiet for an interval.
-func (ll *logLimiter) flush() {
-	ll.mu.Lock()
-	now := ll.now()
-	ll.timer = nil
-	var out []limitedLine
-	var counts []int
-	for key, k := range ll.kinds {
-		switch {
-		case k.suppressed > 0:
-			out, counts = append(out, k.last), append(counts, k.suppressed)
-			k.suppressed, k.lastEmit = 0, now
-		case now.Sub(k.lastEmit) >= ll.every:
-			delete(ll.kinds, key)
-		}
-	}
-	ll.mu.Unlock()
-	for i, l := range out {
-		write(l, counts[i])
+	case n > 1:
+		write(l, n)
 	}
 }
 
 // stop cancels a pending flush and does it now.
-func (ll *logLimiter) stop() {
-	ll.mu.Lock()
-	t := ll.timer
-	ll.mu.Unlock()
-	if t != nil && t.Stop() {
-		ll.flush()
-	}
-}
-
-// overflowKind is the one entry lines of new kinds share once the table is
-// full (kindOf never returns it: FNV of anything is not 0 in practice).
-const overflowKind = 0
+func (ll *logLimiter) stop() { ll.lim.Close() }
 
 // kindOf hashes l's area and the first 80 bytes of its text with every
 // word that holds a digit (counts, socket ids, addresses, ports, hex)

@@ -2,9 +2,12 @@ package srt
 
 import (
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/srtwhep/srtwhep/pkg/lograte"
 )
 
 // rejectEvery spaces the lines of one kind of handshake rejection: a flood
@@ -19,69 +22,53 @@ const (
 	rejectKinds = 64
 )
 
+// rejectLog is usable as its zero value; close writes what it holds.
 type rejectLog struct {
-	mu    sync.Mutex
-	kinds map[string]*rejectKind
+	once sync.Once
+	lim  *lograte.Limiter[string, rejection]
 }
 
-type rejectKind struct {
-	last     time.Time
-	folded   int
-	examples []string
-	pending  bool // a summary is scheduled
+// rejection is the latest folded line of a kind, with the first few
+// addresses folded into it.
+type rejection struct {
 	log      *slog.Logger
 	msg      string
-	attrs    []any // of the latest folded line
+	attrs    []any
+	examples []string
+}
+
+func (rl *rejectLog) limiter() *lograte.Limiter[string, rejection] {
+	rl.once.Do(func() {
+		rl.lim = lograte.New(rejectEvery, rejectKinds, func(_ string, held int, r rejection) {
+			// The message stays the same, so a search for it finds
+			// summaries too; count says how many it stands for, the
+			// attributes are the latest one's.
+			r.log.Warn(r.msg, slices.Concat(r.attrs, []any{"count", held, "examples", strings.Join(r.examples, ",")})...)
+		})
+		rl.lim.Merge = func(sofar, r rejection) rejection {
+			remote := r.examples[0]
+			r.examples = sofar.examples
+			if len(r.examples) < rejectExamples {
+				r.examples = append(r.examples, remote)
+			}
+			return r
+		}
+		rl.lim.After = func(d time.Duration, f func()) lograte.Stopper { return time.AfterFunc(d, f) }
+	})
+	return rl.lim
 }
 
 // warn logs one rejection or folds it into the next summary of its kind.
 // It runs on libsrt's receive thread: nothing here blocks for long.
 func (rl *rejectLog) warn(log *slog.Logger, kind, msg, remote string, attrs ...any) {
-	now := time.Now()
-	rl.mu.Lock()
-	if rl.kinds == nil || len(rl.kinds) >= rejectKinds && rl.kinds[kind] == nil {
-		rl.kinds = map[string]*rejectKind{}
-	}
-	k := rl.kinds[kind]
-	if k == nil {
-		k = &rejectKind{}
-		rl.kinds[kind] = k
-	}
-	if k.last.IsZero() || now.Sub(k.last) >= rejectEvery && !k.pending {
-		k.last = now
-		rl.mu.Unlock()
+	n := rl.limiter().Note(kind, rejection{log: log, msg: msg, attrs: attrs, examples: []string{remote}})
+	switch {
+	case n == 1:
 		log.Warn(msg, attrs...)
-		return
+	case n > 1: // the kind's summary was not written yet: this line is it
+		log.Warn(msg, slices.Concat(attrs, []any{"count", n, "examples", remote})...)
 	}
-	k.folded++
-	if len(k.examples) < rejectExamples {
-		k.examples = append(k.examples, remote)
-	}
-	k.log, k.msg, k.attrs = log, msg, attrs
-	if !k.pending {
-		k.pending = true
-		time.AfterFunc(k.last.Add(rejectEvery).Sub(now), func() { rl.flush(kind) })
-	}
-	rl.mu.Unlock()
 }
 
-// flush writes the summary of one kind's folded rejections.
-func (rl *rejectLog) flush(kind string) {
-	rl.mu.Lock()
-	k := rl.kinds[kind]
-	if k == nil || k.folded == 0 {
-		if k != nil {
-			k.pending = false
-		}
-		rl.mu.Unlock()
-		return
-	}
-	log, msg := k.log, k.msg
-	attrs := append(append([]any{}, k.attrs...), "count", k.folded, "examples", strings.Join(k.examples, ","))
-	k.folded, k.examples, k.pending, k.last = 0, k.examples[:0], false, time.Now()
-	rl.mu.Unlock()
-	// The message stays the same, so a search for it finds summaries
-	// too; count says how many it stands for, the attributes are the
-	// latest one's.
-	log.Warn(msg, attrs...)
-}
+// close writes the rejections still held.
+func (rl *rejectLog) close() { rl.limiter().Close() }

@@ -186,6 +186,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if !s.ran.CompareAndSwap(false, true) {
 		return errors.New("Run called twice on the same Server")
 	}
+	defer s.rejects.close() // last: the listener's callbacks have stopped
 	opts := map[string]string{
 		"blocking":  "1",
 		"mode":      "listener",

@@ -144,17 +144,12 @@ func checkPath(p string) error {
 			return fmt.Errorf("path %q has a %q segment", p, seg)
 		}
 		for _, c := range seg {
-			if !pathRune(c) {
+			if !pathname.Rune(c) {
 				return fmt.Errorf("path %q has the character %q (allowed: letters, digits, - _ . ~ /)", p, c)
 			}
 		}
 	}
 	return nil
-}
-
-func pathRune(c rune) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
-		c == '-' || c == '_' || c == '.' || c == '~'
 }
 
 // quoteShort keeps a hostile or huge streamid from flooding the log.

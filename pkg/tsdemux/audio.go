@@ -29,8 +29,6 @@ type audioState struct {
 	lastOut int64
 
 	sniffed bool // the unreadable track was looked at once
-
-	summary errorSummary
 }
 
 // audioCodecOf maps a track to the codec tsdemux reads, if any.
@@ -222,6 +220,5 @@ func (d *Demuxer) emitAudio(pts int64, data []byte) {
 // audioError counts an audio problem; it never touches video state.
 func (d *Demuxer) audioError(err error) {
 	d.audioErrors.Add(1)
-	d.audio.summary.add(err)
-	d.maybeSummarise()
+	d.noteError(audioErrorsMsg, err)
 }

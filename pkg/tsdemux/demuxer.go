@@ -28,6 +28,7 @@ import (
 	"github.com/bluenviron/mediacommon/v2/pkg/formats/mpegts"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/lograte"
 )
 
 // Errors returned by Run. They are wrapped with details; test with errors.Is.
@@ -153,10 +154,11 @@ type Demuxer struct {
 	maxUnit   int
 
 	// Owned by Run's goroutine: the chosen video PID (-1 before the
-	// program tables) and the last unit-cap warning.
-	videoPID  int
-	capLogged time.Time
-	capped    uint64 // units dropped since that warning
+	// program tables).
+	videoPID int
+	// capLog spaces the unit-cap warnings; each carries the units dropped
+	// since the last (no summary of its own).
+	capLog *lograte.Limiter[string, struct{}]
 
 	decodeErrors   atomic.Uint64
 	accessUnits    atomic.Uint64
@@ -169,10 +171,11 @@ type Demuxer struct {
 	audioErrors    atomic.Uint64
 	unitsCapped    atomic.Uint64
 
+	errs *lograte.Limiter[string, error] // the decode-error lines, by kind
+
 	// Everything below is owned by Run's goroutine.
-	summary errorSummary
-	video   videoState
-	audio   audioState
+	video videoState
+	audio audioState
 }
 
 // New returns a Demuxer reading from r. It starts nothing.
@@ -181,9 +184,12 @@ func New(r io.Reader, cfg Config) *Demuxer {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Demuxer{r: r, log: log, onInfo: cfg.OnInfo, onAudio: cfg.OnAudio, onAudioTrack: cfg.OnAudioTrack,
+	d := &Demuxer{r: r, log: log, onInfo: cfg.OnInfo, onAudio: cfg.OnAudio, onAudioTrack: cfg.OnAudioTrack,
 		onAudioFound: cfg.OnAudioFound, onSkip: cfg.OnSkip, onSkipped: cfg.OnSkipped, onStart: cfg.OnStart,
 		onBFrames: cfg.OnBFrames, initLimit: initPMTLimit, maxUnit: cmp.Or(cfg.MaxUnitBytes, DefaultMaxUnitBytes), videoPID: -1}
+	d.errs = lograte.New(summaryEvery, 3, d.writeErrors) // two kinds and the spare
+	d.capLog = lograte.New[string, struct{}](capLogEvery, 2, nil)
+	return d
 }
 
 // Stats returns a snapshot of the counters.
@@ -330,61 +336,38 @@ func (d *Demuxer) pickTrack(tr *mpegts.Reader) (*mpegts.Track, error) {
 // decodeError counts a non-fatal problem and may log a summary.
 func (d *Demuxer) decodeError(err error) {
 	d.decodeErrors.Add(1)
-	d.summary.add(err)
-	d.maybeSummarise()
+	d.noteError(videoErrorsMsg, err)
 }
 
-// The two summaries: audio damage must never read as a video problem.
+// The two summaries, each a kind of its own: audio damage must never read
+// as a video problem.
 const (
 	videoErrorsMsg = "MPEG-TS/H.264 decode errors (pictures that cannot be decoded are skipped until the next IDR)"
 	audioErrorsMsg = "audio decode errors (damaged audio is skipped; video is not affected)"
 )
 
-func (d *Demuxer) maybeSummarise() {
-	if d.summary.pending == 0 && d.audio.summary.pending == 0 {
-		return
-	}
-	now := time.Now()
-	if d.summary.due(now) {
-		d.summary.flush(d.log, videoErrorsMsg, d.decodeErrors.Load(), now)
-	}
-	if d.audio.summary.due(now) {
-		d.audio.summary.flush(d.log, audioErrorsMsg, d.audioErrors.Load(), now)
-	}
-}
-
-func (d *Demuxer) flushSummary() {
-	now := time.Now()
-	d.summary.flush(d.log, videoErrorsMsg, d.decodeErrors.Load(), now)
-	d.audio.summary.flush(d.log, audioErrorsMsg, d.audioErrors.Load(), now)
-}
-
-// errorSummary rate-limits decode-error logging: per-packet errors on a
+// noteError logs err's line now, standing for the errors held since the
+// last, or holds it for the kind's summary: per-packet errors on a
 // damaged link would otherwise flood the log.
-type errorSummary struct {
-	pending uint64
-	lastErr error
-	last    time.Time
-}
-
-func (s *errorSummary) add(err error) {
-	s.pending++
-	s.lastErr = err
-}
-
-func (s *errorSummary) flush(log *slog.Logger, msg string, total uint64, now time.Time) {
-	if s.pending == 0 {
-		return
+func (d *Demuxer) noteError(kind string, err error) {
+	if n := d.errs.Note(kind, err); n > 0 {
+		d.writeErrors(kind, n, err)
 	}
-	log.Warn(msg, "errors", s.pending, "total", total, "last_error", s.lastErr.Error())
-	s.pending = 0
-	s.last = now
 }
 
-// due reports pending errors whose summary may be logged now.
-func (s *errorSummary) due(now time.Time) bool {
-	return s.pending > 0 && (s.last.IsZero() || now.Sub(s.last) >= summaryEvery)
+func (d *Demuxer) writeErrors(kind string, n int, last error) {
+	total := d.decodeErrors.Load()
+	if kind == audioErrorsMsg {
+		total = d.audioErrors.Load()
+	}
+	d.log.Warn(kind, "errors", n, "total", total, "last_error", last.Error())
 }
+
+// maybeSummarise writes the summaries that are due, so those of a burst
+// that stopped come with the next unit rather than the next error.
+func (d *Demuxer) maybeSummarise() { d.errs.Flush() }
+
+func (d *Demuxer) flushSummary() { d.errs.Close() }
 
 var errInitLimit = errors.New("PMT search limit reached")
 

@@ -193,16 +193,14 @@ const capLogEvery = 10 * time.Second
 func (d *Demuxer) unitCapped(pid uint16, n int) {
 	d.unitsCapped.Add(1)
 	d.decodeErrors.Add(1)
-	d.capped++
 	err := fmt.Errorf("PES on PID %d grew past %d bytes without a new unit start; dropped to the next unit start", pid, d.maxUnit)
 	if int(pid) == d.videoPID {
 		d.skipToIDR(err)
 	}
-	now := time.Now()
-	if !d.capLogged.IsZero() && now.Sub(d.capLogged) < capLogEvery {
+	dropped := d.capLog.Note("cap", struct{}{})
+	if dropped == 0 {
 		return
 	}
 	d.log.Warn("access unit too large, dropped up to the next unit start (a broken or hostile publisher; raise maxUnitBytes for the path if its pictures really are this large)",
-		"pid", pid, "bytes", n, "maxUnitBytes", d.maxUnit, "dropped", d.capped, "total", d.unitsCapped.Load())
-	d.capLogged, d.capped = now, 0
+		"pid", pid, "bytes", n, "maxUnitBytes", d.maxUnit, "dropped", dropped, "total", d.unitsCapped.Load())
 }

@@ -38,6 +38,7 @@ func BenchmarkTranscode720p(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				go tc.Run()
 				// Paced as live so the latency is a picture's own, not a
 				// queue's; the CPU is the thread's, unaffected by pacing.
 				start := time.Now()

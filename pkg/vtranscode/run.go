@@ -1,6 +1,6 @@
 package vtranscode
 
-// The transcoder's goroutine: decode, convert, encode, emit, and the
+// The transcoder's goroutine (Run): decode, convert, encode, emit, and the
 // summaries of what went wrong.
 
 import (
@@ -14,10 +14,16 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/avcodec"
 )
 
-func (t *Transcoder) run() {
-	defer t.wg.Done()
+// Run decodes, converts, encodes and emits the units Write queues until
+// Close. It is the transcoder's one goroutine; its caller owns it.
+func (t *Transcoder) Run() {
+	if !t.claimed.CompareAndSwap(false, true) {
+		return // closed before it ran, or run twice
+	}
+	defer close(t.exited)
 	// Locked so the thread CPU clock measures this goroutine's work alone;
 	// libx264 and the decoder run single-threaded on it.
 	runtime.LockOSThread()
@@ -41,13 +47,13 @@ func (t *Transcoder) run() {
 }
 
 func (t *Transcoder) free() {
-	t.flushSummary(time.Now())
+	t.problems.Close()
 	if t.enc != nil {
-		t.enc.free()
+		t.enc.Free()
 		t.enc = nil
 	}
 	if t.dec != nil {
-		t.dec.free()
+		t.dec.Free()
 		t.dec = nil
 	}
 }
@@ -66,12 +72,15 @@ func (t *Transcoder) process(au *av.AccessUnit) {
 		t.annexB = append(t.annexB, 0, 0, 0, 1)
 		t.annexB = append(t.annexB, n...)
 	}
-	if err := t.dec.send(t.annexB, au.PTS); err != nil {
+	if len(t.annexB) == 0 {
+		return
+	}
+	if err := t.dec.Send(t.annexB, au.PTS); err != nil {
 		t.fail(fmt.Errorf("decoding: %w", err))
 		return
 	}
 	for {
-		f, err := t.dec.receive()
+		f, err := t.dec.Receive()
 		if err != nil {
 			t.fail(fmt.Errorf("decoding: %w", err))
 			return
@@ -85,15 +94,15 @@ func (t *Transcoder) process(au *av.AccessUnit) {
 	}
 }
 
-func (t *Transcoder) encodeFrame(f *cFrame) error {
-	pts, ok := framePTS(f)
+func (t *Transcoder) encodeFrame(f *avcodec.Frame) error {
+	pts, ok := f.PTS()
 	if !ok {
 		return errors.New("decoded picture without a timestamp; skipped")
 	}
 	if t.haveOut && pts <= t.lastOut {
 		return nil // before the cut-over, or a repeated timestamp
 	}
-	w, h, _ := frameSize(f)
+	w, h := f.Size()
 	// libx264 through FFmpeg 5.1 does not apply a new ABR bitrate to a
 	// running encoder (the reconfiguration keeps the old rate), so a new
 	// rate takes a new encoder, whose first picture is an IDR. The ingest
@@ -102,8 +111,8 @@ func (t *Transcoder) encodeFrame(f *cFrame) error {
 	if b := int(t.bitrate.Load()); b != 0 && b != t.rate {
 		t.rate, newRate = b, true
 	}
-	if t.enc != nil && (newRate || t.enc.p.width != w || t.enc.p.height != h) {
-		t.enc.free()
+	if t.enc != nil && (newRate || t.enc.Params().Width != w || t.enc.Params().Height != h) {
+		t.enc.Free()
 		t.enc = nil
 	}
 	if t.enc == nil {
@@ -111,20 +120,20 @@ func (t *Transcoder) encodeFrame(f *cFrame) error {
 		keyint := max(1, int(t.cfg.KeyframeInterval.Seconds()*t.cfg.FPS+0.5))
 		var err error
 		// The size must be even for 4:2:0.
-		if t.enc, err = openEncoder(encoderParams{width: w &^ 1, height: h &^ 1, fps: fps,
-			bitrate: t.rate, keyint: keyint, preset: t.cfg.Preset}); err != nil {
+		if t.enc, err = avcodec.OpenEncoder(avcodec.EncoderParams{Width: w &^ 1, Height: h &^ 1, FPS: fps,
+			Bitrate: t.rate, Keyint: keyint, Preset: t.cfg.Preset}); err != nil {
 			return err
 		}
 	}
-	in, err := t.enc.prepare(f)
+	in, err := t.enc.Prepare(f)
 	if err != nil {
 		return err
 	}
-	if err := t.enc.encode(in, pts); err != nil {
+	if err := t.enc.Encode(in, pts); err != nil {
 		return fmt.Errorf("encoding: %w", err)
 	}
 	for {
-		data, opts, key, err := t.enc.receive()
+		data, opts, key, err := t.enc.Receive()
 		if err != nil {
 			return fmt.Errorf("encoding: %w", err)
 		}
@@ -132,7 +141,7 @@ func (t *Transcoder) encodeFrame(f *cFrame) error {
 			return nil
 		}
 		au, err := t.output(data, opts, key)
-		t.enc.unref()
+		t.enc.Unref()
 		if err != nil {
 			return err
 		}
@@ -178,20 +187,14 @@ func (t *Transcoder) fail(err error) {
 
 // note logs a problem, summarised at most every summaryEvery.
 func (t *Transcoder) note(err error) {
-	t.pending++
-	t.lastErr = err
-	if now := time.Now(); t.lastLog.IsZero() || now.Sub(t.lastLog) >= summaryEvery {
-		t.flushSummary(now)
+	if n := t.problems.Note("video", err); n > 0 {
+		t.writeProblems("video", n, err)
 	}
 }
 
-func (t *Transcoder) flushSummary(now time.Time) {
-	if t.pending == 0 {
-		return
-	}
-	t.log.Warn("video transcode problems (pictures skipped)", "count", t.pending,
-		"errors_total", t.errors.Load(), "dropped_total", t.dropped.Load(), "err", t.lastErr)
-	t.pending, t.lastLog = 0, now
+func (t *Transcoder) writeProblems(_ string, n int, last error) {
+	t.log.Warn("video transcode problems (pictures skipped)", "count", n,
+		"errors_total", t.errors.Load(), "dropped_total", t.dropped.Load(), "err", last)
 }
 
 func threadCPU() time.Duration {

@@ -27,6 +27,8 @@ import (
 	"time"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/avcodec"
+	"github.com/srtwhep/srtwhep/pkg/lograte"
 )
 
 // Codec is the coding of the input.
@@ -37,6 +39,13 @@ const (
 	CodecH264 Codec = iota
 	CodecH265
 )
+
+func (c Codec) avcodec() avcodec.Codec {
+	if c == CodecH265 {
+		return avcodec.HEVC
+	}
+	return avcodec.H264
+}
 
 func (c Codec) String() string {
 	if c == CodecH265 {
@@ -114,16 +123,17 @@ type Stats struct {
 
 // Transcoder decodes one video track and encodes it to H.264. Write and
 // Close must be called from one goroutine; Stats and SetBitrate from any.
-// emit is called on the transcoder's own goroutine.
+// emit is called on the goroutine that runs Run.
 type Transcoder struct {
 	cfg  Config
 	log  *slog.Logger
 	emit func(*av.AccessUnit)
 
-	in   chan *av.AccessUnit
-	done chan struct{}
-	wg   sync.WaitGroup
-	once sync.Once
+	in      chan *av.AccessUnit
+	done    chan struct{} // closed by Close
+	exited  chan struct{} // closed when Run returns
+	claimed atomic.Bool   // Run ran, or Close freed what Run would have
+	once    sync.Once
 
 	waitIDR bool // Write's goroutine only: dropping up to the next IDR
 
@@ -135,18 +145,16 @@ type Transcoder struct {
 	latCount                     atomic.Uint64
 
 	// Owned by the run goroutine.
-	rate    int // bit/s the encoder runs at
-	dec     *decoder
-	enc     *encoder
-	annexB  []byte
-	arrived [arrivals]arrival
-	next    int
-	lastOut int64
-	haveOut bool
-	started bool // the decoder has had its first IDR
-	pending uint64
-	lastErr error
-	lastLog time.Time
+	rate     int // bit/s the encoder runs at
+	dec      *avcodec.Decoder
+	enc      *avcodec.Encoder
+	annexB   []byte
+	arrived  [arrivals]arrival
+	next     int
+	lastOut  int64
+	haveOut  bool
+	started  bool                            // the decoder has had its first IDR
+	problems *lograte.Limiter[string, error] // the problem lines
 }
 
 type arrival struct {
@@ -154,8 +162,8 @@ type arrival struct {
 	at  time.Time
 }
 
-// New opens the decoder and starts the transcoder's goroutine; the encoder
-// opens at the first decoded picture, whose size it takes.
+// New opens the decoder; it starts nothing until Run. The encoder opens
+// at the first decoded picture, whose size it takes.
 func New(cfg Config, emit func(*av.AccessUnit)) (*Transcoder, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -176,16 +184,15 @@ func New(cfg Config, emit func(*av.AccessUnit)) (*Transcoder, error) {
 	if cfg.QueueSize <= 0 {
 		cfg.QueueSize = DefaultQueueSize
 	}
-	silenceFFmpeg()
-	dec, err := openDecoder(cfg.Codec)
+	avcodec.Quiet()
+	dec, err := avcodec.OpenDecoder(cfg.Codec.avcodec(), avcodec.DecoderConfig{Clock90k: true})
 	if err != nil {
 		return nil, err
 	}
 	t := &Transcoder{cfg: cfg, log: cfg.Logger, emit: emit, dec: dec,
-		in: make(chan *av.AccessUnit, cfg.QueueSize), done: make(chan struct{}),
+		in: make(chan *av.AccessUnit, cfg.QueueSize), done: make(chan struct{}), exited: make(chan struct{}),
 		lastOut: cfg.After, haveOut: cfg.HasAfter, rate: cfg.Bitrate}
-	t.wg.Add(1)
-	go t.run()
+	t.problems = lograte.New(summaryEvery, 2, t.writeProblems)
 	return t, nil
 }
 
@@ -234,10 +241,16 @@ func (t *Transcoder) Stats() Stats {
 	}
 }
 
-// Close stops the goroutine and frees the FFmpeg state; pictures still
-// queued are dropped (the path no longer needs them). Safe to call more
-// than once.
+// Close stops Run, waits for it to return and frees the FFmpeg state;
+// pictures still queued are dropped (the path no longer needs them).
+// Safe to call more than once, and without Run (which then returns at
+// once if called later).
 func (t *Transcoder) Close() {
 	t.once.Do(func() { close(t.done) })
-	t.wg.Wait()
+	if t.claimed.CompareAndSwap(false, true) {
+		t.free()
+		close(t.exited)
+		return
+	}
+	<-t.exited
 }

@@ -119,6 +119,7 @@ func transcode(t *testing.T, cfg Config, in []*av.AccessUnit, wantOut int) ([]*a
 	if err != nil {
 		t.Fatal(err)
 	}
+	go tc.Run()
 	for _, au := range in {
 		tc.Write(au)
 	}
@@ -244,6 +245,7 @@ func TestQueueBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	go tc.Run()
 	for _, au := range in {
 		tc.Write(au)
 	}
@@ -269,6 +271,7 @@ func TestSetBitrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	go tc.Run()
 	defer tc.Close()
 	// Not on the 2 s keyframe interval, so no IDR falls on the change.
 	half := len(in)/2 - 15

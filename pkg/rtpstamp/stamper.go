@@ -1,4 +1,9 @@
-package rtph264
+// Package rtpstamp gives each viewer's video packets their RTP headers:
+// its own SSRC, payload type, sequence space and timestamp offset, over
+// payloads the publisher cut once for all viewers (pkg/rtph264 for
+// H.264, pkg/rtph265 for H.265). The headers do not depend on the codec,
+// so one Stamper serves both.
+package rtpstamp
 
 import (
 	"encoding/binary"
@@ -66,7 +71,7 @@ func (s *Stamper) SetCatchUpStep(ticks uint32) {
 //
 // An access unit without payloads yields no packets and leaves the state as
 // it was. Stamp does not cut NAL units itself: the publisher must have filled
-// au.Payloads with Fragment, once for all viewers.
+// au.Payloads with its codec's Fragment, once for all viewers.
 func (s *Stamper) Stamp(dst []rtp.Packet, au *av.AccessUnit, catchUp bool) []rtp.Packet {
 	return s.StampAt(dst, au, au.PTS, catchUp)
 }

@@ -1,4 +1,4 @@
-package rtph264
+package rtpstamp
 
 import (
 	"bytes"
@@ -9,10 +9,22 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/av"
 )
 
-func accessUnit(pts int64, nalus ...[]byte) *av.AccessUnit {
-	au := &av.AccessUnit{PTS: pts, NALUs: nalus, Payloads: Fragment(nalus, DefaultMaxPayload)}
-	for _, n := range nalus {
-		au.Size += len(n)
+// maxPayload is the payload budget of the test access units.
+const maxPayload = 1200
+
+// accessUnit is size bytes of coded picture at pts, cut into payloads of
+// at most maxPayload bytes as a codec's Fragment leaves them: the Stamper
+// reads nothing of the payloads but their number.
+func accessUnit(pts int64, size int) *av.AccessUnit {
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte(i)
+	}
+	au := &av.AccessUnit{PTS: pts, Size: size}
+	for len(data) > 0 {
+		n := min(len(data), maxPayload)
+		au.Payloads = append(au.Payloads, data[:n:n])
+		data = data[n:]
 	}
 	return au
 }
@@ -39,7 +51,7 @@ func equalSeqs(a, b []uint16) bool {
 
 func TestStampHeadersAndSharedPayloads(t *testing.T) {
 	s := NewStamper(0xdeadbeef, 102, 1000, 5000)
-	au := accessUnit(0, sps, pps, sei, bigIDR) // STAP-A + 3 FU-A
+	au := accessUnit(0, 4000)
 	pkts := s.Stamp(nil, au, false)
 	if len(pkts) != 4 {
 		t.Fatalf("got %d packets, want 4", len(pkts))
@@ -65,10 +77,10 @@ func TestStampHeadersAndSharedPayloads(t *testing.T) {
 func TestStampSequenceContiguousAcrossSkippedAUs(t *testing.T) {
 	s := NewStamper(1, 96, 10, 0)
 	aus := []*av.AccessUnit{
-		accessUnit(0, sps, pps, bigIDR), // 4 packets
-		accessUnit(3000, pSlice),        // skipped: the viewer's queue dropped it
-		accessUnit(6000, nal(0x41, 2500)),
-		accessUnit(9000, nal(0x41, 100)),
+		accessUnit(0, 4000),    // 4 packets
+		accessUnit(3000, 1200), // skipped: the viewer's queue dropped it
+		accessUnit(6000, 2500),
+		accessUnit(9000, 100),
 	}
 	var got []uint16
 	var pkts []rtp.Packet
@@ -87,7 +99,7 @@ func TestStampSequenceContiguousAcrossSkippedAUs(t *testing.T) {
 
 func TestStampSequenceWraps(t *testing.T) {
 	s := NewStamper(1, 96, 65534, 0)
-	pkts := s.Stamp(nil, accessUnit(0, bigIDR), false)
+	pkts := s.Stamp(nil, accessUnit(0, 3000), false)
 	if got, want := seqs(pkts), []uint16{65534, 65535, 0}; !equalSeqs(got, want) {
 		t.Fatalf("sequence numbers %v, want %v", got, want)
 	}
@@ -99,7 +111,7 @@ func TestStampSequenceWraps(t *testing.T) {
 func TestStampMarkerOnLastPacketOnly(t *testing.T) {
 	s := NewStamper(1, 96, 0, 0)
 	var pkts []rtp.Packet
-	for _, au := range []*av.AccessUnit{accessUnit(0, sps, pps, bigIDR), accessUnit(1, sps), accessUnit(2, nal(0x41, 9000))} {
+	for _, au := range []*av.AccessUnit{accessUnit(0, 4000), accessUnit(1, 12), accessUnit(2, 9000)} {
 		pkts = s.Stamp(pkts, au, false)
 		for i, p := range pkts {
 			if p.Marker != (i == len(pkts)-1) {
@@ -157,7 +169,7 @@ func TestStampTimestamps(t *testing.T) {
 			s := NewStamper(1, 96, 0, tc.initialTS)
 			var pkts []rtp.Packet
 			for i, st := range tc.steps {
-				pkts = s.Stamp(pkts, accessUnit(st.pts, sps, bigIDR), st.catchUp)
+				pkts = s.Stamp(pkts, accessUnit(st.pts, 3000), st.catchUp)
 				for _, p := range pkts {
 					if p.Timestamp != st.wantTS {
 						t.Fatalf("step %d (pts %d, catchUp %v): timestamp %#x, want %#x", i, st.pts, st.catchUp, p.Timestamp, st.wantTS)
@@ -180,7 +192,7 @@ func TestStampEmptyAULeavesStateAlone(t *testing.T) {
 		t.Fatalf("state changed: NextSeq %d LastTimestamp %d", s.NextSeq(), s.LastTimestamp())
 	}
 	// The next real AU is still the first one: it takes the initial timestamp.
-	pkts := s.Stamp(nil, accessUnit(50000, sps), false)
+	pkts := s.Stamp(nil, accessUnit(50000, 12), false)
 	if pkts[0].Timestamp != 777 || pkts[0].SequenceNumber != 42 {
 		t.Fatalf("first packet ts %d seq %d, want 777 and 42", pkts[0].Timestamp, pkts[0].SequenceNumber)
 	}
@@ -193,14 +205,14 @@ func TestStampReusesAndClearsDst(t *testing.T) {
 	dst[0].Extension = true
 	dst[0].Padding = true
 	dst[0].PaddingSize = 4
-	got := s.Stamp(dst, accessUnit(0, bigIDR), false)
+	got := s.Stamp(dst, accessUnit(0, 3000), false)
 	if &got[0] != &dst[0] {
 		t.Fatal("Stamp reallocated although dst had room")
 	}
 	if got[0].CSRC != nil || got[0].Extension || got[0].Padding || got[0].PaddingSize != 0 {
 		t.Fatalf("stale header fields survived: %+v", got[0].Header)
 	}
-	grown := s.Stamp(got[:1], accessUnit(3000, nal(0x41, 12000)), false)
+	grown := s.Stamp(got[:1], accessUnit(3000, 13000), false)
 	if len(grown) != 11 {
 		t.Fatalf("got %d packets, want 11", len(grown))
 	}
@@ -208,7 +220,7 @@ func TestStampReusesAndClearsDst(t *testing.T) {
 
 func TestStampDoesNotAllocate(t *testing.T) {
 	s := NewStamper(1, 96, 0, 0)
-	au := accessUnit(0, sps, pps, nal(0x65, 60000))
+	au := accessUnit(0, 60018)
 	dst := s.Stamp(nil, au, false)
 	allocs := testing.AllocsPerRun(100, func() {
 		au.PTS += 3000
@@ -225,8 +237,9 @@ func TestMarshalMatchesPion(t *testing.T) {
 		{Version: 2, Marker: true, PayloadType: 127, SequenceNumber: 65535, Timestamp: 0xffffffff, SSRC: 0x01020304},
 		{Version: 2, Marker: false, PayloadType: 102, SequenceNumber: 4242, Timestamp: 90000, SSRC: 0xdeadbeef},
 	}
+	payload := accessUnit(0, 40).Payloads[0]
 	for _, h := range headers {
-		pkt := rtp.Packet{Header: h, Payload: smallIDR}
+		pkt := rtp.Packet{Header: h, Payload: payload}
 		want, err := pkt.Marshal()
 		if err != nil {
 			t.Fatal(err)
@@ -239,8 +252,10 @@ func TestMarshalMatchesPion(t *testing.T) {
 			t.Errorf("MarshalTo(%+v) = % x, want % x", h, head(buf[:n]), head(want))
 		}
 	}
-	short := make([]byte, HeaderLen+len(smallIDR)-1)
-	if MarshalHeader(short[:HeaderLen-1], &headers[0]) != 0 || MarshalTo(short, &rtp.Packet{Header: headers[0], Payload: smallIDR}) != 0 {
+	short := make([]byte, HeaderLen+len(payload)-1)
+	if MarshalHeader(short[:HeaderLen-1], &headers[0]) != 0 || MarshalTo(short, &rtp.Packet{Header: headers[0], Payload: payload}) != 0 {
 		t.Error("marshal into a short buffer did not report 0")
 	}
 }
+
+func head(b []byte) []byte { return b[:min(len(b), 24)] }
