@@ -132,13 +132,26 @@ report() {
 }
 
 began=$SECONDS
-echo "== building the cmd/srtwhep test binary (go test -race -c)"
-# The binary is linked here rather than by go test so that the unit line
-# starts only once the compile it shares is done.
-if ! "$go" test -race -c -o "$work/srtwhep.test" ./cmd/srtwhep; then
-	echo "make test: the cmd/srtwhep test binary did not build"
-	exit 1
-fi
+# The server binary the tests run is built once here for every test
+# process (testkit.BuildBinary and tools/kubecheck take it from
+# SRTWHEP_TEST_BINDIR): built by each process on its own, it would be
+# compiled several times at once on a cold build cache. Beside it, the e2e
+# test binary, linked here rather than by go test so
+# that the unit line starts only once the compile it shares is done.
+echo "== building the server (go build ./cmd/srtwhep) and the cmd/srtwhep test binary (go test -race -c)"
+mkdir "$work/bin"
+"$go" build -o "$work/bin/" ./cmd/srtwhep >"$work/build.log" 2>&1 &
+bins=$!
+"$go" test -race -c -o "$work/srtwhep.test" ./cmd/srtwhep >"$work/build-e2e.log" 2>&1 &
+e2ebin=$!
+for pid in "$bins" "$e2ebin"; do
+	if ! wait "$pid"; then
+		cat "$work/build.log" "$work/build-e2e.log"
+		echo "make test: the build failed"
+		exit 1
+	fi
+done
+export SRTWHEP_TEST_BINDIR=$work/bin
 echo "== built in $((SECONDS - began)) s; running the lines side by side: e2e unit fuzz $*"
 start e2e normal e2e
 start unit normal unit
