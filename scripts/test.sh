@@ -21,8 +21,9 @@
 # it compiles most of what the unit line needs (with the same -race
 # flags, go vet -race included), so nothing is compiled twice, and the
 # real-time line is not kept waiting behind the others' compiles. fuzz
-# (its own instrumented build) and nested modules run under nice: they
-# only take CPU that the real-time tests do not use.
+# (its own instrumented build) and the nested modules in NICE (tools: the
+# offline checks) run under nice: they only take CPU that the real-time
+# tests do not use.
 # shellcheck disable=SC2317 # cleanup and the lines run through trap and start's "$@"
 set -euo pipefail
 
@@ -30,6 +31,7 @@ go=${GO:-go}
 e2e_parallel=${E2E_PARALLEL:-2}
 fuzztime=${FUZZTIME_TEST:-2s}
 norace=" ${NORACE:-tools} "
+nice=" ${NICE:-tools} "
 
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -157,7 +159,9 @@ start e2e normal e2e
 start unit normal unit
 start fuzz nice fuzz
 for dir in "$@"; do
-	start "$dir" nice module "$dir"
+	prio="normal"
+	[[ $nice == *" $dir "* ]] && prio="nice"
+	start "$dir" "$prio" module "$dir"
 done
 
 failed=0
