@@ -3,19 +3,25 @@
 # run side by side, each into its own log, and each is reported when it
 # ends (in full when it failed), then a table of how long each took.
 # The Makefile runs the checks that take seconds (go mod tidy -diff,
-# gofmt, the shell lint) before it. MODULE_DIRs are the nested modules (tools,
-# bench, ...): each is vetted and tested on a line of its own.
+# gofmt, the shell lint) before it. MODULE_DIRs are the nested modules
+# (tools, bench, ...): each is vetted and tested on a line of its own.
 #
 #   e2e    cmd/srtwhep, verbose into its log. Most of its time is
 #          real-time media (ffmpeg publishers, browsers), not CPU, so it
 #          starts first and the other lines use the CPU it leaves.
-#   unit   go vet -race, then go test -race of every other package.
-#   fuzz   scripts/fuzz.sh: every fuzz target for FUZZTIME (2 s) from its
+#   unit   go vet -race, then go test -race of every other package: under
+#          nice while the e2e tests that run alone run, and those that
+#          measure in real time (REALTIME: internal/hostile's bystanders
+#          keeping their frame rate under attack, internal/loadgen) only
+#          once those are done, beside the parallel e2e tests.
+#   fuzz   scripts/fuzz.sh: every fuzz target for FUZZTIME_TEST (2s) from its
 #          checked-in corpus: no panic, no 5xx, no broken invariant on what
 #          has been found so far.
 #   DIR    a nested module: go vet, then go test (-race unless the module
 #          is in NORACE, as tools is: its deploy checks are offline and
 #          single-threaded, and buildkit with -race takes minutes to build).
+#          A module not in NICE (tools) may measure in real time, so it
+#          waits for the e2e tests that run alone, as REALTIME does.
 #
 # The e2e test binary is built before any line starts, at full priority:
 # it compiles most of what the unit line needs (with the same -race
@@ -32,6 +38,7 @@ e2e_parallel=${E2E_PARALLEL:-2}
 fuzztime=${FUZZTIME_TEST:-2s}
 norace=" ${NORACE:-tools} "
 nice=" ${NICE:-tools} "
+realtime=" ${REALTIME:-internal/hostile internal/loadgen} "
 
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -71,16 +78,52 @@ start() {
 }
 
 e2e() {
+	local rc=0
 	cd "$root/cmd/srtwhep"
 	"$work/srtwhep.test" -test.paniconexit0 -test.v=true -test.count=1 -test.timeout=15m \
-		-test.parallel="$e2e_parallel"
+		-test.parallel="$e2e_parallel" || rc=$?
+	touch "$work/e2e.done"
+	return "$rc"
+}
+
+# e2e_alone_done: whether the e2e tests that run alone have all run. go
+# test runs every top-level test that does not call t.Parallel first, one
+# at a time (they measure: frame rates under attack, browsers' figures),
+# then resumes the parallel ones, each with a `=== CONT  TestName` line.
+e2e_alone_done() {
+	[[ -e $work/e2e.done ]] || grep -qE '^=== CONT +[^/ ]+$' "$work/e2e.log"
 }
 
 unit() {
+	local pkgs
+	pkgs=$("$go" list ./... | grep -v '/cmd/srtwhep$')
+	# The packages that measure in real time (REALTIME) wait for the e2e
+	# tests that run alone; the rest run beside those under nice, on the
+	# CPU they leave, and back at full priority once they are done.
+	local late=() early=() pkg
+	for pkg in $pkgs; do
+		if [[ $realtime == *" ${pkg#github.com/srtwhep/srtwhep/} "* ]]; then
+			late+=("$pkg")
+		else
+			early+=("$pkg")
+		fi
+	done
+	renice -n 10 -g "$BASHPID" >/dev/null
 	"$go" vet -race ./...
 	echo "ok   go vet -race ./..."
-	# shellcheck disable=SC2046 # one word per package
-	"$go" test -race -count=1 -timeout 8m $("$go" list ./... | grep -v '/cmd/srtwhep$')
+	local rc=0
+	"$go" test -race -count=1 -timeout 8m "${early[@]}" &
+	local tests=$!
+	until e2e_alone_done; do
+		sleep 1
+	done
+	renice -n 0 -g "$BASHPID" >/dev/null
+	wait "$tests" || rc=$?
+	if [[ ${#late[@]} -gt 0 ]]; then
+		echo "== after the e2e tests that run alone: ${late[*]#github.com/srtwhep/srtwhep/}"
+		"$go" test -race -count=1 -timeout 8m "${late[@]}" || rc=$?
+	fi
+	return "$rc"
 }
 
 fuzz() {
@@ -91,6 +134,11 @@ module() {
 	local race=(-race)
 	[[ $norace == *" $1 "* ]] && race=()
 	cd "$root/$1"
+	if [[ $nice != *" $1 "* ]]; then
+		until e2e_alone_done; do
+			sleep 1
+		done
+	fi
 	"$go" vet "${race[@]}" ./...
 	echo "ok   go vet ${race[*]} ./... in $1/"
 	"$go" test "${race[@]}" -count=1 -timeout 8m ./...
