@@ -184,7 +184,7 @@ report() {
 began=$SECONDS
 # The server binary the tests run is built once here for every test
 # process (testkit.BuildBinary and tools/kubecheck take it from
-# SRTWHEP_TEST_BINDIR): built by each process on its own, it would be
+# TESTKIT_BINDIR): built by each process on its own, it would be
 # compiled several times at once on a cold build cache. Beside it, the e2e
 # test binary, linked here rather than by go test so
 # that the unit line starts only once the compile it shares is done.
@@ -201,7 +201,7 @@ for pid in "$bins" "$e2ebin"; do
 		exit 1
 	fi
 done
-export SRTWHEP_TEST_BINDIR=$work/bin
+export TESTKIT_BINDIR=$work/bin
 echo "== built in $((SECONDS - began)) s; running the lines side by side: e2e unit fuzz $*"
 start e2e normal e2e
 start unit normal unit

@@ -13,8 +13,10 @@ import (
 
 // BinDirEnv names a directory of prebuilt binaries, each named as `go
 // build -o DIR/ PKG` names it (the last element of PKG); BuildBinary takes
-// a package's binary from there when it is present.
-const BinDirEnv = "SRTWHEP_TEST_BINDIR"
+// a package's binary from there when it is present. Not SRTWHEP_*: the
+// server reads every such variable as configuration and refuses unknown
+// ones, and it runs with the test's environment.
+const BinDirEnv = "TESTKIT_BINDIR"
 
 // built caches one binary per main package for the whole test process: a
 // build costs seconds even from Go's cache, and the tests that need the

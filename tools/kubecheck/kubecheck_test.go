@@ -61,8 +61,8 @@ func server(t *testing.T) Server {
 	root := repoRoot(t)
 	built.once.Do(func() {
 		// make test builds the server once for all its test processes
-		// (SRTWHEP_TEST_BINDIR, as internal/testkit.BuildBinary reads it).
-		if dir := os.Getenv("SRTWHEP_TEST_BINDIR"); dir != "" {
+		// (TESTKIT_BINDIR, as internal/testkit.BuildBinary reads it).
+		if dir := os.Getenv("TESTKIT_BINDIR"); dir != "" {
 			if info, err := os.Stat(filepath.Join(dir, "srtwhep")); err == nil && info.Mode().IsRegular() {
 				built.path = filepath.Join(dir, "srtwhep")
 				return
