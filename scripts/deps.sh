@@ -15,9 +15,9 @@
 #          encoders section (TestEncoders)
 #
 # Idempotent and quick when everything is present: dpkg-query only, no
-# apt-get update. Missing packages are installed as root (or through a
-# password-less sudo); otherwise the exact apt line is printed and the
-# script exits 1.
+# apt-get update (and that only when the install needs it). Missing
+# packages are installed as root (or through a password-less sudo);
+# otherwise the exact apt line is printed and the script exits 1.
 set -euo pipefail
 
 usage() {
@@ -101,6 +101,20 @@ else
 	exit 1
 fi
 
+# One apt-get install for everything missing. It waits for the dpkg lock
+# (another deps.sh, or unattended upgrades) rather than failing at once,
+# and skips dpkg's fsync after every file (--force-unsafe-io): that is
+# most of its time on a small disk, and a machine that dies mid-install
+# runs the install again anyway. The package lists are fetched only when
+# the install cannot go on without them: none yet (a fresh machine), or
+# a version the mirror no longer has.
+install() {
+	"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+		-o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-unsafe-io "${missing[@]}"
+}
 echo "deps.sh: installing ${missing[*]}" >&2
-"${as_root[@]}" apt-get update
-"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+if ! install; then
+	echo "deps.sh: fetching the package lists (apt-get update) and trying again" >&2
+	"${as_root[@]}" apt-get -o DPkg::Lock::Timeout=600 update
+	install
+fi

@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
-# fuzz.sh TIME [MINIMIZE] [fresh] — run every Go fuzz target of the server
-# and bench modules for TIME each, one target at a time (go test -fuzz takes
-# one package and one target). `make test` runs it for a few seconds, `make
-# fuzz` for longer.
+# fuzz.sh TIME [MINIMIZE] [fresh] — run every Go fuzz target in the
+# repository (nested modules such as bench/ included) for TIME each, one
+# target at a time. `make test` runs it for a few seconds, `make fuzz` for
+# longer.
+#
+# Each package's test binary is built once, instrumented for coverage
+# (go test -c -fuzz), and every target of the package runs from it: go
+# test -fuzz takes one target per call and links a new binary for each,
+# which cost more than the fuzzing itself at 2 s a target. The binary runs
+# in its package directory, as go test runs it, so testdata/fuzz/NAME/ is
+# found and a failing input is written there.
 #
 # fresh starts each target from its seeds and checked-in corpus
 # (testdata/fuzz/NAME/) only, ignoring the inputs earlier runs cached in
 # GOCACHE: `make test` then fuzzes the same start point on every machine,
-# and its time does not grow with the cache. `make fuzz` keeps the cache,
-# so long runs build on each other.
+# and its time does not grow with the cache. `make fuzz` keeps the cache
+# (GOCACHE/fuzz/IMPORTPATH, where go test keeps it), so long runs build on
+# each other.
 #
 # Targets are found by grepping for `func Fuzz` rather than `go test -list`,
 # which would compile every test package once more just to list them.
@@ -25,30 +33,44 @@ minimize=${2:-0}
 fresh=${3:-}
 go=${GO:-go}
 
-cache_args=()
-if [[ $fresh == fresh ]]; then
-	cache=$(mktemp -d)
-	trap 'rm -rf "$cache"' EXIT
-	cache_args=(-args -test.fuzzcachedir="$cache")
-fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# go test stops a test binary after 10 minutes unless told otherwise; a
+# fuzz run gets its time plus that, so a hung target still ends.
+timeout_args=()
+case $time in
+*[0-9]s) timeout_args=(-test.timeout="$((${time%s} + 600))s") ;;
+*[0-9]m) timeout_args=(-test.timeout="$((${time%m} + 10))m") ;;
+*[0-9]h) timeout_args=(-test.timeout="$((${time%h} + 1))h") ;;
+esac
 
 cd "$(dirname "$0")/.."
+root=$PWD
 found=0
 failed=()
+built=
 # One failing target does not hide the others: all run, then the failures
 # are listed (each with the input go test saved under testdata/fuzz/).
-while IFS=: read -r file decl; do
-	target=${decl#func }
-	# bench/ is a module of its own: its targets are run from there.
-	mod=.
-	if [[ $file == bench/* ]]; then
-		mod=bench
-		file=${file#bench/}
-	fi
-	pkg=./$(dirname "$file")
-	name=$mod/${pkg#./}
+while IFS=: read -r dir target; do
+	pkg=./$dir
 	found=$((found + 1))
-	echo "== $name $target ($time)"
+	bin=$work/${dir//\//_}.test
+	if [[ $built != "$dir" ]]; then
+		built=$dir
+		echo "== $pkg: building the instrumented test binary"
+		(cd "$dir" && "$go" test -c -fuzz=. -o "$bin" .) || rm -f "$bin"
+		if [[ $fresh == fresh ]]; then
+			cachedir=$work/cache/${dir//\//_}
+		else
+			cachedir=$("$go" env GOCACHE)/fuzz/$(cd "$dir" && "$go" list -f '{{.ImportPath}}' .)
+		fi
+	fi
+	if [[ ! -x $bin ]]; then
+		failed+=("$pkg $target (the test binary did not build)")
+		continue
+	fi
+	echo "== $pkg $target ($time)"
 	# go test's fuzz coordinator can report "context deadline exceeded" when
 	# the time runs out while a worker is busy, with no input saved: that is
 	# the runner, not a finding, so such a run is tried again, up to three
@@ -56,7 +78,9 @@ while IFS=: read -r file decl; do
 	# the 16 targets). A real failure writes its input under
 	# testdata/fuzz and is never retried.
 	for attempt in 1 2 3; do
-		if out=$(cd "$mod" && "$go" test -run '^$' -fuzz "^${target}\$" -fuzztime "$time" -fuzzminimizetime "$minimize" "$pkg" "${cache_args[@]}" 2>&1); then
+		if out=$(cd "$root/$dir" && "$bin" -test.paniconexit0 -test.run='^$' -test.fuzz="^${target}\$" \
+			-test.fuzztime="$time" -test.fuzzminimizetime="$minimize" -test.fuzzcachedir="$cachedir" \
+			"${timeout_args[@]}" 2>&1); then
 			echo "$out"
 			break
 		fi
@@ -65,10 +89,11 @@ while IFS=: read -r file decl; do
 			echo "fuzz.sh: $target: the fuzz runner timed out without a finding; running it again"
 			continue
 		fi
-		failed+=("$name $target")
+		failed+=("$pkg $target")
 		break
 	done
-done < <(grep -rEo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' cmd pkg internal bench/cmd bench/internal | sort)
+done < <(grep -rEo --include='*_test.go' --exclude-dir=testdata --exclude-dir='.?*' --exclude-dir=node_modules \
+	'^func Fuzz[A-Za-z0-9_]*' . | sed -E 's|^\./||; s|/[^/]*:func |:|' | sort -u)
 if [[ $found -eq 0 ]]; then
 	echo "fuzz.sh: no fuzz targets found" >&2
 	exit 1

@@ -60,6 +60,14 @@ func server(t *testing.T) Server {
 	t.Helper()
 	root := repoRoot(t)
 	built.once.Do(func() {
+		// make test builds the server once for all its test processes
+		// (TESTKIT_BINDIR, as internal/testkit.BuildBinary reads it).
+		if dir := os.Getenv("TESTKIT_BINDIR"); dir != "" {
+			if info, err := os.Stat(filepath.Join(dir, "srtwhep")); err == nil && info.Mode().IsRegular() {
+				built.path = filepath.Join(dir, "srtwhep")
+				return
+			}
+		}
 		out := filepath.Join(binDir, "srtwhep")
 		cmd := exec.Command("go", "build", "-buildvcs=false", "-o", out, "./cmd/srtwhep")
 		cmd.Dir = root
