@@ -205,7 +205,10 @@ type browserSetup struct {
 // browserNetns links a server namespace (prefix+".1") and a browser
 // namespace (prefix+".2") on the /24 of prefix ("10.233.0") and starts
 // Chromium in the second. Each test has a prefix of its own, so tests
-// never share an address even when they overlap.
+// never share an address even when they overlap: a browser test that
+// asserts what the page shows, not how soon, runs in parallel (other
+// tests' load only slows it within its waits); one that prints or bounds
+// a time (first frame, a gap, a reaction) has the machine to itself.
 func browserNetns(t *testing.T, prefix string) browserSetup {
 	t.Helper()
 	requireNetns(t, chromiumPath, "ffmpeg")

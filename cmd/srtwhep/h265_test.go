@@ -161,9 +161,7 @@ func TestH265Edge(t *testing.T) {
 // here and so offers no H.265, plays an H.265 path through its H.264
 // rendition from the player page, as any such browser will.
 func TestBrowserPlaysH265(t *testing.T) {
-	// Parallel, unlike the browser tests that print figures: it asserts
-	// what the page shows, not how soon, so other tests' load only slows
-	// it within its waits.
+	// Asserts what the page shows, not how soon: see browserNetns.
 	t.Parallel()
 	b := browserAndServer(t, "10.217.0", pathVideo(config.VideoAuto))
 	ctx, srv, srvNS := b.ctx, b.srv, b.srvNS

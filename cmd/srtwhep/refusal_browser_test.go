@@ -47,9 +47,7 @@ func playerInState(t *testing.T, ctx context.Context, url, state string) (func()
 // instead of "Waiting for the stream…", and keeps asking, so it plays as
 // soon as a publisher with the right settings comes.
 func TestBrowserShowsRefusal(t *testing.T) {
-	// Parallel, unlike the browser tests that print figures: it asserts
-	// what the page shows, not how soon, so other tests' load only slows
-	// it within its waits.
+	// Asserts what the page shows, not how soon: see browserNetns.
 	t.Parallel()
 	b := browserAndServer(t, "10.233.0", pathVideo(config.VideoPassthrough))
 	ctx, srv, srvNS := b.ctx, b.srv, b.srvNS
@@ -81,9 +79,7 @@ func TestBrowserShowsRefusal(t *testing.T) {
 // the publisher), plays nothing, and keeps asking slowly: once the
 // publisher switches to H.264 on the same path, it plays.
 func TestBrowserShowsH265Refusal(t *testing.T) {
-	// Parallel, unlike the browser tests that print figures: it asserts
-	// what the page shows, not how soon, so other tests' load only slows
-	// it within its waits.
+	// Asserts what the page shows, not how soon: see browserNetns.
 	t.Parallel()
 	b := browserAndServer(t, "10.234.0", pathVideo(config.VideoPassthrough))
 	ctx, srv, srvNS := b.ctx, b.srv, b.srvNS
