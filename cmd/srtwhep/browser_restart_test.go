@@ -24,26 +24,8 @@ const interruptedStatus = "Stream interrupted — waiting for the publisher"
 // Not parallel: headless Chromium needs the machine to itself, like
 // TestBrowserPlays.
 func TestBrowserPublisherRestart(t *testing.T) {
-	requireNetns(t, chromiumPath)
-	bin := testkit.BuildBinary(t, "./cmd/srtwhep")
-	srvNS, cliNS := newNetns(t, "srv"), newNetns(t, "cli")
-	link(t, srvNS, "s0", "10.211.0.1/24", cliNS, "c0", "10.211.0.2/24")
-	cliNS.ip(t, "route", "add", "default", "via", "10.211.0.1")
-	ctx := newBrowser(t, cliNS)
-	srv := serverInNetns(t, bin, srvNS, `srt:
-  listen: "127.0.0.1:8890"
-http:
-  drainTimeout: 0s # no drain on SIGTERM: the test stops the server with its viewers still on it (see events_test.go)
-  listen: "10.211.0.1:8889"
-webrtc:
-  listenIP: 10.211.0.1
-  udpPort: 8189
-  tcpPort: 8189
-metrics:
-  listen: ""
-pathDefaults:
-  publisherGrace: 4s
-`)
+	b := browserAndServer(t, "10.211.0", "pathDefaults:\n  publisherGrace: 4s\n")
+	ctx, srv, srvNS := b.ctx, b.srv, b.srvNS
 	first := ffmpegInNetns(t, srvNS, "1280x720", srv.SRTURL("publish:live/cam1"))
 	srv.WaitLog(t, 15*time.Second, "stream parameters", "path=live/cam1")
 	if err := chromedp.Do(ctx, chromedp.Navigate("http://10.211.0.1:8889/live/cam1")); err != nil {

@@ -53,37 +53,9 @@ type playerStats struct {
 // Not parallel: it prints figures (time to first frame) that need the
 // machine to itself.
 func TestBrowserPlays(t *testing.T) {
-	requireNetns(t, chromiumPath)
-	bin := testkit.BuildBinary(t, "./cmd/srtwhep")
-
-	srvNS, cliNS := newNetns(t, "srv"), newNetns(t, "cli")
-	link(t, srvNS, "s0", "10.210.0.1/24", cliNS, "c0", "10.210.0.2/24")
-	// Without a route Chromium puts no host candidate in its offer.
-	cliNS.ip(t, "route", "add", "default", "via", "10.210.0.1")
-
-	// The browser starts first so that its start-up work is over by the
-	// time the page loads: on two cores it otherwise competes with the
-	// page for CPU and blurs the time-to-first-frame figure.
-	ctx := newBrowser(t, cliNS)
-
-	srv := serverInNetns(t, bin, srvNS, `srt:
-  listen: "127.0.0.1:8890"
-http:
-  drainTimeout: 0s # no drain on SIGTERM: the test stops the server with its viewers still on it (see events_test.go)
-  listen: "10.210.0.1:8889"
-webrtc:
-  listenIP: 10.210.0.1
-  udpPort: 8189
-  tcpPort: 8189
-metrics:
-  listen: ""
-`)
-	// The reference stream with AAC sound, which the server turns into
-	// Opus for the browser.
-	testkit.StartProcess(t, "ffmpeg", srvNS.command("ffmpeg", "-hide_banner", "-loglevel", "warning", "-nostdin",
-		"-re", "-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=30", "-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=48000",
-		"-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-bf", "0", "-g", "60", "-b:v", "2500k",
-		"-c:a", "aac", "-b:a", "128k", "-f", "mpegts", srv.SRTURL("publish:live/cam1")))
+	b := browserAndServer(t, "10.210.0", "")
+	ctx, srv := b.ctx, b.srv
+	publishWithSound(t, b.srvNS, srv.SRTURL("publish:live/cam1"))
 	srv.WaitLog(t, 15*time.Second, "stream parameters", "path=live/cam1")
 
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(960, 540), chromedp.Navigate("http://10.210.0.1:8889/live/cam1")); err != nil {
@@ -219,6 +191,81 @@ metrics:
 			t.Fatalf("SRTWHEP_SCREENSHOT_OUT: %v", err)
 		}
 	}
+}
+
+// browserSetup is headless Chromium in one network namespace and the
+// server in another, linked by a veth pair: Chromium gathers no loopback
+// candidates, so the two cannot share one.
+type browserSetup struct {
+	ctx          context.Context // the browser's tab (see newBrowser)
+	srvNS, cliNS *netns
+	srv          *testkit.Server // nil from browserNetns
+}
+
+// browserNetns links a server namespace (prefix+".1") and a browser
+// namespace (prefix+".2") on the /24 of prefix ("10.233.0") and starts
+// Chromium in the second. Each test has a prefix of its own, so tests
+// never share an address even when they overlap: a browser test that
+// asserts what the page shows, not how soon, runs in parallel (other
+// tests' load only slows it within its waits); one that prints or bounds
+// a time (first frame, a gap, a reaction) has the machine to itself.
+func browserNetns(t *testing.T, prefix string) browserSetup {
+	t.Helper()
+	requireNetns(t, chromiumPath, "ffmpeg")
+	srvNS, cliNS := newNetns(t, "srv"), newNetns(t, "cli")
+	link(t, srvNS, "s0", prefix+".1/24", cliNS, "c0", prefix+".2/24")
+	// Without a route Chromium puts no host candidate in its offer.
+	cliNS.ip(t, "route", "add", "default", "via", prefix+".1")
+	// The browser starts before the server so that its start-up work is
+	// over by the time a page loads: on two cores it otherwise competes
+	// with the page for CPU and blurs the figures the tests print.
+	return browserSetup{ctx: newBrowser(t, cliNS), srvNS: srvNS, cliNS: cliNS}
+}
+
+// browserServerYAML is the config of a server the browser reaches at
+// ip: HTTP on ip:8889, WebRTC on ip:8189, SRT on 127.0.0.1:srtPort of
+// the server's namespace; http holds more keys of http: (indented), and
+// extra more top-level YAML.
+func browserServerYAML(ip string, srtPort int, http, extra string) string {
+	return fmt.Sprintf(`srt:
+  listen: "127.0.0.1:%d"
+http:
+  listen: "%s:8889"
+%swebrtc:
+  listenIP: %s
+  udpPort: 8189
+  tcpPort: 8189
+metrics:
+  listen: ""
+%s`, srtPort, ip, http, ip, extra)
+}
+
+// browserAndServer is browserNetns with the server started in the
+// server namespace, extra (top-level YAML) added to its config.
+func browserAndServer(t *testing.T, prefix, extra string) browserSetup {
+	t.Helper()
+	b := browserNetns(t, prefix)
+	// No drain on SIGTERM: the test stops the server with its viewers
+	// still on it (see events_test.go).
+	b.srv = serverInNetns(t, testkit.BuildBinary(t, "./cmd/srtwhep"), b.srvNS,
+		browserServerYAML(prefix+".1", 8890, "  drainTimeout: 0s\n", extra))
+	return b
+}
+
+// pathVideo is the YAML that sets pathDefaults' video to video.
+func pathVideo(video string) string {
+	return "pathDefaults:\n  video: " + video + "\n"
+}
+
+// publishWithSound runs ffmpeg inside ns publishing the reference stream
+// with AAC sound (which the server turns into Opus for browsers) to url,
+// until the test ends.
+func publishWithSound(t *testing.T, ns *netns, url string) {
+	t.Helper()
+	testkit.StartProcess(t, "ffmpeg", ns.command("ffmpeg", "-hide_banner", "-loglevel", "warning", "-nostdin",
+		"-re", "-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=30", "-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=48000",
+		"-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-bf", "0", "-g", "60", "-b:v", "2500k",
+		"-c:a", "aac", "-b:a", "128k", "-f", "mpegts", url))
 }
 
 // newBrowser starts headless Chromium inside ns and returns a chromedp

@@ -114,8 +114,9 @@ func checkFullRateSince(t *testing.T, name string, aus []whepclient.AccessUnit) 
 // the publisher, the entry point, a pion viewer) in srv, headless
 // Chromium in cli, which reaches srv's 10.214.0.1 over a veth pair.
 const (
-	failoverSrvIP = "10.214.0.1"
-	failoverCliIP = "10.214.0.2"
+	failoverNet   = "10.214.0" // see browserNetns
+	failoverSrvIP = failoverNet + ".1"
+	failoverCliIP = failoverNet + ".2"
 	failoverEntry = failoverSrvIP + ":8880"
 	failoverToken = "failover-api-token"
 )
@@ -159,12 +160,9 @@ pathDefaults:
 // Not parallel: headless Chromium needs the machine to itself, like
 // TestBrowserPlays.
 func TestEdgeFailover(t *testing.T) {
-	requireNetns(t, chromiumPath)
+	b := browserNetns(t, failoverNet)
+	ctx, srvNS := b.ctx, b.srvNS
 	bin := testkit.BuildBinary(t, "./cmd/srtwhep")
-	srvNS, cliNS := newNetns(t, "srv"), newNetns(t, "cli")
-	link(t, srvNS, "s0", failoverSrvIP+"/24", cliNS, "c0", failoverCliIP+"/24")
-	cliNS.ip(t, "route", "add", "default", "via", failoverSrvIP)
-	ctx := newBrowser(t, cliNS)
 
 	origin := serverInNetns(t, bin, srvNS, `srt:
   listen: "127.0.0.1:8890"

@@ -37,28 +37,13 @@ func pagePoller[T any](t *testing.T, ctx context.Context) func() T {
 //
 // Not parallel: headless Chromium needs the machine to itself.
 func TestBrowserReconnectMoves(t *testing.T) {
-	requireNetns(t, chromiumPath)
-	bin := testkit.BuildBinary(t, "./cmd/srtwhep")
-	srvNS, cliNS := newNetns(t, "srv"), newNetns(t, "cli")
-	link(t, srvNS, "s0", "10.216.0.1/24", cliNS, "c0", "10.216.0.2/24")
+	b := browserNetns(t, "10.216.0")
+	ctx, srvNS := b.ctx, b.srvNS
 	srvNS.ip(t, "addr", "add", "10.216.0.3/24", "dev", "s0")
-	cliNS.ip(t, "route", "add", "default", "via", "10.216.0.1")
-	ctx := newBrowser(t, cliNS)
-
-	serverYAML := func(ip string, srtPort int, extra string) string {
-		return fmt.Sprintf(`srt:
-  listen: "127.0.0.1:%d"
-http:
-  listen: "%s:8889"
-%swebrtc:
-  listenIP: %s
-  udpPort: 8189
-  tcpPort: 8189
-`, srtPort, ip, extra, ip) + `metrics:
-  listen: ""
-api:
-  listen: "127.0.0.1:0"
-`
+	bin := testkit.BuildBinary(t, "./cmd/srtwhep")
+	// Two servers share the namespace: each its own SRT port and API port.
+	serverYAML := func(ip string, srtPort int, http string) string {
+		return browserServerYAML(ip, srtPort, http, "api:\n  listen: \"127.0.0.1:0\"\n")
 	}
 	// B is stopped by the test's end with the page on it: no drain.
 	srvB := serverInNetns(t, bin, srvNS, serverYAML("10.216.0.3", 8891, "  drainTimeout: 0s\n"))

@@ -91,6 +91,7 @@ func viewerCount(n int) func(whepclient.Event) bool {
 // inactive while its session waits out the grace period; a new publisher
 // makes it active again once its first IDR has arrived.
 func TestEventsPublisherLifecycle(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil)
 	tr := newTranscript()
 	pub := startFFmpeg(t, x264Args("640x360"), ts.srtURL("publish:live/cam1"))
@@ -125,6 +126,7 @@ func TestEventsPublisherLifecycle(t *testing.T) {
 // TestEventsViewerCount: viewercount follows WHEP viewers and an SRT
 // reader joining and leaving the path, at most once a second.
 func TestEventsViewerCount(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil)
 	tr := newTranscript()
 	startFFmpeg(t, x264Args("640x360"), ts.srtURL("publish:live/cam1"))
@@ -160,6 +162,7 @@ func TestEventsViewerCount(t *testing.T) {
 // is sent reconnect with the configured http.reconnectURL while its
 // session still plays, and the session ends only after it.
 func TestEventsSIGTERMReconnect(t *testing.T) {
+	t.Parallel()
 	const reconnectURL = "http://127.0.0.9:8889"
 	cfg := binaryConfig(t, func(c *config.Config) {
 		c.HTTP.ReconnectURL = reconnectURL

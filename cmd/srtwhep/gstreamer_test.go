@@ -35,6 +35,7 @@ func startGStreamer(t *testing.T, pipeline ...string) *testkit.Process {
 //   - no format=I420 with video: passthrough: x264enc picks High 4:4:4
 //     Predictive, which browsers cannot decode.
 func TestGStreamerNoPicture(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, reason string
 		caps         string
@@ -46,6 +47,7 @@ func TestGStreamerNoPicture(t *testing.T) {
 			[]string{"format=I420", "-pix_fmt yuv420p", "Color Format NV12"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			ts := startServer(t, func(c *config.Config) { c.PathDefaults.Video = "passthrough" })
 			pipeline := []string{"videotestsrc", "is-live=true", "!", tc.caps, "!", "x264enc", "tune=zerolatency", "bframes=0", "key-int-max=60", "!"}
 			if tc.reason == "no-idr" {

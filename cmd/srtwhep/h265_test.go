@@ -161,7 +161,10 @@ func TestH265Edge(t *testing.T) {
 // here and so offers no H.265, plays an H.265 path through its H.264
 // rendition from the player page, as any such browser will.
 func TestBrowserPlaysH265(t *testing.T) {
-	ctx, srv, srvNS := browserAndServer(t, "10.217.0", config.VideoAuto)
+	// Asserts what the page shows, not how soon: see browserNetns.
+	t.Parallel()
+	b := browserAndServer(t, "10.217.0", pathVideo(config.VideoAuto))
+	ctx, srv, srvNS := b.ctx, b.srv, b.srvNS
 	args := append([]string{"-hide_banner", "-loglevel", "warning", "-nostdin"}, x265Args("640x360")...)
 	testkit.StartProcess(t, "ffmpeg", srvNS.command("ffmpeg", append(args, "-f", "mpegts", srv.SRTURL("publish:live/hevc"))...))
 	srv.WaitLog(t, 15*time.Second, "stream parameters", "path=live/hevc", "codec=H265")

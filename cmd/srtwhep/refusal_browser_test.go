@@ -25,35 +25,6 @@ var refusedPublisher = struct {
 	shows: []string{"The stream cannot be played", "B-frames", "ffmpeg -bf 0", "OBS Simple output mode", "GStreamer: x264enc bframes=0"},
 }
 
-// browserAndServer starts the server with pathDefaults' video set to
-// video in one network namespace and headless Chromium in another,
-// linked on the /24 of prefix ("10.233.0" → server 10.233.0.1, browser
-// 10.233.0.2).
-func browserAndServer(t *testing.T, prefix, video string) (context.Context, *testkit.Server, *netns) {
-	t.Helper()
-	requireNetns(t, chromiumPath)
-	bin := testkit.BuildBinary(t, "./cmd/srtwhep")
-	srvNS, cliNS := newNetns(t, "srv"), newNetns(t, "cli")
-	link(t, srvNS, "s0", prefix+".1/24", cliNS, "c0", prefix+".2/24")
-	cliNS.ip(t, "route", "add", "default", "via", prefix+".1")
-	ctx := newBrowser(t, cliNS)
-	srv := serverInNetns(t, bin, srvNS, `srt:
-  listen: "127.0.0.1:8890"
-http:
-  drainTimeout: 0s
-  listen: "`+prefix+`.1:8889"
-webrtc:
-  listenIP: `+prefix+`.1
-  udpPort: 8189
-  tcpPort: 8189
-metrics:
-  listen: ""
-pathDefaults:
-  video: `+video+`
-`)
-	return ctx, srv, srvNS
-}
-
 // playerInState opens the player page at url and waits until it reports
 // state; it returns the page's poller and what it reported then.
 func playerInState(t *testing.T, ctx context.Context, url, state string) (func() playerStats, playerStats) {
@@ -76,7 +47,10 @@ func playerInState(t *testing.T, ctx context.Context, url, state string) (func()
 // instead of "Waiting for the stream…", and keeps asking, so it plays as
 // soon as a publisher with the right settings comes.
 func TestBrowserShowsRefusal(t *testing.T) {
-	ctx, srv, srvNS := browserAndServer(t, "10.233.0", config.VideoPassthrough)
+	// Asserts what the page shows, not how soon: see browserNetns.
+	t.Parallel()
+	b := browserAndServer(t, "10.233.0", pathVideo(config.VideoPassthrough))
+	ctx, srv, srvNS := b.ctx, b.srv, b.srvNS
 	bad := testkit.StartProcess(t, "ffmpeg", srvNS.command("ffmpeg", append(append([]string{"-hide_banner", "-loglevel", "error", "-nostdin",
 		"-re", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30"}, refusedPublisher.args...),
 		"-f", "mpegts", srv.SRTURL("publish:live/cam1"))...))
@@ -105,7 +79,10 @@ func TestBrowserShowsRefusal(t *testing.T) {
 // the publisher), plays nothing, and keeps asking slowly: once the
 // publisher switches to H.264 on the same path, it plays.
 func TestBrowserShowsH265Refusal(t *testing.T) {
-	ctx, srv, srvNS := browserAndServer(t, "10.234.0", config.VideoPassthrough)
+	// Asserts what the page shows, not how soon: see browserNetns.
+	t.Parallel()
+	b := browserAndServer(t, "10.234.0", pathVideo(config.VideoPassthrough))
+	ctx, srv, srvNS := b.ctx, b.srv, b.srvNS
 	args := append([]string{"-hide_banner", "-loglevel", "warning", "-nostdin"}, x265Args("640x360")...)
 	hevc := testkit.StartProcess(t, "ffmpeg", srvNS.command("ffmpeg", append(args, "-f", "mpegts", srv.SRTURL("publish:live/cam1"))...))
 	srv.WaitLog(t, 15*time.Second, "stream parameters", "path=live/cam1", "codec=H265")

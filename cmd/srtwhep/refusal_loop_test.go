@@ -13,6 +13,7 @@ import (
 // can) costs the log the first refusal in full and at most a summary
 // line or two, not two lines each; /v1/paths counts every refusal.
 func TestRefusalLoopLog(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, func(c *config.Config) { c.PathDefaults.Video = "passthrough" })
 	const loops = 20
 	start := time.Now()
@@ -49,6 +50,7 @@ func TestRefusalLoopLog(t *testing.T) {
 // B-frames (video: passthrough): it stays attached, is handed nothing of
 // theirs, and resumes when a good publisher comes back.
 func TestRefusalKeepsGraceViewers(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, func(c *config.Config) { c.PathDefaults.Video = "passthrough" })
 	url := ts.srtURL("publish:live/grace")
 	first := startFFmpeg(t, x264Args("320x240", "-t", "4"), url)

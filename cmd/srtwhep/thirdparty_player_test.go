@@ -197,30 +197,10 @@ type thirdPartyStats struct {
 func TestThirdPartyPlayer(t *testing.T) {
 	requireNetns(t, chromiumPath, "ffmpeg")
 	modules := npmThirdParty(t)
-	bin := testkit.BuildBinary(t, "./cmd/srtwhep")
 	start := time.Now()
-
-	srvNS, cliNS := newNetns(t, "srv"), newNetns(t, "cli")
-	link(t, srvNS, "s0", "10.212.0.1/24", cliNS, "c0", "10.212.0.2/24")
-	cliNS.ip(t, "route", "add", "default", "via", "10.212.0.1")
-	ctx := newBrowser(t, cliNS)
-
-	srv := serverInNetns(t, bin, srvNS, `srt:
-  listen: "127.0.0.1:8890"
-http:
-  drainTimeout: 0s # no drain on SIGTERM: the test stops the server with its viewers still on it (see events_test.go)
-  listen: "10.212.0.1:8889"
-webrtc:
-  listenIP: 10.212.0.1
-  udpPort: 8189
-  tcpPort: 8189
-metrics:
-  listen: ""
-`)
-	testkit.StartProcess(t, "ffmpeg", srvNS.command("ffmpeg", "-hide_banner", "-loglevel", "warning", "-nostdin",
-		"-re", "-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=30", "-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=48000",
-		"-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-bf", "0", "-g", "60", "-b:v", "2500k",
-		"-c:a", "aac", "-b:a", "128k", "-f", "mpegts", srv.SRTURL("publish:live/tp1")))
+	b := browserAndServer(t, "10.212.0", "")
+	ctx, srv := b.ctx, b.srv
+	publishWithSound(t, b.srvNS, srv.SRTURL("publish:live/tp1"))
 	srv.WaitLog(t, 15*time.Second, "stream parameters", "path=live/tp1")
 
 	mux := http.NewServeMux()
@@ -238,7 +218,7 @@ metrics:
 		}
 	}
 	pages := httptest.NewUnstartedServer(mux)
-	pages.Listener = listenTCPIn(t, cliNS)
+	pages.Listener = listenTCPIn(t, b.cliNS)
 	pages.Start()
 	t.Cleanup(pages.Close)
 

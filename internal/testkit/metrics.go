@@ -1,41 +1,27 @@
 package testkit
 
 import (
-	"io"
+	"context"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+
+	"github.com/srtwhep/srtwhep/internal/promscrape"
 )
 
-// Scrape reads the server's /metrics at addr (host:port) with
-// Prometheus' own parser, so a test sees the exposition exactly as a
-// Prometheus server would, and fails on anything it would refuse.
+// Scrape reads the server's /metrics at addr (host:port) as a Prometheus
+// server would (promscrape), and fails the test on anything Prometheus
+// would refuse.
 func Scrape(t testing.TB, addr string) map[string]*dto.MetricFamily {
 	t.Helper()
 	// No keep-alive: a test that counts the server's connections must
 	// not see the scraper's.
 	client := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := client.Get("http://" + addr + "/metrics")
+	families, err := promscrape.Families(context.Background(), client, "http://"+addr+"/metrics")
 	if err != nil {
-		t.Fatalf("scrape: %v", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("scrape: %v", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("scrape: %d %s", resp.StatusCode, body)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
-	if err != nil {
-		t.Fatalf("scrape: %v in\n%s", err, body)
+		t.Fatal(err)
 	}
 	return families
 }

@@ -34,6 +34,9 @@ type OfferOptions struct {
 	NetworkTypes []webrtc.NetworkType
 	// Feedback sends NACKs and receiver reports, as a browser does.
 	Feedback bool
+	// SettingEngine, when set, adjusts the peer's settings after the
+	// loopback defaults (ICE-TCP only, a logger, say).
+	SettingEngine func(*webrtc.SettingEngine)
 }
 
 // Offerer is a viewer's PeerConnection with the offer it made.
@@ -74,6 +77,9 @@ func Offer(t testing.TB, opts OfferOptions) *Offerer {
 	LoopbackOnly(&se)
 	if opts.NetworkTypes != nil {
 		se.SetNetworkTypes(opts.NetworkTypes)
+	}
+	if opts.SettingEngine != nil {
+		opts.SettingEngine(&se)
 	}
 	ir := &interceptor.Registry{}
 	if opts.Feedback {

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pion/interceptor"
 	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
 	"github.com/pion/sdp/v3"
@@ -54,9 +53,9 @@ func newServer(t testing.TB, edit func(*Config)) (*Server, *testkit.LogBuffer) {
 	return srv, logs
 }
 
-// pionViewer is a browser-like viewer: a pion PeerConnection with pion's
-// default codecs and default interceptors (receiver reports every second,
-// NACKs for gaps), receiving video and audio.
+// pionViewer is a browser-like viewer: testkit's offerer with pion's
+// default codecs and feedback (receiver reports every second, NACKs for
+// gaps), receiving video and audio.
 type pionViewer struct {
 	pc    *webrtc.PeerConnection
 	offer string
@@ -82,37 +81,16 @@ func newPionViewer(t testing.TB, audio bool) *pionViewer {
 // edit after the loopback defaults (ICE-TCP only, say).
 func newPionViewerWith(t testing.TB, audio bool, edit func(*webrtc.SettingEngine)) *pionViewer {
 	t.Helper()
-	me := &webrtc.MediaEngine{}
-	if err := me.RegisterDefaultCodecs(); err != nil {
-		t.Fatal(err)
-	}
-	ir := &interceptor.Registry{}
-	if err := webrtc.RegisterDefaultInterceptors(me, ir); err != nil {
-		t.Fatal(err)
-	}
-	// pion's own logger prints to stderr; errors that matter fail the test.
-	se := webrtc.SettingEngine{LoggerFactory: pionslog.Factory{Log: slog.New(slog.DiscardHandler)}}
-	testkit.LoopbackOnly(&se)
-	if edit != nil {
-		edit(&se)
-	}
-	api := webrtc.NewAPI(webrtc.WithMediaEngine(me), webrtc.WithInterceptorRegistry(ir), webrtc.WithSettingEngine(se))
-	pc, err := api.NewPeerConnection(webrtc.Configuration{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = pc.GracefulClose() })
-	pv := &pionViewer{pc: pc, received: map[webrtc.RTPCodecType][]*rtp.Packet{}, byes: map[uint32]bool{}, rtcpTypes: map[string]int{},
-		changed: make(chan struct{}, 1)}
-	kinds := []webrtc.RTPCodecType{webrtc.RTPCodecTypeVideo}
-	if audio {
-		kinds = append(kinds, webrtc.RTPCodecTypeAudio)
-	}
-	for _, k := range kinds {
-		if _, err := pc.AddTransceiverFromKind(k, webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionRecvonly}); err != nil {
-			t.Fatal(err)
+	off := testkit.Offer(t, testkit.OfferOptions{Audio: audio, Feedback: true, SettingEngine: func(se *webrtc.SettingEngine) {
+		// pion's own logger prints to stderr; errors that matter fail the test.
+		se.LoggerFactory = pionslog.Factory{Log: slog.New(slog.DiscardHandler)}
+		if edit != nil {
+			edit(se)
 		}
-	}
+	}})
+	pc := off.PC
+	pv := &pionViewer{pc: pc, offer: off.SDP, received: map[webrtc.RTPCodecType][]*rtp.Packet{}, byes: map[uint32]bool{}, rtcpTypes: map[string]int{},
+		changed: make(chan struct{}, 1)}
 	pc.OnConnectionStateChange(func(st webrtc.PeerConnectionState) {
 		pv.update(func() { pv.states = append(pv.states, st) })
 	})
@@ -149,20 +127,6 @@ func newPionViewerWith(t testing.TB, audio bool, edit func(*webrtc.SettingEngine
 			pv.update(func() { pv.received[tr.Kind()] = append(pv.received[tr.Kind()], p) })
 		}
 	})
-	offer, err := pc.CreateOffer(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gathered := webrtc.GatheringCompletePromise(pc)
-	if err := pc.SetLocalDescription(offer); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-gathered:
-	case <-time.After(10 * time.Second):
-		t.Fatal("pion did not gather loopback candidates within 10 s")
-	}
-	pv.offer = pc.LocalDescription().SDP
 	return pv
 }
 

@@ -3,13 +3,12 @@ package ladder
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+
+	"github.com/srtwhep/srtwhep/internal/promscrape"
 )
 
 // Metric names the ladder reads from srtwhep; other servers lack them and
@@ -37,25 +36,9 @@ func (s Sample) Label(name, value string) float64 { return s.ByLabel[name+"="+va
 
 // Scrape fetches url and aggregates the named counters and gauges.
 func Scrape(ctx context.Context, c *http.Client, url string, names ...string) (map[string]Sample, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	fams, err := promscrape.Families(ctx, c, url)
 	if err != nil {
-		return nil, fmt.Errorf("ladder: metrics URL %q: %w", url, err)
-	}
-	// Asked for plainly, a server may answer in OpenMetrics or protobuf;
-	// the text format is the one every exporter speaks.
-	req.Header.Set("Accept", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
-	resp, err := c.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("ladder: scrape %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("ladder: scrape %s: %s", url, resp.Status)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return nil, fmt.Errorf("ladder: scrape %s: %w", url, err)
+		return nil, fmt.Errorf("ladder: %w", err)
 	}
 	out := make(map[string]Sample, len(names))
 	for _, n := range names {
