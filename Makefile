@@ -66,7 +66,7 @@ test: ## deps, tidy, gofmt, shellcheck, then side by side: go vet + go test -rac
 	@# nested modules, side by side: see the script for how.
 	scripts/test.sh $(MODULES)
 
-bench: ## Go benchmarks (video transcoder included) + glass-to-glass passthrough/transcoded + capacity ladders of browser-like viewers (headline; gro as an extra), server on CPU 0, + the publisher matrix (encoders); PLANES, ROUNDS, STEPS: see scripts/bench.sh (report in bench/results/)
+bench: ## Go benchmarks (video transcoder included) + glass-to-glass passthrough/transcoded + capacity ladders of browser-like viewers (headline; gro as an extra), server on CPU 0, + the publisher matrix (encoders); BASE (compare against a revision's server), ROUNDS, STEPS: see scripts/bench.sh (report in bench/results/)
 	scripts/deps.sh bench
 	scripts/bench.sh
 

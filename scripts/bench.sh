@@ -13,11 +13,18 @@
 #    video and audio (and the ratio of their marginal costs), then the extra
 #    viewer modes. The video ladder takes a 10 s CPU profile of the server
 #    at N = PROFILE_AT (pprof on the metrics listener).
-# 4. With PLANES (values of webrtc.mediaPlane, passed to the server as
-#    SRTWHEP_WEBRTC_MEDIAPLANE), the server is restarted for each plane and
-#    the planes alternate, ROUNDS times (ABBA order), so machine noise falls
-#    on both; whep-loadgen headline then prints each figure's median per
-#    plane and the ratio of the planes' marginal costs.
+# 4. With two servers (BASE or SERVERS), the ladders alternate between
+#    them, ROUNDS times in ABBA order, so machine noise falls on both;
+#    whep-loadgen headline then prints each figure's median per server and
+#    the ratio of their marginal costs (later server / first). BASE=REV
+#    builds REV's cmd/srtwhep from a temporary copy of its tree (git
+#    archive) and compares it, labelled "base", with this tree's, "this":
+#    `BASE=93f81f9 ROUNDS=2 scripts/bench.sh`. SERVERS="LABEL=BINARY ..."
+#    names prebuilt binaries instead (labels of letters, digits, '.', '_'
+#    and '-'; this tree's is bin/srtwhep, built here). Both servers read
+#    the config written below, so an older one must know its keys. The
+#    sections around the ladders (glass-to-glass, transcoding) measure the
+#    last server only, at its first start.
 #
 # The headline viewers are browser-like (whep-loadgen -mode browser): an
 # RTCP receiver report a second and NACKs for missing packets, NACK and PLI
@@ -34,8 +41,8 @@
 # the sample is capped), GOBENCH
 # (the -bench pattern of step 1, default "."; empty skips it), G2G (how
 # long the glass-to-glass measurement runs, default 20s; 0 skips it),
-# PLANES ("pion own" when the server knows webrtc.mediaPlane, else empty:
-# the server's default), ROUNDS (default 1), EXTRA_MODES (default gro;
+# BASE (a git revision) or SERVERS (see 4; default: this tree's server
+# alone, labelled "this"), ROUNDS (default 1), EXTRA_MODES (default gro;
 # empty skips), EXTRA_STEPS (their steps, default 100,200,400), PROFILE_AT
 # (default 400; 0 skips the profile), TRANSCODE_HOLD (seconds the 720p
 # clip is transcoded on the first server for the video transcoder's CPU,
@@ -86,13 +93,8 @@ LADDERS=${LADDERS:-video audio}
 GOBENCH=${GOBENCH-.}
 G2G=${G2G:-20s}
 TRANSCODE_HOLD=${TRANSCODE_HOLD:-20}
-# The key's documented default in the golden config tells whether this
-# server has a choice of media plane at all.
-if grep -qE '^[[:space:]]+mediaPlane:' configs/srtwhep.yml; then
-	PLANES=${PLANES-pion own}
-else
-	PLANES=${PLANES-}
-fi
+BASE=${BASE-}
+SERVERS=${SERVERS-}
 ROUNDS=${ROUNDS:-1}
 EXTRA_MODES=${EXTRA_MODES-gro}
 EXTRA_STEPS=${EXTRA_STEPS:-100,200,400}
@@ -121,8 +123,12 @@ load0=$(cut -d' ' -f1-3 /proc/loadavg)
 out=bench/results/$stamp
 mkdir -p "$out"
 pids=()
+tmp=
 cleanup() {
 	local pid
+	if [[ -n $tmp ]]; then
+		rm -rf "$tmp"
+	fi
 	for pid in "${pids[@]}"; do
 		kill "$pid" 2>/dev/null || true
 	done
@@ -170,6 +176,44 @@ wait_for() {
 	done
 }
 
+# The servers measured, as LABEL=BINARY in the headline's order. The base
+# is built before the long sections, so a wrong revision fails at once.
+if [[ -n $BASE ]]; then
+	if [[ -n $SERVERS ]]; then
+		echo "bench.sh: set BASE or SERVERS, not both" >&2
+		exit 2
+	fi
+	if ! rev=$(git rev-parse --verify --quiet "$BASE^{commit}"); then
+		echo "bench.sh: BASE=$BASE is no commit of this repository" >&2
+		exit 2
+	fi
+	tmp=$(mktemp -d)
+	# An exported tree, not a git worktree: an interrupted run leaves
+	# nothing behind in the repository.
+	base_version=$(git describe --tags --always "$rev")
+	echo "== building the base server ($BASE: $base_version)"
+	mkdir "$tmp/src"
+	git archive "$rev" | tar -x -C "$tmp/src"
+	(cd "$tmp/src" && go build -ldflags "-X github.com/srtwhep/srtwhep/pkg/version.Version=$base_version" \
+		-o "$tmp/srtwhep-base" ./cmd/srtwhep)
+	rm -rf "$tmp/src"
+	SERVERS="base=$tmp/srtwhep-base this=bin/srtwhep"
+fi
+labels=()
+declare -A binary_of=()
+for word in ${SERVERS:-this=bin/srtwhep}; do
+	label=${word%%=*}
+	if [[ $word != *=?* || ! $label =~ ^[A-Za-z0-9._-]+$ || -n ${binary_of[$label]:-} ]]; then
+		echo "bench.sh: SERVERS takes distinct LABEL=BINARY words (labels of letters, digits, '.', '_', '-'), not '$word'" >&2
+		exit 2
+	fi
+	labels+=("$label")
+	binary_of[$label]=${word#*=}
+done
+# The sections around the ladders measure the last server (with BASE,
+# this tree's).
+around=${labels[${#labels[@]} - 1]}
+
 if [[ -n $GOBENCH ]]; then
 	echo "== go benchmarks (bench/results/$stamp/go-bench.txt)"
 	go test -run '^$' -bench "$GOBENCH" -benchmem -benchtime 200ms ./pkg/... | tee "$out/go-bench.txt"
@@ -204,6 +248,12 @@ go build -ldflags "$ldflags" -o bin/srtwhep ./cmd/srtwhep
 # The plot is drawn by a command of the tools module, which keeps the
 # plotting library out of the server's module.
 (cd tools && go build -o ../bin/ladderplot ./ladderplot)
+for label in "${labels[@]}"; do
+	if [[ ! -x ${binary_of[$label]} ]]; then
+		echo "bench.sh: server $label: ${binary_of[$label]} is not an executable file" >&2
+		exit 2
+	fi
+done
 
 cat >"$out/srtwhep.yml" <<YAML
 # Written by scripts/bench.sh: loopback only, admission control off so the
@@ -233,15 +283,11 @@ paths:
     video: transcode
 YAML
 
-# start_server PLANE LOG: srtwhep on CPU 0 ("" keeps its default plane) and
-# the publisher on CPU 1; sets srv and pub.
+# start_server BINARY LOG: the server BINARY on CPU 0 and the publisher on
+# CPU 1; sets srv and pub.
 start_server() {
-	local plane=$1 log=$2
-	local env=()
-	if [[ -n $plane ]]; then
-		env=("SRTWHEP_WEBRTC_MEDIAPLANE=$plane")
-	fi
-	env "${env[@]}" taskset -c 0 bin/srtwhep -config "$out/srtwhep.yml" >"$log" 2>&1 &
+	local binary=$1 log=$2
+	taskset -c 0 "$binary" -config "$out/srtwhep.yml" >"$log" 2>&1 &
 	srv=$!
 	pids+=("$srv")
 	if ! wait_for "srtwhep /readyz" 20 bin/srtwhep -probe "http://127.0.0.1:$HTTP_PORT/readyz"; then
@@ -349,7 +395,6 @@ for kind in $LADDERS; do
 	esac
 done
 
-read -r -a planes <<<"${PLANES:-default}"
 # Every ladder gets a server of its own: memory a ladder leaves behind (a
 # heap grown for 400 viewers) would make the next one's RSS per viewer
 # meaningless.
@@ -366,18 +411,12 @@ done
 transcode=()
 first=1
 for ((round = 1; round <= ROUNDS; round++)); do
-	order=("${planes[@]}")
-	if ((round % 2 == 0)); then # ABBA: drift on the machine falls on every plane alike
+	order=("${labels[@]}")
+	if ((round % 2 == 0)); then # ABBA: drift on the machine falls on every server alike
 		order=()
-		for ((i = ${#planes[@]} - 1; i >= 0; i--)); do order+=("${planes[i]}"); done
+		for ((i = ${#labels[@]} - 1; i >= 0; i--)); do order+=("${labels[i]}"); done
 	fi
-	for plane in "${order[@]}"; do
-		label=$plane
-		setting=$plane
-		if [[ $plane == default ]]; then
-			label="default plane"
-			setting=
-		fi
+	for label in "${order[@]}"; do
 		for run in "${runs[@]}"; do
 			kind=${run%%:*}
 			mode=${run#*:}
@@ -385,12 +424,15 @@ for ((round = 1; round <= ROUNDS; round++)); do
 			if [[ $mode != browser ]]; then
 				name=$mode
 			fi
-			dir=$out/r$round/$plane/$name
+			if [[ $kind == none && $label != "$around" ]]; then
+				continue
+			fi
+			dir=$out/r$round/$label/$name
 			mkdir -p "$dir"
-			echo "== round $round/$ROUNDS: srtwhep ($label) on CPU 0 for the $name ladder"
-			start_server "$setting" "$dir/srtwhep.log"
+			echo "== round $round/$ROUNDS: srtwhep ($label: ${binary_of[$label]}) on CPU 0 for the $name ladder"
+			start_server "${binary_of[$label]}" "$dir/srtwhep.log"
 
-			if [[ $G2G != 0 && $first == 1 ]]; then
+			if [[ $G2G != 0 && $label == "$around" && $first == 1 ]]; then
 				echo "== glass-to-glass ($G2G; publisher, encoder, decoder and viewer on CPU 1)"
 				{
 					echo "## Glass-to-glass on loopback, at the default srt.latency ($label)"
@@ -425,13 +467,15 @@ for ((round = 1; round <= ROUNDS; round++)); do
 					echo
 				} | tee -a "$out/report.md"
 			fi
-			if [[ $TRANSCODE_HOLD != 0 && $first == 1 ]]; then
+			if [[ $TRANSCODE_HOLD != 0 && $label == "$around" && $first == 1 ]]; then
 				echo "== video transcoding ($TRANSCODE_HOLD of the 720p clip on live/benchtc)"
 				if line=$(transcode_cpu); then
 					transcode+=("$line")
 				fi
 			fi
-			first=0
+			if [[ $label == "$around" ]]; then
+				first=0
+			fi
 
 			if [[ $kind == none ]]; then
 				stop_server
@@ -461,19 +505,20 @@ done
 
 {
 	echo
-	# In the order of PLANES, so the ratios read later plane / first plane.
+	# In the order of the servers, so the ratios read later / first
+	# (with BASE: this / base).
 	files=()
-	for plane in "${planes[@]}"; do
-		files+=("$out"/r*/"$plane"/*/ladder.json)
+	for label in "${labels[@]}"; do
+		files+=("$out"/r*/"$label"/*/ladder.json)
 	done
 	if [[ $LADDERS != none ]]; then
 		bin/whep-loadgen headline "${files[@]}"
 		echo
 	fi
-	for plane in "${planes[@]}"; do
-		d=$out/r1/$plane
+	for label in "${labels[@]}"; do
+		d=$out/r1/$label
 		if [[ -s $d/video/ladder.json && -s $d/audio/ladder.json ]]; then
-			echo "Media plane: $plane"
+			echo "Server: $label"
 			echo
 			bin/whep-loadgen compare -video "$d/video/ladder.json" -audio "$d/audio/ladder.json"
 			echo
@@ -527,5 +572,12 @@ fi
 {
 	echo
 	echo "Machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(uname -sr); load average before the run: $load0"
-	echo "Results: $out (rROUND/PLANE/{video,audio,${EXTRA_MODES// /,}}: ladder.md, ladder.json, ladder-plot.json, ladder.png, srtwhep.log, cpu-N$PROFILE_AT.pprof; go-bench.txt)"
+	for label in "${labels[@]}"; do
+		where=${binary_of[$label]}
+		if [[ $where == "${tmp:-/nonexistent}"/* ]]; then
+			where="BASE=$BASE, built in a temporary directory"
+		fi
+		echo "Server $label: $where, $("${binary_of[$label]}" -version 2>&1 | head -1)"
+	done
+	echo "Results: $out (rROUND/SERVER/{video,audio,${EXTRA_MODES// /,}}: ladder.md, ladder.json, ladder-plot.json, ladder.png, srtwhep.log, cpu-N$PROFILE_AT.pprof; go-bench.txt)"
 } | tee -a "$out/report.md"

@@ -34,7 +34,7 @@ func main() {
 const usage = `usage:
   whep-loadgen run    -url URL -n N [-mode browser|none|gro] [-ramp 20/s] [-hold 30s] [-decode-every 10] [-audio]
   whep-loadgen ladder -url URL -pid SERVERPID [-mode browser|none|gro] [-steps 10,20,40,80,160] [-hold 20s] [-audio]
-                      [-metrics http://127.0.0.1:9998/metrics] [-profile-at 400] [-label pion] [-out DIR]
+                      [-metrics http://127.0.0.1:9998/metrics] [-profile-at 400] [-label base] [-out DIR]
   whep-loadgen plotdata -in DIR/ladder.json -out ladder-plot.json
   whep-loadgen compare -video DIR/ladder.json -audio DIR/ladder.json
   whep-loadgen headline DIR/ladder.json...
@@ -210,7 +210,7 @@ func cmdLadder(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	settle := fs.Duration("settle", 2*time.Second, "wait after every new session receives media, before measuring")
 	metrics := fs.String("metrics", "", "the server's Prometheus URL (e.g. http://127.0.0.1:9998/metrics) for dropped frames and SRT RTT")
 	out := fs.String("out", "", "directory for ladder.md, ladder.json and "+ladder.PlotFile+" (and the CPU profile)")
-	label := fs.String("label", "", "names the server setup measured (e.g. its media plane) in the report, for whep-loadgen headline")
+	label := fs.String("label", "", "names the server setup measured (e.g. base or this: which binary, as make bench BASE=REV labels them) in the report, for whep-loadgen headline")
 	profileAt := fs.Int("profile-at", 400, "after the hold of the step with this N, take a CPU profile of the server from the pprof handler next to -metrics (srtwhep: metrics.pprof: true) and report its top 15; 0 turns it off")
 	profileFor := fs.Duration("profile-for", 10*time.Second, "length of that CPU profile")
 	if err := fs.Parse(args); err != nil {

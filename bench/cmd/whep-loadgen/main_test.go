@@ -115,7 +115,7 @@ func TestCompareFromJSON(t *testing.T) {
 }
 
 // TestHeadlineFromJSON is how make bench prints its headline: ladders of
-// two media planes and an extra viewer mode in, medians side by side out.
+// two server binaries and an extra viewer mode in, medians side by side out.
 func TestHeadlineFromJSON(t *testing.T) {
 	dir := t.TempDir()
 	var files []string
@@ -129,18 +129,18 @@ func TestHeadlineFromJSON(t *testing.T) {
 		}
 		files = append(files, name)
 	}
-	write("pion", "browser", 0.16)
-	write("own", "browser", 0.08)
-	write("pion", "gro", 0.07)
-	write("own", "browser", 0.06)
-	write("pion", "browser", 0.18)
+	write("base", "browser", 0.16)
+	write("this", "browser", 0.08)
+	write("base", "gro", 0.07)
+	write("this", "browser", 0.06)
+	write("base", "browser", 0.18)
 	var stdout, stderr strings.Builder
 	if code := realMain(append([]string{"headline"}, files...), &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	out := stdout.String()
-	for _, want := range []string{"| pion, browser viewers, video | 2 (2) | 0.170 (0.160, 0.180) |", "| own, browser viewers, video | 2 (2) | 0.070 (0.080, 0.060) |",
-		"pion, gro viewers, video — **extra, not the headline**", "| 100.0 (100.0, 100.0) | 0.300 (0.300, 0.300) |", "own costs 0.41× what pion does"} {
+	for _, want := range []string{"| base, browser viewers, video | 2 (2) | 0.170 (0.160, 0.180) |", "| this, browser viewers, video | 2 (2) | 0.070 (0.080, 0.060) |",
+		"base, gro viewers, video — **extra, not the headline**", "| 100.0 (100.0, 100.0) | 0.300 (0.300, 0.300) |", "this costs 0.41× what base does"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("headline lacks %q:\n%s", want, out)
 		}

@@ -22,7 +22,7 @@ func run(label, mode string, slope, mib float64, stalls uint64) *Report {
 }
 
 func TestSummarizeMemoryAndStalls(t *testing.T) {
-	sm := run("pion", "browser", 0.15, 0.3, 2).Summary
+	sm := run("base", "browser", 0.15, 0.3, 2).Summary
 	if !sm.RSSFitOK || !near(sm.RSSPerViewerMiB, 0.3) || !near(sm.RSSInterceptMiB, 40) {
 		t.Errorf("RSS fit %v + %v·N (%v), want 40 + 0.3·N", sm.RSSInterceptMiB, sm.RSSPerViewerMiB, sm.RSSFitOK)
 	}
@@ -43,25 +43,25 @@ func TestSummarizeMemoryAndStalls(t *testing.T) {
 }
 
 func TestHeadlines(t *testing.T) {
-	withAudio := run("pion", "browser", 0.18, 0.3, 0)
+	withAudio := run("base", "browser", 0.18, 0.3, 0)
 	withAudio.Audio = true
 	reps := []*Report{
 		withAudio,
-		run("pion", "gro", 0.07, 0.3, 0),
-		run("pion", "browser", 0.16, 0.3, 0),
-		run("own", "browser", 0.08, 0.2, 1),
-		run("own", "browser", 0.06, 0.2, 0),
-		run("pion", "browser", 0.20, 0.3, 0),
-		run("own", "browser", 0.07, 0.2, 0),
-		run("pion", "browser", 0.17, 0.3, 4),
+		run("base", "gro", 0.07, 0.3, 0),
+		run("base", "browser", 0.16, 0.3, 0),
+		run("this", "browser", 0.08, 0.2, 1),
+		run("this", "browser", 0.06, 0.2, 0),
+		run("base", "browser", 0.20, 0.3, 0),
+		run("this", "browser", 0.07, 0.2, 0),
+		run("base", "browser", 0.17, 0.3, 4),
 	}
 	hs := Headlines(reps)
-	if len(hs) != 4 || hs[0].Label != "pion" || hs[0].Mode != "browser" || hs[0].Audio || hs[1].Label != "own" ||
+	if len(hs) != 4 || hs[0].Label != "base" || hs[0].Mode != "browser" || hs[0].Audio || hs[1].Label != "this" ||
 		!hs[2].Audio || hs[3].Mode != "gro" {
-		t.Fatalf("setups %+v, want pion and own browser video first, then with audio, then gro", hs)
+		t.Fatalf("setups %+v, want base and this browser video first, then with audio, then gro", hs)
 	}
 	if m, _ := Median(hs[0].Marginal); !near(m, 0.17) || hs[0].Runs != 3 {
-		t.Errorf("pion: median marginal %v over %d runs, want 0.17 over 3", m, hs[0].Runs)
+		t.Errorf("base: median marginal %v over %d runs, want 0.17 over 3", m, hs[0].Runs)
 	}
 	if m, _ := Median([]float64{4, 1, 3, 2}); m != 2.5 {
 		t.Errorf("median of an even count = %v, want 2.5", m)
@@ -72,10 +72,10 @@ func TestHeadlines(t *testing.T) {
 	}
 	md := b.String()
 	for _, want := range []string{
-		"| pion, browser viewers, video | 3 (3) | 0.170 (0.160, 0.200, 0.170) |",
-		"| own, browser viewers, video | 3 (3) | 0.070 (0.080, 0.060, 0.070) |",
+		"| base, browser viewers, video | 3 (3) | 0.170 (0.160, 0.200, 0.170) |",
+		"| this, browser viewers, video | 3 (3) | 0.070 (0.080, 0.060, 0.070) |",
 		"gro viewers, video — **extra, not the headline**",
-		"own costs 0.41× what pion does per viewer",
+		"this costs 0.41× what base does per viewer",
 		"| 100.0 (100.0, 100.0, 100.0) | 0.300 (0.300, 0.300, 0.300) | 0 (0, 0, 4) |",
 	} {
 		if !strings.Contains(md, want) {
@@ -85,7 +85,7 @@ func TestHeadlines(t *testing.T) {
 }
 
 func TestReportNamesModeAndProfile(t *testing.T) {
-	r := run("own", "gro", 0.07, 0.3, 0)
+	r := run("this", "gro", 0.07, 0.3, 0)
 	r.GRO = true
 	r.ProfileN, r.ProfileTop = 400, "Showing nodes accounting for 1s\n      flat  flat%"
 	for i := range r.Steps {
@@ -96,7 +96,7 @@ func TestReportNamesModeAndProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	md := b.String()
-	for _, want := range []string{"own, gro viewers", "**Not a headline figure**", "no RTCP sent (not browser-like)",
+	for _, want := range []string{"this, gro viewers", "**Not a headline figure**", "no RTCP sent (not browser-like)",
 		"RSS at N = 200: 100.0 MiB (105 MB); per viewer 0.300 MiB", "Stalls (video pauses > 200 ms", "Server CPU profile at N = 400", "flat%",
 		fmt.Sprintf("media socket over the holds: %d datagrams dropped on receive (full buffer), %d sends refused", len(r.Steps)*(len(r.Steps)-1)/2, len(r.Steps))} {
 		if !strings.Contains(md, want) {

@@ -28,7 +28,7 @@ type Config struct {
 	Metrics   string        // the server's /metrics URL; "" skips drops and RTT
 	Progress  io.Writer     // one line per step as it finishes; nil discards
 
-	// Label names the server setup measured (the media plane, say), so
+	// Label names the server setup measured (which binary, say), so
 	// ladders of several setups can be told apart and set side by side.
 	Label string
 
