@@ -224,6 +224,21 @@ func (p *rawPeer) check(nominate bool) netip.AddrPort {
 
 func (p *rawPeer) checkWith(conn *net.UDPConn, srvUfrag, srvPwd string, nominate bool) netip.AddrPort {
 	p.t.Helper()
+	ap, _ := p.checkUnless(conn, srvUfrag, srvPwd, nominate, nil)
+	return ap
+}
+
+// checkUnlessEnded is check for a viewer that may end at any moment (its
+// consent expiring): a check the server leaves unanswered because the
+// viewer ended meanwhile is not a failure. ok is false then.
+func (p *rawPeer) checkUnlessEnded(ended <-chan struct{}) (ok bool) {
+	p.t.Helper()
+	_, ok = p.checkUnless(p.conn, p.srvUfrag, p.srvPwd, false, ended)
+	return ok
+}
+
+func (p *rawPeer) checkUnless(conn *net.UDPConn, srvUfrag, srvPwd string, nominate bool, ended <-chan struct{}) (netip.AddrPort, bool) {
+	p.t.Helper()
 	req := p.request(srvUfrag, srvPwd, nominate)
 	if _, err := conn.WriteToUDPAddrPort(req.Raw, p.srv); err != nil {
 		p.t.Fatal(err)
@@ -249,7 +264,9 @@ func (p *rawPeer) checkWith(conn *net.UDPConn, srvUfrag, srvPwd string, nominate
 				p.t.Fatal(err)
 			}
 			ip, _ := netip.AddrFromSlice(xa.IP)
-			return netip.AddrPortFrom(ip.Unmap(), uint16(xa.Port))
+			return netip.AddrPortFrom(ip.Unmap(), uint16(xa.Port)), true
+		case <-ended:
+			return netip.AddrPort{}, false
 		case <-timeout:
 			p.t.Fatal("no answer to a valid STUN check within 5 s")
 		}

@@ -18,8 +18,10 @@ type StreamProblem struct {
 }
 
 // streamProblem refuses a POST whose path has a StreamProblem, given what
-// AddReader said (err): a refusal only while nobody publishes, a live
-// problem only while its publisher does.
+// AddReader said (err): a refusal only while nobody publishes; a live
+// problem whether or not the hub has a publisher, since a connection
+// claims its path only with its first decodable picture (pkg/ingest), so
+// one that streams without any never becomes the hub's publisher.
 func (s *Server) streamProblem(path string, err error) *denial {
 	if s.cfg.Problem == nil {
 		return nil
@@ -29,7 +31,7 @@ func (s *Server) streamProblem(path string, err error) *denial {
 		return nil
 	}
 	p, ok := s.cfg.Problem(path)
-	if !ok || p.Live == noPublisher {
+	if !ok || (!p.Live && !noPublisher) {
 		return nil
 	}
 	slug := probRefused

@@ -19,6 +19,9 @@ func TestPostStreamProblem(t *testing.T) {
 		"live/none":  {Detail: "the publisher was refused: B-frames; ffmpeg -bf 0"},
 		"live/cam1":  {Detail: "an earlier publisher was refused"},
 		"live/black": {Live: true, Detail: "no IDR; GStreamer mpegtsmux alignment=7"},
+		// Streaming, but not yet the path's publisher: it has shown no
+		// picture to claim the path with.
+		"live/pending": {Live: true, Detail: "no IDR; GStreamer mpegtsmux alignment=7"},
 	}
 	_, hs := startServer(t, src, func(c *Config) {
 		c.Problem = func(path string) (StreamProblem, bool) { p, ok := problems[path]; return p, ok }
@@ -29,6 +32,7 @@ func TestPostStreamProblem(t *testing.T) {
 	}{
 		{"live/none", probRefused, `path "live/none": the publisher was refused: B-frames; ffmpeg -bf 0`},
 		{"live/black", probNoPicture, `path "live/black": no IDR; GStreamer mpegtsmux alignment=7`},
+		{"live/pending", probNoPicture, `path "live/pending": no IDR; GStreamer mpegtsmux alignment=7`},
 	} {
 		resp, body := post(t, hs.URL+"/"+c.path+"/whep", "application/sdp", offer)
 		checkProblem(t, resp, body, http.StatusConflict, c.slug, c.want)
