@@ -202,6 +202,47 @@ for pid in "$bins" "$e2ebin"; do
 	fi
 done
 export TESTKIT_BINDIR=$work/bin
+
+# Then everything else the lines will compile, before any test runs: on a
+# cold build cache (a fresh clone in CI) the unit, fuzz and module
+# compiles otherwise run beside the e2e tests, and two cores of compiler
+# make real-time checks (frame rates, a publisher's first bytes) fail that
+# pass on a quiet machine. -run '^$' links each test binary and runs
+# nothing; the fuzz line's instrumented builds are compiled the way
+# fuzz.sh compiles them, so it finds them in the build cache.
+prebuild() {
+	local pkgs
+	mapfile -t pkgs < <("$go" list ./... | grep -v '/cmd/srtwhep$')
+	"$go" vet -race ./... && "$go" test -race -count=1 -run '^$' "${pkgs[@]}" >/dev/null
+}
+prebuild_module() {
+	local race=(-race)
+	[[ $norace == *" $1 "* ]] && race=()
+	cd "$root/$1" && "$go" vet "${race[@]}" ./... && "$go" test "${race[@]}" -count=1 -run '^$' ./... >/dev/null
+}
+prebuild_fuzz() {
+	local dir
+	mkdir -p "$work/fuzzbin"
+	for dir in $(grep -rlE --include='*_test.go' --exclude-dir=testdata --exclude-dir='.?*' --exclude-dir=node_modules \
+		'^func Fuzz[A-Za-z0-9_]*' . | xargs -n1 dirname | sed 's|^\./||' | sort -u); do
+		(cd "$dir" && "$go" test -c -fuzz=. -o "$work/fuzzbin/${dir//\//_}.test" .) || return 1
+	done
+}
+echo "== compiling the other lines' tests (go vet, go test -run '^\$', the fuzz builds)"
+prebuilds=()
+prebuild >"$work/prebuild.log" 2>&1 &
+prebuilds+=($!)
+prebuild_fuzz >"$work/prebuild-fuzz.log" 2>&1 &
+prebuilds+=($!)
+for dir in "$@"; do
+	prebuild_module "$dir" >"$work/prebuild-$dir.log" 2>&1 &
+	prebuilds+=($!)
+done
+for pid in "${prebuilds[@]}"; do
+	# A compile error is reported by the line that meets it again, with
+	# its context; here it only must not stop the others.
+	wait "$pid" || true
+done
 echo "== built in $((SECONDS - began)) s; running the lines side by side: e2e unit fuzz $*"
 start e2e normal e2e
 start unit normal unit
