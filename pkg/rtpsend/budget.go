@@ -41,6 +41,12 @@ const (
 	// does anyway).
 	resendInterval    = 100 * time.Millisecond
 	minResendInterval = 10 * time.Millisecond
+	// maxResendInterval caps the spacing however long the measured RTT:
+	// an RTT stretched by a queue (a loaded server, a bufferbloated link)
+	// must not leave a viewer whose resend was lost too without the packet
+	// until its decoder gives up. The byte budget, not this spacing, is
+	// what bounds a flood of repeated NACKs.
+	maxResendInterval = 250 * time.Millisecond
 	// budgetLogEvery spaces the lines about one viewer's dropped NACKs.
 	budgetLogEvery = 10 * time.Second
 )
@@ -170,5 +176,5 @@ func (c *rttClock) interval() time.Duration {
 	if rtt == 0 {
 		return resendInterval
 	}
-	return max(rtt, minResendInterval)
+	return min(max(rtt, minResendInterval), maxResendInterval)
 }
