@@ -58,8 +58,8 @@ func TestCorePathWithSound(t *testing.T) {
 		}
 		t.Logf("%s: %d pictures at %.1f fps, %d Opus packets", name, len(aus), liveFrameRate(aus), len(audio))
 	}
-	if s := ts.whep.Stats(); s.UDPDatagrams == 0 || s.UDPRefused != 0 {
-		t.Errorf("media plane socket: %d datagrams sent, %d refused; want some and none refused", s.UDPDatagrams, s.UDPRefused)
+	if datagrams, refused, _ := ts.plane.SocketStats(); datagrams == 0 || refused != 0 {
+		t.Errorf("media plane socket: %d datagrams sent, %d refused; want some and none refused", datagrams, refused)
 	}
 }
 

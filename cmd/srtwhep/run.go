@@ -25,6 +25,7 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/metrics"
 	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/player"
+	"github.com/srtwhep/srtwhep/pkg/refusallog"
 	"github.com/srtwhep/srtwhep/pkg/srt"
 	"github.com/srtwhep/srtwhep/pkg/srtread"
 	"github.com/srtwhep/srtwhep/pkg/turncred"
@@ -47,10 +48,8 @@ type server struct {
 	srtRd  *srtread.Server
 	edge   *edge.Puller
 	whep   *whep.Server
-	// events are the WHEP server's server-sent events; eventsRefused logs
-	// their refusals like the server's own.
-	events        *whepevents.Streams
-	eventsRefused func(r *http.Request, path string, status int, slug, detail string)
+	// events are the WHEP server's server-sent events.
+	events *whepevents.Streams
 	// plane is whep's media plane, for its metrics.
 	plane *mediaplane.Plane
 	load  *admission.Controller
@@ -167,23 +166,25 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		Logger:            log.With("component", "whep"),
 	}
 	wcfg := whep.Config{
-		ICEServers:             servers,
-		HandshakeTimeout:       time.Duration(cfg.WebRTC.HandshakeTimeout),
-		AllowOrigin:            cfg.HTTP.AllowOrigin,
-		MaxBodyBytes:           cfg.HTTP.MaxBodyBytes,
-		MaxHandshakes:          cfg.HTTP.MaxHandshakes,
-		MaxHandshakesPerClient: cfg.HTTP.MaxHandshakesPerClient,
-		OfferRate:              cfg.HTTP.OfferRate,
-		OfferBurst:             cfg.HTTP.OfferBurst,
-		MaxPendingOffers:       cfg.HTTP.MaxPendingOffers,
-		Source:                 hubSource(s.hub),
-		Demand:                 s.edge.Demand,
-		PublicURL:              cfg.HTTP.PublicURL,
-		MaxResendBitrate:       cfg.WebRTC.MaxResendBitrate,
-		Authorizer:             s.policy,
-		Problem:                s.streamProblem,
-		Events:                 s.hooks.Func(),
-		Logger:                 log.With("component", "whep"),
+		ICEServers:       servers,
+		HandshakeTimeout: time.Duration(cfg.WebRTC.HandshakeTimeout),
+		AllowOrigin:      cfg.HTTP.AllowOrigin,
+		MaxBodyBytes:     cfg.HTTP.MaxBodyBytes,
+		Limits: admission.ViewerLimits{
+			MaxHandshakes:          cfg.HTTP.MaxHandshakes,
+			MaxHandshakesPerClient: cfg.HTTP.MaxHandshakesPerClient,
+			OfferRate:              cfg.HTTP.OfferRate,
+			OfferBurst:             cfg.HTTP.OfferBurst,
+			MaxPendingOffers:       cfg.HTTP.MaxPendingOffers,
+		},
+		Source:           hubSource(s.hub),
+		Demand:           s.edge.Demand,
+		PublicURL:        cfg.HTTP.PublicURL,
+		MaxResendBitrate: cfg.WebRTC.MaxResendBitrate,
+		Authorizer:       s.policy,
+		Problem:          s.streamProblem,
+		Events:           s.hooks.Func(),
+		Logger:           log.With("component", "whep"),
 	}
 	for _, opt := range whepOpts {
 		opt(&wcfg, &pcfg)
@@ -195,7 +196,9 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 	wcfg.Plane = s.plane
 	// The event streams ask the WHEP server for its sessions, and it
 	// tells them of their ends: whichever is built first reaches the
-	// other through s.
+	// other through s. Their refusals are logged like the WHEP server's
+	// own.
+	eventsRefused := refusallog.New(wcfg.Logger, "event stream refused")
 	if s.events, err = whepevents.New(whepevents.Config{
 		State:        s.hub.State,
 		Session:      func(path, id string) bool { return s.whep.HasSession(path, id) },
@@ -204,7 +207,7 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		ReconnectURL: cfg.HTTP.ReconnectURL,
 		AllowOrigin:  cfg.HTTP.AllowOrigin,
 		Refused: func(r *http.Request, path string, status int, slug, detail string) {
-			s.eventsRefused(r, path, status, slug, detail)
+			eventsRefused.Refused(r, path, status, slug, detail, "")
 		},
 		Logger: wcfg.Logger,
 	}); err != nil {
@@ -214,7 +217,6 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 	if s.whep, err = whep.New(wcfg); err != nil {
 		return s, err
 	}
-	s.eventsRefused = s.whep.RefusalLog("event stream refused")
 	return s, nil
 }
 
@@ -282,7 +284,7 @@ func (s *server) Run(ctx context.Context) error {
 		// Each component describes itself in the metrics' types at scrape
 		// time; the metrics package imports none of them.
 		m := metrics.New(metrics.Sources{Build: metrics.BuildInfo{Version: version.String()}, Profiling: s.cfg.Metrics.Pprof,
-			Paths: s.ingest.PathSamples, SRT: s.ingest.SRTSamples, WebRTC: webRTCSample(s.whep, s.events), Hooks: s.hooks.MetricsSource(),
+			Paths: s.ingest.PathSamples, SRT: s.ingest.SRTSamples, WebRTC: webRTCSample(s.whep, s.events, s.plane), Hooks: s.hooks.MetricsSource(),
 			MediaPlane: s.mediaPlaneSample, Refusals: s.ingest.Refusals})
 		g.Go(func() error { return m.Serve(ctx, metricsLn, s.log.With("component", "metrics")) })
 	}

@@ -6,6 +6,7 @@ package main
 import (
 	"github.com/srtwhep/srtwhep/pkg/api"
 	"github.com/srtwhep/srtwhep/pkg/hub"
+	"github.com/srtwhep/srtwhep/pkg/mediaplane"
 	"github.com/srtwhep/srtwhep/pkg/metrics"
 	"github.com/srtwhep/srtwhep/pkg/whep"
 	"github.com/srtwhep/srtwhep/pkg/whepevents"
@@ -33,13 +34,14 @@ func (ws whepSessions) APISessions() []api.Session {
 	return out
 }
 
-// webRTCSample describes the WHEP server and its event streams for a
-// Prometheus scrape. Sessions still in ICE or DTLS count as connecting,
-// whatever pion calls the state.
-func webRTCSample(w *whep.Server, ev *whepevents.Streams) func() metrics.WebRTCSample {
+// webRTCSample describes the WHEP server, its event streams and its media
+// plane's socket for a Prometheus scrape. Sessions still in ICE or DTLS
+// count as connecting, whatever pion calls the state.
+func webRTCSample(w *whep.Server, ev *whepevents.Streams, pl *mediaplane.Plane) func() metrics.WebRTCSample {
 	return func() metrics.WebRTCSample {
 		st := w.Stats()
 		sse := ev.Stats()
+		datagrams, refused, receiveDrops := pl.SocketStats()
 		states := map[string]int{"connecting": 0, "connected": 0}
 		for state, n := range st.StateCounts {
 			if state == "connected" {
@@ -55,9 +57,9 @@ func webRTCSample(w *whep.Server, ev *whepevents.Streams) func() metrics.WebRTCS
 			HandshakesFailed:   st.HandshakeFailures,
 			SessionsTotal:      st.SessionsOpened,
 			RejectedTotal:      st.Rejected,
-			UDPDatagrams:       st.UDPDatagrams,
-			UDPRefused:         st.UDPRefused,
-			UDPReceiveDrops:    st.UDPReceiveDrops,
+			UDPDatagrams:       datagrams,
+			UDPRefused:         refused,
+			UDPReceiveDrops:    receiveDrops,
 			ServerLatency:      st.Latency,
 			NACKResentBytes:    st.NACKResentBytes,
 			NACKResendDropped:  st.NACKResendDropped,

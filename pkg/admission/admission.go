@@ -1,7 +1,8 @@
 // Package admission decides whether a new viewer is let in: not past the
 // CPU the process may use (this file), not past its client's offer rate
 // (offers.go), not past the slots for offers waiting for ICE and for
-// handshakes, in total and per client (slots.go).
+// handshakes, in total and per client (slots.go). A WHEP server keeps the
+// last three for its viewers as one set of limits and tables (viewers.go).
 //
 // A media server that takes one viewer too many does not degrade gently:
 // every viewer's frames start to queue, then drop, and ingest starves too.

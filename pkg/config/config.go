@@ -235,17 +235,17 @@ func Default() *Config {
 			Listen:            ":8889",
 			AllowOrigin:       "*",
 			MaxBodyBytes:      64 << 10,
-			MaxHandshakes:     32,
+			MaxHandshakes:     32, // admission.DefaultMaxHandshakes
 			IdleTimeout:       Duration(15 * time.Second),
 			BodyTimeout:       Duration(5 * time.Second),
 			MaxConns:          4096,
 			MaxConnsPerClient: 128,
 			TLS:               TLS{CacheDir: "/var/lib/srtwhep/acme"},
 
-			MaxHandshakesPerClient: 16,  // whep.DefaultMaxHandshakesPerClient
+			MaxHandshakesPerClient: 16,  // admission.DefaultMaxHandshakesPerClient
 			OfferRate:              5,   // admission.DefaultOfferRate
 			OfferBurst:             20,  // admission.DefaultOfferBurst
-			MaxPendingOffers:       512, // whep.DefaultMaxPendingOffers
+			MaxPendingOffers:       512, // admission.DefaultMaxPendingOffers
 			DrainTimeout:           Duration(5 * time.Second),
 			MaxEventStreams:        1024, // whepevents.DefaultMaxStreams
 		},

@@ -100,8 +100,11 @@ func (p *Plane) TCPAddr() string {
 // SocketStats are the media datagrams handed to the kernel and those it
 // refused, and the kernel's receive drops. They count ICE-TCP frames too:
 // the Server tells them apart only by route, and TCP viewers are the rare
-// fallback.
+// fallback. All are 0 before Start.
 func (p *Plane) SocketStats() (datagrams, refused, receiveDrops uint64) {
+	if !p.started.Load() {
+		return 0, 0, 0
+	}
 	st := p.srv.Stats()
 	return st.PacketsSent, st.SendErrors, p.drops.Count0()
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/pion/webrtc/v4"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/pkg/admission"
 )
 
 // The handler fuzz targets drive the real Handler (HTTP parsing, body
@@ -33,12 +34,9 @@ func fuzzServer(f *testing.F) http.Handler {
 		Source: src,
 		// The default 32 would fill with sessions whose ICE never starts
 		// faster than they time out; every 201 is deleted at once anyway.
-		MaxHandshakes:          1 << 20,
-		MaxHandshakesPerClient: 1 << 20,
-		MaxPendingOffers:       1 << 20,
-		OfferRate:              1 << 20,
-		OfferBurst:             1 << 20,
-		Logger:                 slog.New(slog.DiscardHandler),
+		Limits: admission.ViewerLimits{MaxHandshakes: 1 << 20, MaxHandshakesPerClient: 1 << 20,
+			MaxPendingOffers: 1 << 20, OfferRate: 1 << 20, OfferBurst: 1 << 20},
+		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		f.Fatal(err)
@@ -138,13 +136,6 @@ func TestFuzzCorpusHandler(t *testing.T) {
 	}
 	testkit.SeedCorpus(t, "FuzzHandlerOffer", offers...)
 	testkit.SeedCorpus(t, "FuzzHandlerPatch", frags...)
-	// The fragment parser's target starts from the same fragments (the
-	// offer parser's is sdpoffer's FuzzOffer).
-	var fragBodies [][]any
-	for _, fr := range seedFrags {
-		fragBodies = append(fragBodies, []any{fr.body})
-	}
-	testkit.SeedCorpus(t, "FuzzParseFrag", fragBodies...)
 }
 
 func FuzzHandlerOffer(f *testing.F) {

@@ -6,16 +6,13 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+
+	"github.com/srtwhep/srtwhep/pkg/httpcors"
 )
 
 const (
 	mimeSDP     = "application/sdp"
 	mimeSDPFrag = "application/trickle-ice-sdpfrag"
-
-	// preflightMaxAge lets a browser cache a preflight for a day (its own
-	// cap may be lower): a player that reconnects in a loop otherwise pays
-	// an OPTIONS round trip before every POST and DELETE.
-	preflightMaxAge = "86400"
 )
 
 // Handler serves POST {/path}/whep, PATCH and DELETE {/path}/whep/{id}, and
@@ -29,11 +26,11 @@ func (s *Server) Handler(fallback http.Handler) http.Handler {
 		if path, ok := strings.CutSuffix(p, "/whep"); ok && len(path) > 1 {
 			switch r.Method {
 			case http.MethodPost:
-				s.cors(w)
+				httpcors.Allow(w.Header(), s.cfg.AllowOrigin)
 				s.handlePost(w, r, path[1:])
 				return
 			case http.MethodOptions:
-				s.cors(w)
+				httpcors.Allow(w.Header(), s.cfg.AllowOrigin)
 				s.handleOptions(w, r, path[1:], true)
 				return
 			}
@@ -43,15 +40,15 @@ func (s *Server) Handler(fallback http.Handler) http.Handler {
 			if id != "" && !strings.Contains(id, "/") {
 				switch r.Method {
 				case http.MethodPatch:
-					s.cors(w)
+					httpcors.Allow(w.Header(), s.cfg.AllowOrigin)
 					s.handlePatch(w, r, path, id)
 					return
 				case http.MethodDelete:
-					s.cors(w)
+					httpcors.Allow(w.Header(), s.cfg.AllowOrigin)
 					s.handleDelete(w, r, path, id)
 					return
 				case http.MethodOptions:
-					s.cors(w)
+					httpcors.Allow(w.Header(), s.cfg.AllowOrigin)
 					s.handleOptions(w, r, path, false)
 					return
 				}
@@ -59,17 +56,6 @@ func (s *Server) Handler(fallback http.Handler) http.Handler {
 		}
 		fallback.ServeHTTP(w, r)
 	})
-}
-
-// cors is set on every WHEP response: a player page on another origin must
-// be able to read Location and ETag, or it cannot PATCH or DELETE.
-func (s *Server) cors(w http.ResponseWriter) {
-	h := w.Header()
-	h.Set("Access-Control-Allow-Origin", s.cfg.AllowOrigin)
-	h.Set("Access-Control-Expose-Headers", "Location, ETag, Link, Accept-Patch")
-	if s.cfg.AllowOrigin != "*" {
-		h.Add("Vary", "Origin")
-	}
 }
 
 // handleOptions answers preflights and the OPTIONS a WHEP client sends to
@@ -80,9 +66,7 @@ func (s *Server) cors(w http.ResponseWriter) {
 // the path, as the POST would.
 func (s *Server) handleOptions(w http.ResponseWriter, r *http.Request, path string, endpoint bool) {
 	h := w.Header()
-	h.Set("Access-Control-Allow-Methods", "OPTIONS, POST, PATCH, DELETE")
-	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, If-Match")
-	h.Set("Access-Control-Max-Age", preflightMaxAge)
+	httpcors.Preflight(h, "OPTIONS, POST, PATCH, DELETE", "Authorization, Content-Type, If-Match")
 	if endpoint {
 		h.Set("Accept-Post", mimeSDP)
 	} else {

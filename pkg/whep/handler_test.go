@@ -231,8 +231,8 @@ func TestPendingLimit(t *testing.T) {
 	src := newTestSource()
 	p := src.publish("live/cam1")
 	srv, hs := startServer(t, src, func(c *Config) {
-		c.MaxPendingOffers = 1
-		c.ICEStartTimeout = 300 * time.Millisecond
+		c.Limits.MaxPendingOffers = 1
+		c.Limits.ICEStartTimeout = 300 * time.Millisecond
 	})
 	// The first offer's answer is never applied, so it stays pending.
 	resp, body := post(t, hs.URL+"/live/cam1/whep", "application/sdp", testkit.Offer(t, testkit.OfferOptions{}).SDP)

@@ -13,13 +13,6 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/plane"
 )
 
-// DefaultICEStartTimeout is how long an answered offer may go without a
-// single ICE check from its viewer before it is closed. A browser starts
-// its checks within milliseconds of reading the answer (it has all our
-// candidates, we do not trickle), so 2 s covers a slow client and a long
-// round trip; an offer that was posted only to hold a slot is gone by then.
-const DefaultICEStartTimeout = 2 * time.Second
-
 // errICENotStarted ends a session whose viewer never sent an ICE check.
 var errICENotStarted = errors.New("no ICE check from the viewer within the ICE start timeout")
 
@@ -47,11 +40,11 @@ func handshakeKey(r *http.Request) string {
 // HandshakeTimeout applies, since DTLS and a relayed path may take a
 // while.
 func (s *Server) awaitConnected(sess *session) error {
-	slots := s.pending
+	slots := s.admission.Pending
 	defer func() { slots.Release(sess.clientKey) }()
 	deadline := time.NewTimer(s.cfg.HandshakeTimeout)
 	defer deadline.Stop()
-	iceStart := time.NewTimer(s.cfg.ICEStartTimeout)
+	iceStart := time.NewTimer(s.cfg.Limits.ICEStartTimeout)
 	defer iceStart.Stop()
 	connected, started := sess.tr.Connected(), sess.iceStarted
 	logged := false
@@ -71,13 +64,13 @@ func (s *Server) awaitConnected(sess *session) error {
 		}
 		slots.Release(sess.clientKey)
 		slots = nil
-		if s.handshakes.Acquire(sess.clientKey) != admission.SlotTaken {
+		if s.admission.Handshakes.Acquire(sess.clientKey) != admission.SlotTaken {
 			s.stats.reject(rejectHandshakeLimit)
 			s.stats.handshakeFailures.Add(1)
-			s.refusals.refusedFrom(sess.remote, sess.path, http.StatusServiceUnavailable, probHandshakes, errNoHandshakeSlot.Error(), "")
+			s.refusals.RefusedFrom(sess.remote, sess.path, http.StatusServiceUnavailable, probHandshakes, errNoHandshakeSlot.Error(), "")
 			return errNoHandshakeSlot
 		}
-		slots = s.handshakes
+		slots = s.admission.Handshakes
 		return nil
 	}
 	for {
@@ -134,11 +127,11 @@ func (s *Server) claimReader(sess *session) error {
 		return nil
 	case errors.Is(err, hub.ErrPathFull):
 		s.stats.reject(rejectReaderCap)
-		s.refusals.refusedFrom(sess.remote, sess.path, http.StatusServiceUnavailable, probPathFull,
+		s.refusals.RefusedFrom(sess.remote, sess.path, http.StatusServiceUnavailable, probPathFull,
 			fmt.Sprintf("path %q reached its viewer limit before the viewer's ICE started; retry later", sess.path), "")
 	case errors.Is(err, hub.ErrServerFull):
 		s.stats.reject(rejectServerFull)
-		s.refusals.refusedFrom(sess.remote, sess.path, http.StatusServiceUnavailable, probServerFull,
+		s.refusals.RefusedFrom(sess.remote, sess.path, http.StatusServiceUnavailable, probServerFull,
 			fmt.Sprintf("the server reached its viewer limit before the viewer's ICE started (%v); retry later", err), "")
 	default:
 		return err // the path ended: nothing to refuse

@@ -38,8 +38,8 @@ func TestHandshakesPerClient(t *testing.T) {
 	src := newTestSource()
 	src.publish("live/cam1")
 	srv, hs := startServer(t, src, func(c *Config) {
-		c.MaxHandshakes = 8
-		c.MaxHandshakesPerClient = 2
+		c.Limits.MaxHandshakes = 8
+		c.Limits.MaxHandshakesPerClient = 2
 	})
 	url := hs.URL + "/live/cam1/whep"
 	a, b := clientFrom("127.0.0.1"), clientFrom("127.0.0.2")
@@ -62,9 +62,9 @@ func TestICENotStartedFreesSlot(t *testing.T) {
 	src := newTestSource()
 	p := src.publish("live/cam1")
 	srv, hs := startServer(t, src, func(c *Config) {
-		c.MaxHandshakes = 1
+		c.Limits.MaxHandshakes = 1
 		c.HandshakeTimeout = 30 * time.Second
-		c.ICEStartTimeout = 300 * time.Millisecond
+		c.Limits.ICEStartTimeout = 300 * time.Millisecond
 	})
 	url := hs.URL + "/live/cam1/whep"
 	c := clientFrom("127.0.0.1")

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/pkg/admission"
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 	"github.com/srtwhep/srtwhep/pkg/mediaplane"
@@ -246,8 +247,7 @@ func startServerOn(t *testing.T, src Source, netMod func(*plane.Config), mod fun
 		Logger: testLogger(t),
 		// Every test posts from 127.0.0.1, many of them more often than a
 		// viewer would; the offer bucket has its own tests (pkg/admission).
-		OfferRate:  1 << 20,
-		OfferBurst: 1 << 20,
+		Limits: admission.ViewerLimits{OfferRate: 1 << 20, OfferBurst: 1 << 20},
 	}
 	if mod != nil {
 		mod(&cfg)

@@ -21,8 +21,8 @@ func TestOfferRate429(t *testing.T) {
 	src := newTestSource()
 	src.publish("live/cam1")
 	srv, hs := startServer(t, src, func(c *Config) {
-		c.OfferRate = 1
-		c.OfferBurst = 2
+		c.Limits.OfferRate = 1
+		c.Limits.OfferBurst = 2
 	})
 	url := hs.URL + "/live/cam1/whep"
 	a, b := clientFrom("127.0.0.1"), clientFrom("127.0.0.2")
@@ -71,8 +71,8 @@ func TestHandshakeSlotAtICEStart(t *testing.T) {
 	src := newTestSource()
 	p := src.publish("live/cam1")
 	srv, hs := startServer(t, src, func(c *Config) {
-		c.MaxHandshakes = 1
-		c.ICEStartTimeout = 5 * time.Second
+		c.Limits.MaxHandshakes = 1
+		c.Limits.ICEStartTimeout = 5 * time.Second
 	})
 	url := hs.URL + "/live/cam1/whep"
 	// Silent offers from three addresses (the per-client cap is the
@@ -87,7 +87,7 @@ func TestHandshakeSlotAtICEStart(t *testing.T) {
 	}
 
 	// The only slot is taken (a handshake in flight elsewhere).
-	if srv.handshakes.Acquire("elsewhere") != admission.SlotTaken {
+	if srv.admission.Handshakes.Acquire("elsewhere") != admission.SlotTaken {
 		t.Fatal("the free slot could not be taken")
 	}
 	applyAnswer(t, clientFrom("127.0.0.1"), url)
@@ -98,7 +98,7 @@ func TestHandshakeSlotAtICEStart(t *testing.T) {
 		t.Fatal("a viewer without a handshake slot was attached")
 	}
 
-	srv.handshakes.Release("elsewhere")
+	srv.admission.Handshakes.Release("elsewhere")
 	connected := applyAnswer(t, clientFrom("127.0.0.1"), url)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()

@@ -24,8 +24,8 @@ func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request, path, id st
 		httpError(w, r, berr.slug, berr.detail)
 		return
 	}
-	frag, err := parseFrag(body)
-	if errors.Is(err, errEmptyFrag) {
+	frag, err := sdpoffer.ParseFrag(body)
+	if errors.Is(err, sdpoffer.ErrEmptyFrag) {
 		httpError(w, r, probEmptyFrag, "empty sdpfrag; send a=candidate lines, or a new a=ice-ufrag and a=ice-pwd for an ICE restart")
 		return
 	}
@@ -41,8 +41,8 @@ func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request, path, id st
 		httpError(w, r, probETagMismatch, "If-Match does not match the session's current ETag "+sess.etag+"; send that ETag, or * to restart regardless")
 		return
 	}
-	if frag.ufrag == "" || frag.ufrag == sess.offer.ufrag {
-		if err := sess.tr.Trickle(frag.candidates); err != nil {
+	if frag.Ufrag == "" || frag.Ufrag == sess.offer.VideoSection().ICE.Ufrag {
+		if err := sess.tr.Trickle(frag.Candidates); err != nil {
 			httpError(w, r, probBadFrag, err.Error())
 			return
 		}
@@ -55,7 +55,7 @@ func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request, path, id st
 		httpError(w, r, probIfMatchNeeded, "an ICE restart needs If-Match with the session's ETag or *")
 		return
 	}
-	if frag.pwd == "" {
+	if frag.Pwd == "" {
 		httpError(w, r, probBadFrag, "ICE restart fragment has a=ice-ufrag but no a=ice-pwd; send both")
 		return
 	}
@@ -95,12 +95,13 @@ func etagMatches(header, etag string) bool {
 // restartICE starts a new ICE generation on the connection for the
 // viewer's new credentials and returns the answer fragment; the DTLS and
 // SRTP state survive. Caller holds sigMu.
-func (sess *session) restartICE(frag sdpFrag) (string, error) {
-	li, err := sess.tr.RestartICE(plane.ICE{Ufrag: frag.ufrag, Pwd: frag.pwd, Candidates: frag.candidates})
+func (sess *session) restartICE(frag sdpoffer.Frag) (string, error) {
+	li, err := sess.tr.RestartICE(plane.ICE{Ufrag: frag.Ufrag, Pwd: frag.Pwd, Candidates: frag.Candidates})
 	if err != nil {
 		return "", err
 	}
-	sess.offer = sess.offer.restarted(frag.ufrag, frag.pwd)
+	sess.offer = sess.offer.WithICE(frag.Ufrag, frag.Pwd)
 	sess.etag = quoteETag(li.Ufrag)
-	return restartFrag(li, sess.offer), nil
+	ours := sdpoffer.Frag{Ufrag: li.Ufrag, Pwd: li.Pwd, Candidates: li.Candidates, End: true}
+	return ours.Video(sess.offer.Sent().PT, sess.offer.VideoSection().Mid), nil
 }

@@ -45,7 +45,7 @@ func TestPendingOffersHoldNoReaderSlot(t *testing.T) {
 	const maxReaders, silent = 5, 16
 	h := cappedHub(t, maxReaders)
 	srv, hs := startServer(t, hubSource(h), func(c *Config) {
-		c.ICEStartTimeout = 20 * time.Second // the silent offers stay pending throughout
+		c.Limits.ICEStartTimeout = 20 * time.Second // the silent offers stay pending throughout
 		c.HandshakeTimeout = 30 * time.Second
 	})
 	url := hs.URL + "/live/cam1/whep"
@@ -96,7 +96,7 @@ func TestPendingOffersHoldNoReaderSlot(t *testing.T) {
 func TestPendingOfferFullAtICEStart(t *testing.T) {
 	h := cappedHub(t, 1)
 	srv, hs := startServer(t, hubSource(h), func(c *Config) {
-		c.ICEStartTimeout = 20 * time.Second
+		c.Limits.ICEStartTimeout = 20 * time.Second
 		c.HandshakeTimeout = 30 * time.Second
 	})
 	url := hs.URL + "/live/cam1/whep"

@@ -15,7 +15,8 @@ import (
 // this package's and pkg/rtpsend's.
 
 // Plane is the shared machinery every viewer's connection runs on: the
-// sockets and whatever serves them.
+// sockets and whatever serves them. Its counters are the plane's own: the
+// composition root reads them from it, not through the Server.
 type Plane interface {
 	// Start binds the sockets; Run calls it once.
 	Start() error
@@ -25,9 +26,6 @@ type Plane interface {
 	Answer(ctx context.Context, o plane.Offer) (plane.Conn, plane.Answer, error)
 	UDPAddr() *net.UDPAddr
 	TCPAddr() string // "" without ICE-TCP
-	// SocketStats are the media datagrams handed to the kernel and those
-	// it refused, and the shared socket's kernel receive drops.
-	SocketStats() (datagrams, refused, receiveDrops uint64)
 	// Close ends the plane once every session has closed its connection.
 	Close()
 }

@@ -36,7 +36,7 @@ type offerPost struct {
 	pending   bool // holds a pending slot
 	id        string
 	reader    Reader
-	offer     offer // answered for the path's stream
+	offer     *sdpoffer.Offer // model fitted to the path's stream
 	sess      *session
 }
 
@@ -85,17 +85,17 @@ func (s *Server) giveBack(p *offerPost) {
 		p.reader.Close()
 	}
 	if p.pending {
-		s.pending.Release(p.clientKey)
+		s.admission.Pending.Release(p.clientKey)
 	}
 }
 
 func (s *Server) checkOfferRate(w http.ResponseWriter, _ *http.Request, p *offerPost) *denial {
-	ok, wait := s.offers.Take(p.clientKey)
+	ok, wait := s.admission.Offers.Take(p.clientKey)
 	if ok {
 		return nil
 	}
 	w.Header().Set("Retry-After", strconv.Itoa(admission.RetryAfter(wait)))
-	return &denial{probOfferRate, fmt.Sprintf("too many offers from your address (%d a second, bursts of %d); retry after the Retry-After seconds", s.cfg.OfferRate, s.cfg.OfferBurst)}
+	return &denial{probOfferRate, fmt.Sprintf("too many offers from your address (%d a second, bursts of %d); retry after the Retry-After seconds", s.cfg.Limits.OfferRate, s.cfg.Limits.OfferBurst)}
 }
 
 func checkPathName(_ http.ResponseWriter, _ *http.Request, p *offerPost) *denial {
@@ -116,7 +116,7 @@ func (s *Server) readOffer(_ http.ResponseWriter, r *http.Request, p *offerPost)
 		return &denial{slug, detail}
 	}
 	p.raw = raw
-	model, err := parseOffer(raw)
+	model, err := sdpoffer.Parse(raw)
 	if err != nil {
 		return &denial{badOfferSlug(raw), err.Error()}
 	}
@@ -170,11 +170,11 @@ func (s *Server) demand(w http.ResponseWriter, r *http.Request, p *offerPost) *d
 }
 
 func (s *Server) takePendingSlot(_ http.ResponseWriter, _ *http.Request, p *offerPost) *denial {
-	switch s.pending.Acquire(p.clientKey) {
+	switch s.admission.Pending.Acquire(p.clientKey) {
 	case admission.SlotsFull:
-		return &denial{probHandshakes, fmt.Sprintf("too many WebRTC offers waiting for ICE to start (limit %d); retry in a moment", s.cfg.MaxPendingOffers)}
+		return &denial{probHandshakes, fmt.Sprintf("too many WebRTC offers waiting for ICE to start (limit %d); retry in a moment", s.cfg.Limits.MaxPendingOffers)}
 	case admission.ClientSlotsFull:
-		return &denial{probHandshakes, fmt.Sprintf("too many WebRTC offers from your address waiting for ICE to start (limit %d); start ICE on the ones you have, or retry in a moment", s.pending.PerClient())}
+		return &denial{probHandshakes, fmt.Sprintf("too many WebRTC offers from your address waiting for ICE to start (limit %d); start ICE on the ones you have, or retry in a moment", s.admission.Pending.PerClient())}
 	}
 	p.pending = true
 	return nil
@@ -193,7 +193,7 @@ func (s *Server) addReader(_ http.ResponseWriter, _ *http.Request, p *offerPost)
 	if err != nil {
 		return s.sourceError(p.path, err)
 	}
-	o, err := offerFor(p.model, reader.Info())
+	o, err := p.model.ForStream(reader.Info())
 	if err != nil {
 		p.reader = nil // transcodedReader closes it
 		p.reader, o, err = s.transcodedReader(p.path, p.id, p.model, reader, err)
@@ -248,7 +248,7 @@ func (s *Server) answerOffer(_ http.ResponseWriter, r *http.Request, p *offerPos
 	// Audio is decided now, once: the path's audio at this join and the
 	// offer's. Without it the answer rejects an offered audio section
 	// (port 0) and the viewer plays video alone.
-	withAudio := p.offer.audio && p.reader.HasAudio()
+	withAudio := p.offer.AudioSection() != nil && p.reader.HasAudio()
 	if _, err := sess.answer(ctx, p.base, p.plane, withAudio); err != nil {
 		var bad *sdpoffer.Error
 		switch {
@@ -338,7 +338,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, p *offerPost)
 	// only what to send.
 	w.Header().Set("WWW-Authenticate", auth.Challenge(d.TokenPresented))
 	s.stats.reject(rejectAuth)
-	s.refusals.refused(r, p.path, http.StatusUnauthorized, probUnauthorized, d.Error(), "")
+	s.refusals.Refused(r, p.path, http.StatusUnauthorized, probUnauthorized, d.Error(), "")
 	httpError(w, r, probUnauthorized, d.Msg)
 	return &denial{}
 }

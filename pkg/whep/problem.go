@@ -117,11 +117,11 @@ func httpError(w http.ResponseWriter, r *http.Request, slug, detail string) {
 }
 
 // refuse answers a POST that gets no session, counts it and logs it,
-// rate-limited (refusalLog). offer is the body as read, "" before it was;
+// rate-limited (pkg/refusallog). offer is the body as read, "" before it was;
 // path is "" until the name was checked.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, path, slug, detail, offer string) {
 	a := answers[slug]
 	s.stats.reject(a.reason)
-	s.refusals.refused(r, path, a.status, slug, detail, offer)
+	s.refusals.Refused(r, path, a.status, slug, detail, offer)
 	httpError(w, r, slug, detail)
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -115,55 +114,6 @@ func TestDeletePastTheTable(t *testing.T) {
 	now = now.Add(endedWindow)
 	if code := del("three"); code != http.StatusNotFound {
 		t.Errorf("DELETE past the window: %d, want 404", code)
-	}
-}
-
-// TestRefusalLog: one line per reason per second, carrying the count of
-// the refusals of that reason it held back, the offered codecs and the
-// client's address; other reasons are not held back by it.
-func TestRefusalLog(t *testing.T) {
-	var buf bytes.Buffer
-	l := newRefusalLog(slog.New(slog.NewJSONHandler(&buf, nil)))
-	now := time.Unix(1000, 0)
-	l.lim.Now = func() time.Time { return now }
-	r := httptest.NewRequest(http.MethodPost, "/live/cam1/whep", nil)
-	r.RemoteAddr = "192.0.2.7:5000"
-	offer := "v=0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96 98\r\na=rtpmap:96 VP8/90000\r\na=rtpmap:98 VP9/90000\r\n" +
-		"m=audio 9 UDP/TLS/RTP/SAVPF 111\r\na=rtpmap:111 opus/48000/2\r\n"
-	for range 5 {
-		l.refused(r, "live/cam1", 400, probNoH264, "offer has no H.264", offer)
-		now = now.Add(100 * time.Millisecond)
-	}
-	l.refused(r, "live/cam1", 409, probNoPublisher, "no stream", "")
-	now = now.Add(600 * time.Millisecond) // 1.1 s after the first
-	l.refused(r, "live/cam1", 400, probNoH264, "offer has no H.264", offer)
-
-	var lines []map[string]any
-	for _, s := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(s), &m); err != nil {
-			t.Fatalf("log line %q: %v", s, err)
-		}
-		lines = append(lines, m)
-	}
-	if len(lines) != 3 {
-		t.Fatalf("%d log lines, want 3 (first no-h264, no-publisher, next second's no-h264): %s", len(lines), buf.String())
-	}
-	want := []struct {
-		reason     string
-		suppressed float64
-	}{{probNoH264, 0}, {probNoPublisher, 0}, {probNoH264, 4}}
-	for i, w := range want {
-		m := lines[i]
-		if m["msg"] != "offer refused" || m["reason"] != w.reason || m["suppressed"] != w.suppressed || m["remote"] != "192.0.2.7:5000" || m["path"] != "live/cam1" {
-			t.Errorf("line %d: %v, want reason %s suppressed %v", i, m, w.reason, w.suppressed)
-		}
-	}
-	if got := lines[0]["codecs"]; got != "video/VP8,video/VP9,audio/opus" {
-		t.Errorf("codecs %q", got)
-	}
-	if got := lines[0]["status"]; got != float64(400) {
-		t.Errorf("status %v", got)
 	}
 }
 

@@ -1,7 +1,6 @@
 package whep
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -27,43 +26,6 @@ func refusalLines(t *testing.T, log string) []map[string]any {
 		}
 	}
 	return out
-}
-
-// TestRefusalLogFlush: the refusals held back in a flood's last second
-// are logged by the next flush once their second is over, as one line
-// with their count and status, and by the final flush at once; a flush
-// with nothing held back writes nothing.
-func TestRefusalLogFlush(t *testing.T) {
-	var buf bytes.Buffer
-	l := newRefusalLog(slog.New(slog.NewJSONHandler(&buf, nil)))
-	now := time.Unix(1000, 0)
-	start := now
-	l.lim.Now = func() time.Time { return now }
-	for range 3 { // one line, two held back
-		l.refused(nil, "live/cam1", 409, probNoPublisher, "no stream", "")
-	}
-	now = start.Add(refusalLogEvery / 2)
-	l.flush(false)
-	if n := len(refusalLines(t, buf.String())); n != 1 {
-		t.Fatalf("%d lines before the second is over, want 1: %s", n, buf.String())
-	}
-	now = start.Add(refusalLogEvery)
-	l.flush(false)
-	now = start.Add(3 * refusalLogEvery)
-	l.flush(false) // nothing left
-	lines := refusalLines(t, buf.String())
-	if len(lines) != 2 || lines[1]["msg"] != "offer refused: held back" || lines[1]["reason"] != probNoPublisher || lines[1]["suppressed"] != float64(2) || lines[1]["status"] != float64(409) {
-		t.Fatalf("lines %v, want a second one with the two held back", lines)
-	}
-
-	now = now.Add(10 * refusalLogEvery)
-	l.refused(nil, "live/cam1", 401, probUnauthorized, "token", "")
-	l.refused(nil, "live/cam1", 401, probUnauthorized, "token", "")
-	l.flush(true)
-	lines = refusalLines(t, buf.String())
-	if len(lines) != 4 || lines[3]["reason"] != probUnauthorized || lines[3]["suppressed"] != float64(1) {
-		t.Fatalf("after the final flush: %v, want the held-back refusal logged", lines)
-	}
 }
 
 // TestAuthRefusalLogged: a viewer the access policy refuses is logged by

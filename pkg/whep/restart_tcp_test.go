@@ -15,6 +15,7 @@ import (
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/pkg/plane"
+	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
 )
 
 // TestICERestartToTCP is a browser whose UDP gets blocked mid-session: a
@@ -94,30 +95,30 @@ func TestICERestartToTCP(t *testing.T) {
 	}
 	wait(gathered, "the restart's candidates")
 	mine := offerICE(t, pc.LocalDescription().SDP)
-	resp, frag := do(t, http.MethodPatch, url, "application/trickle-ice-sdpfrag", restartFrag(mine, offer{payloadType: 102, mid: "0"}),
+	resp, frag := do(t, http.MethodPatch, url, "application/trickle-ice-sdpfrag", mine.Video(102, "0"),
 		map[string]string{"If-Match": etag})
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("restart PATCH: %d %q", resp.StatusCode, frag)
 	}
-	theirs, err := parseFrag(frag)
-	if err != nil || theirs.ufrag == "" || theirs.pwd == "" {
+	theirs, err := sdpoffer.ParseFrag(frag)
+	if err != nil || theirs.Ufrag == "" || theirs.Pwd == "" {
 		t.Fatalf("restart answer fragment %q: %+v %v", frag, theirs, err)
 	}
 	// UDP is blocked now: of the server's new candidates only ICE-TCP's
 	// reach the viewer.
 	var tcp []string
-	for _, c := range theirs.candidates {
+	for _, c := range theirs.Candidates {
 		if f := strings.Fields(c); len(f) > 2 && strings.EqualFold(f[2], "tcp") {
 			tcp = append(tcp, c)
 		}
 	}
-	if len(tcp) == 0 || len(tcp) == len(theirs.candidates) {
-		t.Fatalf("restart answer has %d ICE-TCP candidates of %d, want some of each protocol:\n%s", len(tcp), len(theirs.candidates), frag)
+	if len(tcp) == 0 || len(tcp) == len(theirs.Candidates) {
+		t.Fatalf("restart answer has %d ICE-TCP candidates of %d, want some of each protocol:\n%s", len(tcp), len(theirs.Candidates), frag)
 	}
 	// pion dropped its UDP path when it restarted ICE (CreateOffer), so
 	// what arrives from here on came over TCP.
 	before := v.packets.Load()
-	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: restartedAnswer(answer, theirs.ufrag, theirs.pwd, tcp)}); err != nil {
+	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: restartedAnswer(answer, theirs.Ufrag, theirs.Pwd, tcp)}); err != nil {
 		t.Fatal(err)
 	}
 	wait(v.iceConnected, "ICE connected again")

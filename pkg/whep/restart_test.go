@@ -12,7 +12,6 @@ import (
 	"github.com/pion/webrtc/v4"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
-	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
 )
 
@@ -92,7 +91,7 @@ func TestICERestart(t *testing.T) {
 	}
 	<-gathered
 	mine := offerICE(t, pc.LocalDescription().SDP)
-	body := restartFrag(mine, offer{payloadType: 102, mid: "0"})
+	body := mine.Video(102, "0")
 
 	resp, frag := do(t, http.MethodPatch, url, "application/trickle-ice-sdpfrag", body, map[string]string{"If-Match": etag})
 	if resp.StatusCode != http.StatusOK {
@@ -102,19 +101,19 @@ func TestICERestart(t *testing.T) {
 	if newETag == "" || newETag == etag || resp.Header.Get("Content-Type") != "application/trickle-ice-sdpfrag" {
 		t.Fatalf("restart answer headers: ETag %q (old %q), Content-Type %q", newETag, etag, resp.Header.Get("Content-Type"))
 	}
-	theirs, err := parseFrag(frag)
-	if err != nil || theirs.ufrag == "" || theirs.pwd == "" || len(theirs.candidates) == 0 || !theirs.end {
+	theirs, err := sdpoffer.ParseFrag(frag)
+	if err != nil || theirs.Ufrag == "" || theirs.Pwd == "" || len(theirs.Candidates) == 0 || !theirs.End {
 		t.Fatalf("restart answer fragment %q: %+v %v", frag, theirs, err)
 	}
-	if `"`+theirs.ufrag+`"` != newETag {
-		t.Errorf("new ETag %q is not the new ufrag %q", newETag, theirs.ufrag)
+	if `"`+theirs.Ufrag+`"` != newETag {
+		t.Errorf("new ETag %q is not the new ufrag %q", newETag, theirs.Ufrag)
 	}
 
 	// The viewer's new remote description: the first answer with the
 	// server's new credentials and candidates.
 	before := packets.Load()
 	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer,
-		SDP: restartedAnswer(answer, theirs.ufrag, theirs.pwd, theirs.candidates)}); err != nil {
+		SDP: restartedAnswer(answer, theirs.Ufrag, theirs.Pwd, theirs.Candidates)}); err != nil {
 		t.Fatal(err)
 	}
 	wait(iceConnected, "ICE connected again after the restart")
@@ -155,14 +154,14 @@ func restartedAnswer(answer, ufrag, pwd string, candidates []string) string {
 // offerICE is a viewer's ICE restart offer as its PATCH sends it: the new
 // credentials and every section's candidates, read through the server's
 // one offer model.
-func offerICE(t *testing.T, raw string) plane.ICE {
+func offerICE(t *testing.T, raw string) sdpoffer.Frag {
 	t.Helper()
 	m, err := sdpoffer.Parse(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
 	v := m.VideoSection()
-	l := plane.ICE{Ufrag: v.ICE.Ufrag, Pwd: v.ICE.Pwd}
+	l := sdpoffer.Frag{Ufrag: v.ICE.Ufrag, Pwd: v.ICE.Pwd, End: true}
 	for _, s := range m.Sections {
 		for _, c := range s.Candidates {
 			if c = "candidate:" + c; !slices.Contains(l.Candidates, c) {

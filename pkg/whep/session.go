@@ -15,6 +15,7 @@ import (
 
 	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/rtpsend"
+	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
 )
 
 // session is one viewer: its connection (plane.go) and its reader.
@@ -47,7 +48,7 @@ type session struct {
 	// sigMu serialises signalling (PATCH) on the connection and guards
 	// the fields below.
 	sigMu       sync.Mutex
-	offer       offer
+	offer       *sdpoffer.Offer
 	etag        string
 	answeredSDP string
 }
@@ -81,8 +82,8 @@ func (sess *session) answer(ctx, base context.Context, p Plane, audio bool) (str
 	o := sess.offer
 	po := plane.Offer{
 		Session: sess.ctx,
-		Model:   o.model,
-		Video:   plane.Codec{PayloadType: o.payloadType, Fmtp: o.fmtp(), Video: o.codec},
+		Model:   o,
+		Video:   videoCodec(o),
 		OnRTCP:  sess.onRTCP,
 		// Whatever ends the connection on its own ends the session, whose
 		// sender may be waiting for a frame.
@@ -91,7 +92,7 @@ func (sess *session) answer(ctx, base context.Context, p Plane, audio bool) (str
 		Log:        sess.log,
 	}
 	if audio {
-		po.Audio = &plane.Codec{PayloadType: o.audioPT, Fmtp: plane.OpusFmtp}
+		po.Audio = &plane.Codec{PayloadType: opusPT(o), Fmtp: plane.OpusFmtp}
 	}
 	tr, a, err := p.Answer(ctx, po)
 	if err != nil {
@@ -149,7 +150,7 @@ func (sess *session) sent() (packets, bytes uint64) {
 func (s *Server) startSender(sess *session) *rtpsend.Sender {
 	videoSSRC, audioSSRC := sess.tr.SSRCs()
 	sess.sigMu.Lock()
-	pt, audioPT := sess.offer.payloadType, sess.offer.audioPT
+	pt, audioPT := sess.offer.Sent().PT, opusPT(sess.offer)
 	sess.sigMu.Unlock()
 	cfg := rtpsend.Config{
 		Out: sess.tr, Src: sess.reader,
@@ -201,7 +202,7 @@ func (s *Server) endSession(sess *session, reason error) {
 	s.readerClosed(sess, reason)
 	if errors.Is(reason, errICENotStarted) {
 		// One line a second for all of them, with the count it held back.
-		s.silentClosed.refusedFrom(sess.remote, sess.path, http.StatusCreated, probICENotStarted,
+		s.silentClosed.RefusedFrom(sess.remote, sess.path, http.StatusCreated, probICENotStarted,
 			reason.Error()+": its checks never reached the server (a firewall, or webrtc.publicIPs missing behind NAT), or it never meant to connect", "")
 		return
 	}

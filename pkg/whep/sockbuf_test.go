@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/pkg/mediaplane"
 	"github.com/srtwhep/srtwhep/pkg/plane"
 )
 
@@ -22,5 +23,5 @@ func TestSocketBufferCapped(t *testing.T) {
 		!strings.Contains(lines[0], "key=webrtc.socketBuffer") {
 		t.Fatalf("warning lines %q\nlog:\n%s", lines, buf.String())
 	}
-	_ = srv.Stats().UDPReceiveDrops
+	_, _, _ = srv.cfg.Plane.(*mediaplane.Plane).SocketStats()
 }

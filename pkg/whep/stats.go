@@ -60,13 +60,6 @@ type Stats struct {
 	HandshakeFailures  uint64 // answered sessions that never connected
 	PacketsSent        uint64
 	BytesSent          uint64 // RTP payload + header bytes handed to the connections
-	// UDPDatagrams and UDPRefused count what the shared media socket
-	// handed to the kernel and what the kernel refused (a full socket
-	// buffer: those packets are lost for the viewers).
-	UDPDatagrams, UDPRefused uint64
-	// UDPReceiveDrops is the kernel's count of datagrams dropped on the
-	// way in (a full receive buffer: viewers' RTCP, NACKs, keepalives).
-	UDPReceiveDrops uint64
 	// Rejected counts refused offers by reason (reader_cap, server_full,
 	// no_publisher, bad_offer, auth, handshake_limit, offer_rate,
 	// pending_limit). handshake_limit counts viewers closed because no
@@ -117,8 +110,8 @@ func (s *Server) KickSession(id string) bool {
 // Stats returns counters for metrics.
 func (s *Server) Stats() Stats {
 	st := Stats{
-		HandshakesInFlight: s.handshakes.InFlight(),
-		PendingOffers:      s.pending.InFlight(),
+		HandshakesInFlight: s.admission.Handshakes.InFlight(),
+		PendingOffers:      s.admission.Pending.InFlight(),
 		SessionsOpened:     s.stats.opened.Load(),
 		HandshakeFailures:  s.stats.handshakeFailures.Load(),
 		PacketsSent:        s.stats.closedPackets.Load(),
@@ -129,9 +122,6 @@ func (s *Server) Stats() Stats {
 	st.Rejected = make(map[string]uint64, len(rejectReasons))
 	for i, name := range rejectReasons {
 		st.Rejected[name] = s.stats.rejected[i].Load()
-	}
-	if s.bound.Load() {
-		st.UDPDatagrams, st.UDPRefused, st.UDPReceiveDrops = s.cfg.Plane.SocketStats()
 	}
 	st.StateCounts = map[string]int{}
 	s.mu.Lock()

@@ -18,11 +18,13 @@ import (
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/internal/testkit/h264clip"
 	"github.com/srtwhep/srtwhep/internal/whepclient"
+	"github.com/srtwhep/srtwhep/pkg/admission"
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/httpproblem"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 	"github.com/srtwhep/srtwhep/pkg/mediaplane"
 	"github.com/srtwhep/srtwhep/pkg/plane"
+	"github.com/srtwhep/srtwhep/pkg/refusallog"
 	"github.com/srtwhep/srtwhep/pkg/whep"
 )
 
@@ -67,11 +69,14 @@ func newFixture(t *testing.T, mod func(*Config)) *fixture {
 		t.Fatal(err)
 	}
 	f.srv, err = whep.New(whep.Config{Source: whep.SourceFuncs[*hub.Reader]{Add: f.h.AddPendingReader, AddTranscoded: f.h.AddPendingTranscodedReader}, Plane: pl, Extension: f.ev, Logger: cfg.Logger,
-		OfferRate: 1 << 20, OfferBurst: 1 << 20})
+		Limits: admission.ViewerLimits{OfferRate: 1 << 20, OfferBurst: 1 << 20}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	refused = f.srv.RefusalLog("event stream refused")
+	l := refusallog.New(cfg.Logger, "event stream refused")
+	refused = func(r *http.Request, path string, status int, slug, detail string) {
+		l.Refused(r, path, status, slug, detail, "")
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	srvDone, evDone := make(chan error, 1), make(chan error, 1)
 	go func() { srvDone <- f.srv.Run(ctx) }()

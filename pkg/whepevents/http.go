@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/srtwhep/srtwhep/pkg/httpcors"
 	"github.com/srtwhep/srtwhep/pkg/httpproblem"
 )
 
@@ -39,9 +40,6 @@ const (
 	// maxBody bounds the POST's event list; the four names fit in 60
 	// bytes.
 	maxBody = 4 << 10
-	// preflightMaxAge lets a browser cache a preflight for a day, as the
-	// WHEP endpoints do.
-	preflightMaxAge = "86400"
 )
 
 var (
@@ -56,16 +54,6 @@ var (
 
 func httpError(w http.ResponseWriter, r *http.Request, code int, slug, detail string) {
 	httpproblem.Write(w, r, code, slug, problemTitles[slug], detail)
-}
-
-// cors is set on every answer, as on the WHEP endpoints'.
-func (e *Streams) cors(w http.ResponseWriter) {
-	h := w.Header()
-	h.Set("Access-Control-Allow-Origin", e.cfg.AllowOrigin)
-	h.Set("Access-Control-Expose-Headers", "Location, ETag, Link, Accept-Patch")
-	if e.cfg.AllowOrigin != "*" {
-		h.Add("Vary", "Origin")
-	}
 }
 
 // sseURL is a session's SSE entry point, under Config.PublicURL like its
@@ -102,7 +90,8 @@ func (e *Streams) serve(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	session := parts[0]
-	e.cors(w)
+	// As on the WHEP endpoints: the same page reads both.
+	httpcors.Allow(w.Header(), e.cfg.AllowOrigin)
 	if len(parts) == 2 {
 		switch r.Method {
 		case http.MethodPost:
@@ -150,10 +139,7 @@ func notFound(w http.ResponseWriter, r *http.Request) {
 }
 
 func (e *Streams) handleOptions(w http.ResponseWriter, methods string) {
-	h := w.Header()
-	h.Set("Access-Control-Allow-Methods", methods)
-	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
-	h.Set("Access-Control-Max-Age", preflightMaxAge)
+	httpcors.Preflight(w.Header(), methods, "Authorization, Content-Type")
 	w.WriteHeader(http.StatusNoContent)
 }
 
