@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -122,18 +123,37 @@ func TestPublisherFlood(t *testing.T) {
 	lines := len(srv.Log.Lines()) - linesBefore
 	// What the server took is in its log: a handshake completed in the
 	// same burst as others may be accepted by libsrt and closed by the
-	// server at once, which the caller sees as a connect.
-	taken := len(srv.Log.Lines("publisher connected", "path=flood/"))
+	// server at once, which the caller sees as a connect. A connection
+	// closed for its garbage frees its place, so more than the cap are
+	// taken over the flood, never more than the cap at once.
+	taken, atOnce, open := 0, 0, 0
+	for _, l := range srv.Log.Lines("path=flood/") {
+		switch {
+		case strings.Contains(l, `msg="publisher connected"`):
+			taken++
+			open++
+			atOnce = max(atOnce, open)
+		case strings.Contains(l, `msg="publisher closed"`) && strings.Contains(l, "component=srt"):
+			open--
+		}
+	}
 
-	t.Logf("publisher flood from %v: %d connections in %.1f s, %d connected, %d taken by the server, refused by reason %v; %.1f MB of garbage sent",
-		source(0), conns, elapsed.Seconds(), accepted, taken, reasons, float64(sent.Load())/1e6)
+	t.Logf("publisher flood from %v: %d connections in %.1f s, %d connected, %d taken by the server (at most %d at once), refused by reason %v; %.1f MB of garbage sent",
+		source(0), conns, elapsed.Seconds(), accepted, taken, atOnce, reasons, float64(sent.Load())/1e6)
 	t.Logf("server RSS %.1f MB before, peak %.1f MB (+%.1f MB), +%.1f MB after; /v1/paths: %d before, at most %d more during the flood (%d samples), %d after; %d log lines",
 		mb(rssBefore), mb(peakRSS), mb(peakRSS-rssBefore), mb(grown), len(before), peakPaths, polls, len(after), lines)
-	if taken > 10 {
-		t.Errorf("%d connections from one address were taken, want at most srt.maxPublishersPerIP (10)", taken)
+	if atOnce > 10 {
+		t.Errorf("%d connections from one address at once, want at most srt.maxPublishersPerIP (10)", atOnce)
 	}
-	if n := reasons[strconv.Itoa(srtgo.RejectionReasonOverload)]; n+accepted != conns || n < conns/2 {
-		t.Errorf("%d refused with overload (1402) and %d connected, want every other refusal 1402 and most of them", n, accepted)
+	if n := reasons[strconv.Itoa(srtgo.RejectionReasonOverload)]; n < conns/2 {
+		t.Errorf("%d refused with overload (1402), want most of the %d", n, conns)
+	}
+	for r, n := range reasons {
+		// 0: the handshake never finished (a caller timing out under
+		// the load); any other reason is a refusal that is not the cap's.
+		if r != "0" && r != strconv.Itoa(srtgo.RejectionReasonOverload) {
+			t.Errorf("%d refused with reason %s, want overload (1402)", n, r)
+		}
 	}
 	if peakPaths > 0 || !slices.Equal(before, after) {
 		t.Errorf("/v1/paths changed: %v before, %v after, up to %d more during the flood", before, after, peakPaths)
@@ -141,8 +161,10 @@ func TestPublisherFlood(t *testing.T) {
 	if peakRSS-rssBefore > 100<<20 {
 		t.Errorf("RSS grew by %.1f MB during the flood, want under 100 MB", mb(peakRSS-rssBefore))
 	}
-	if lines > 60 {
-		t.Errorf("%d log lines for the flood, want the refusals summarised", lines)
+	// One line as each connection taken opens and closes, and the
+	// refusals summarised: a few a second.
+	if max := 2*taken + 3*int(elapsed.Seconds()) + 20; lines > max {
+		t.Errorf("%d log lines for the flood, want at most %d: the refusals summarised", lines, max)
 	}
 	b.Check(t)
 }
