@@ -59,11 +59,12 @@ func TestGarbageNeverLive(t *testing.T) {
 }
 
 // srtBytes is how many payload bytes the server has read from path's
-// publisher over SRT.
+// publisher over SRT, from the SRT server: a connection that has shown no
+// picture is no publisher of the path's in the API.
 func srtBytes(ts *testServer, path string) int64 {
-	for _, p := range ts.ingest.Stats() {
-		if p.Path == path && p.Publisher != nil {
-			return p.Publisher.SRT.Bytes
+	for _, c := range ts.srt.Conns() {
+		if c.Path == path {
+			return c.Stats.Bytes
 		}
 	}
 	return 0

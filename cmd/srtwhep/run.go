@@ -124,18 +124,20 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		return nil, err
 	}
 	s.srt, err = srt.New(srt.Config{
-		Listen:       cfg.SRT.Listen,
-		Latency:      time.Duration(cfg.SRT.Latency),
-		PBKeyLen:     cfg.SRT.PBKeyLen,
-		ReadTimeout:  time.Duration(cfg.SRT.ReadTimeout),
-		SocketBuffer: cfg.SRT.SocketBuffer,
-		Passphrase:   func(path string) string { return s.config().Passphrase(path) },
-		Admit:        s.ingest.Admit,
-		Serve:        s.ingest.Serve,
-		PublisherLog: s.ingest.PublisherLog,
-		AdmitRead:    s.srtRd.Admit,
-		ServeRead:    s.srtRd.Serve,
-		Logger:       log,
+		Listen:             cfg.SRT.Listen,
+		Latency:            time.Duration(cfg.SRT.Latency),
+		PBKeyLen:           cfg.SRT.PBKeyLen,
+		ReadTimeout:        time.Duration(cfg.SRT.ReadTimeout),
+		SocketBuffer:       cfg.SRT.SocketBuffer,
+		MaxPublishers:      cfg.SRT.MaxPublishers,
+		MaxPublishersPerIP: cfg.SRT.MaxPublishersPerIP,
+		Passphrase:         func(path string) string { return s.config().Passphrase(path) },
+		Admit:              s.ingest.Admit,
+		Serve:              s.ingest.Serve,
+		PublisherLog:       s.ingest.PublisherLog,
+		AdmitRead:          s.srtRd.Admit,
+		ServeRead:          s.srtRd.Serve,
+		Logger:             log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("srt: %w", err)
@@ -285,7 +287,7 @@ func (s *server) Run(ctx context.Context) error {
 		// time; the metrics package imports none of them.
 		m := metrics.New(metrics.Sources{Build: metrics.BuildInfo{Version: version.String()}, Profiling: s.cfg.Metrics.Pprof,
 			Paths: s.ingest.PathSamples, SRT: s.ingest.SRTSamples, WebRTC: webRTCSample(s.whep, s.events, s.plane), Hooks: s.hooks.MetricsSource(),
-			MediaPlane: s.mediaPlaneSample, Refusals: s.ingest.Refusals})
+			MediaPlane: s.mediaPlaneSample, Refusals: s.ingest.Refusals, Panics: panicCounts})
 		g.Go(func() error { return m.Serve(ctx, metricsLn, s.log.With("component", "metrics")) })
 	}
 	g.Go(func() error {

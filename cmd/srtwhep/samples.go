@@ -4,6 +4,7 @@ package main
 
 import (
 	"github.com/srtwhep/srtwhep/pkg/metrics"
+	"github.com/srtwhep/srtwhep/pkg/panics"
 )
 
 // mediaPlaneSample is metrics.Sources.MediaPlane: the media plane's
@@ -34,4 +35,14 @@ func (s *server) mediaPlaneSample() (metrics.MediaPlaneSample, bool) {
 		TCPRefusedPerClient: st.TCPRefusedPerClient,
 		TCPRefusedGlobal:    st.TCPRefusedGlobal,
 	}, true
+}
+
+// panicCounts is srtwhep_panics_total's source: every place, zeros
+// included, so an alert on an increase has a series from the start.
+func panicCounts() map[string]uint64 {
+	m := panics.Counts()
+	for _, p := range panics.Places {
+		m[p] += 0
+	}
+	return m
 }

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"container/list"
 	"net/netip"
 	"sync"
 	"time"
@@ -35,10 +36,16 @@ type Throttle struct {
 	now func() time.Time // replaced by tests
 
 	mu sync.Mutex
-	m  map[string]*failures
+	m  map[string]*list.Element // of *failures, in order
+	// order holds the keys by their last failure, stalest first: a full
+	// table evicts its front in O(1). It runs on libsrt's handshake
+	// thread, where a scan of 10,000 entries per new address under the
+	// lock stalled every SRT handshake of the port during a flood.
+	order list.List
 }
 
 type failures struct {
+	key   string
 	n     int
 	last  time.Time
 	until time.Time
@@ -64,7 +71,7 @@ func NewThrottle(cfg ThrottleConfig) *Throttle {
 	if cfg.LockFor <= 0 {
 		cfg.LockFor = time.Minute
 	}
-	return &Throttle{cfg: cfg, now: time.Now, m: map[string]*failures{}}
+	return &Throttle{cfg: cfg, now: time.Now, m: map[string]*list.Element{}}
 }
 
 // Key is the throttle key of an address: the address itself for IPv4, its
@@ -84,14 +91,17 @@ func (t *Throttle) Fail(key string) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
-	f, ok := t.m[key]
+	e, ok := t.m[key]
+	if ok {
+		t.order.MoveToBack(e)
+	} else {
+		t.makeRoom()
+		e = t.order.PushBack(&failures{key: key})
+		t.m[key] = e
+	}
+	f := e.Value.(*failures)
 	if ok && now.Sub(f.last) > t.cfg.Forget {
 		f.n = 0
-	}
-	if !ok {
-		t.makeRoom(now)
-		f = &failures{}
-		t.m[key] = f
 	}
 	f.n++
 	f.last = now
@@ -107,11 +117,11 @@ func (t *Throttle) Fail(key string) time.Duration {
 func (t *Throttle) Remaining(key string) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	f, ok := t.m[key]
+	e, ok := t.m[key]
 	if !ok {
 		return 0
 	}
-	return max(f.until.Sub(t.now()), 0)
+	return max(e.Value.(*failures).until.Sub(t.now()), 0)
 }
 
 // Locked is how much longer key stays locked out after LockAfter failures
@@ -120,8 +130,12 @@ func (t *Throttle) Remaining(key string) time.Duration {
 func (t *Throttle) Locked(key string) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	f, ok := t.m[key]
-	if !ok || f.n < t.cfg.LockAfter {
+	e, ok := t.m[key]
+	if !ok {
+		return 0
+	}
+	f := e.Value.(*failures)
+	if f.n < t.cfg.LockAfter {
 		return 0
 	}
 	return max(f.last.Add(t.cfg.LockFor).Sub(t.now()), 0)
@@ -132,7 +146,10 @@ func (t *Throttle) Locked(key string) time.Duration {
 func (t *Throttle) Succeed(key string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.m, key)
+	if e, ok := t.m[key]; ok {
+		t.order.Remove(e)
+		delete(t.m, key)
+	}
 }
 
 // Len is the number of keys remembered.
@@ -142,24 +159,14 @@ func (t *Throttle) Len() int {
 	return len(t.m)
 }
 
-// makeRoom keeps the map under MaxEntries: first forgotten keys go, then,
-// under a flood from more addresses than that, the stalest one.
-func (t *Throttle) makeRoom(now time.Time) {
-	if len(t.m) < t.cfg.MaxEntries {
-		return
-	}
-	var oldest string
-	var oldestAt time.Time
-	for k, f := range t.m {
-		if now.Sub(f.last) > t.cfg.Forget {
-			delete(t.m, k)
-			continue
-		}
-		if oldest == "" || f.last.Before(oldestAt) {
-			oldest, oldestAt = k, f.last
-		}
-	}
-	if len(t.m) >= t.cfg.MaxEntries {
-		delete(t.m, oldest)
+// makeRoom keeps the map under MaxEntries by evicting the key whose last
+// failure is the oldest: a forgotten one if there is any (the front is
+// the stalest), else, under a flood from more addresses than that, the
+// stalest still remembered.
+func (t *Throttle) makeRoom() {
+	for len(t.m) >= t.cfg.MaxEntries {
+		e := t.order.Front()
+		t.order.Remove(e)
+		delete(t.m, e.Value.(*failures).key)
 	}
 }

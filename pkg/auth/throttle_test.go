@@ -119,3 +119,61 @@ func TestThrottleLock(t *testing.T) {
 		t.Errorf("a success did not clear the failures: locked %v", d)
 	}
 }
+
+// TestThrottleFullTable fills the default 10,000-entry table and goes on
+// failing from new addresses: the table stays at its bound, each new key
+// evicts the stalest one, and a key that failed again recently survives
+// the flood as long as it is not the stalest. The eviction is O(1) (the
+// list's front); BenchmarkThrottleFull measures it.
+func TestThrottleFullTable(t *testing.T) {
+	th, clock := newTestThrottle(ThrottleConfig{Forget: time.Hour})
+	const n = 10000
+	key := func(i int) string { return fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255) }
+	for i := range n {
+		th.Fail(key(i))
+		clock.add(time.Millisecond)
+	}
+	if th.Len() != n {
+		t.Fatalf("%d keys after %d failures, want %d", th.Len(), n, n)
+	}
+	th.Fail(key(0)) // the stalest fails again: now the newest
+	for i := n; i < 3*n/2; i++ {
+		th.Fail(key(i))
+		clock.add(time.Millisecond)
+		if th.Len() != n {
+			t.Fatalf("%d keys after %d failures, want the bound %d", th.Len(), i+1, n)
+		}
+	}
+	has := func(k string) bool {
+		th.mu.Lock()
+		defer th.mu.Unlock()
+		_, ok := th.m[k]
+		return ok
+	}
+	if has(key(1)) || has(key(n/2)) {
+		t.Error("the stalest keys were not evicted")
+	}
+	if !has(key(0)) {
+		t.Error("a key that failed again was evicted before staler ones")
+	}
+	if !has(key(n/2+1)) || !has(key(3*n/2-1)) {
+		t.Error("keys newer than the evicted ones were evicted")
+	}
+}
+
+// BenchmarkThrottleFull is one failure from a new address into a full
+// default table (on main before the list: a scan of all 10,000 entries).
+func BenchmarkThrottleFull(b *testing.B) {
+	th := NewThrottle(ThrottleConfig{})
+	keys := make([]string, 1<<16)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("10.0.%d.%d", i>>8, i&255)
+	}
+	for _, k := range keys[:10000] {
+		th.Fail(k)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		th.Fail(keys[(10000+i)%len(keys)])
+	}
+}

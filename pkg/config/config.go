@@ -54,6 +54,11 @@ type SRT struct {
 	// MaxPulls bounds the edge pulls (paths with a source) running at
 	// once; a viewer of one more gets 503.
 	MaxPulls int `yaml:"maxPulls" reload:"restart"`
+	// MaxPublishers and MaxPublishersPerIP cap publisher connections in
+	// total and per client address (per /64 for IPv6), refused in the
+	// SRT handshake with overload (1402).
+	MaxPublishers      int `yaml:"maxPublishers" reload:"restart"`
+	MaxPublishersPerIP int `yaml:"maxPublishersPerIP" reload:"restart"`
 }
 
 // HTTP configures the WHEP/player/API listener.
@@ -230,6 +235,9 @@ func Default() *Config {
 			// sockbuf.DefaultWebRTC), which config cannot import.
 			SocketBuffer: 4 << 20,
 			MaxPulls:     64, // edge.DefaultMaxPulls
+			// srt.DefaultMaxPublishers, srt.DefaultMaxPublishersPerIP
+			MaxPublishers:      100,
+			MaxPublishersPerIP: 10,
 		},
 		HTTP: HTTP{
 			Listen:            ":8889",

@@ -97,6 +97,12 @@ func (v *validator) srt() {
 	if s.MaxPulls < 1 || s.MaxPulls > maxPulls {
 		v.fail("srt.maxPulls", "%d is outside 1 to %d; use e.g. 64 (edge pulls one small VPS carries)", s.MaxPulls, maxPulls)
 	}
+	if s.MaxPublishers < 1 || s.MaxPublishers > maxPublishers {
+		v.fail("srt.maxPublishers", "%d is outside 1 to %d; use e.g. 100 (publishers one small VPS demuxes)", s.MaxPublishers, maxPublishers)
+	}
+	if s.MaxPublishersPerIP < 1 || s.MaxPublishersPerIP > s.MaxPublishers {
+		v.fail("srt.maxPublishersPerIP", "%d is outside 1 to srt.maxPublishers (%d); use e.g. 10 (encoders behind one address)", s.MaxPublishersPerIP, s.MaxPublishers)
+	}
 }
 
 func (v *validator) webrtc() {

@@ -14,6 +14,8 @@ const (
 	// maxPulls: each pull is a libsrt socket and its buffers; beyond ten
 	// thousand an edge runs out of file descriptors and memory first.
 	maxPulls = 10000
+	// maxPublishers: the same for publishers, each also a demuxer.
+	maxPublishers = 10000
 )
 
 // pathBounds checks the per-publisher memory bounds of one path entry.

@@ -12,6 +12,7 @@ import (
 	"github.com/haivision/srtgo"
 
 	"github.com/srtwhep/srtwhep/pkg/events"
+	"github.com/srtwhep/srtwhep/pkg/panics"
 	"github.com/srtwhep/srtwhep/pkg/srt"
 )
 
@@ -220,7 +221,12 @@ func (pl *pull) serve(ctx context.Context, c link) (played bool, reason string, 
 	pl.p.cfg.Events.Emit(events.Event{Kind: events.SourceUp, Path: pl.path, Protocol: "srt", ID: pl.src.URL, Remote: c.Remote()})
 	served := make(chan error, 1)
 	// Owned here: every return below waits for it.
-	go func() { served <- c.Serve(ctx) }()
+	go func() {
+		var err error
+		defer func() { served <- err }()
+		defer panics.Catch(pl.log, panics.EdgePull, func(e error) *slog.Logger { err = e; c.CloseWith(e.Error()); return nil }, "remote", c.Remote())
+		err = c.Serve(ctx)
+	}()
 
 	tick := time.NewTicker(readyPoll)
 	defer tick.Stop()

@@ -50,9 +50,14 @@ func TestSquatterDoesNotHoldPath(t *testing.T) {
 	squatter.holdEOF = make(chan struct{})
 	squatterDone := r.serve(t, squatter)
 	testkit.WaitFor(t, 5*time.Second, "the squatter's connection is pending", func() bool {
-		ps, _ := pathStats(r.m, "live/s")
-		return ps.Publisher != nil && ps.Publisher.Remote == squatter.remote && !ps.Publisher.Streaming
+		r.m.mu.Lock()
+		defer r.m.mu.Unlock()
+		return len(r.m.pending["live/s"]) == 1
 	})
+	// A connection that shows no picture is no path of the API's.
+	if ps, ok := pathStats(r.m, "live/s"); ok {
+		t.Errorf("the squatter's pending connection is listed: %+v", ps)
+	}
 	id := srt.StreamID{Mode: srt.ModePublish, Path: "live/s"}
 	if err := r.m.Admit(srt.Request{StreamID: id, Remote: "192.0.2.7:4000"}); err != nil {
 		t.Fatalf("the encoder's reconnect: %v, want admitted while the squatter shows no picture", err)

@@ -100,6 +100,9 @@ type Manager struct {
 	// closed counts the connections connWatch closed, by reason.
 	closedMu sync.Mutex
 	closed   map[string]uint64
+	// tables bounds the bytes all publishers buffer together before
+	// their program tables (tsdemux.Budget).
+	tables *tsdemux.Budget
 }
 
 // history is what remains of a path's ended publishers.
@@ -167,6 +170,7 @@ func New(cfg Config) *Manager {
 		pending: map[string][]*publisher{},
 		past:    map[string]*history{},
 		closed:  map[string]uint64{},
+		tables:  tsdemux.NewBudget(0),
 	}
 	m.problems.init()
 	m.held = map[string]*heldLog{}
@@ -307,7 +311,7 @@ func (m *Manager) serve(ctx context.Context, c conn) error {
 			}
 		}
 	}
-	d := tsdemux.New(c, tsdemux.Config{Logger: log, MaxUnitBytes: maxUnit, OnStart: start, OnInfo: func(info av.StreamInfo) {
+	d := tsdemux.New(c, tsdemux.Config{Logger: log, MaxUnitBytes: maxUnit, TablesBudget: m.tables, OnStart: start, OnInfo: func(info av.StreamInfo) {
 		p.info.Store(&info)
 		later(func() {
 			pub.SetInfo(info)

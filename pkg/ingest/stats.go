@@ -121,13 +121,14 @@ type TranscodeStatus struct {
 type PublisherStats struct {
 	Remote string
 	Since  time.Time
-	// Streaming is false while the publisher is still being authorized.
+	// Streaming is false for the moment between a publisher's claim and
+	// its hub path's start.
 	Streaming bool
 	SRT       srt.Stats
 }
 
-// Stats returns every live, recently live and configured path, sorted by
-// name.
+// Stats returns every live (claimed), recently live and configured path,
+// and those with a refusal, sorted by name.
 func (m *Manager) Stats() []PathStats {
 	m.mu.Lock()
 	m.pruneLocked(time.Now())
@@ -146,16 +147,13 @@ func (m *Manager) Stats() []PathStats {
 		ps.Info = h.info
 		ps.AudioIn, ps.AudioOut = h.audioIn, h.audioOut
 	}
+	// Only a claimed path is live (connwatch.go): a connection that has
+	// shown no picture yet is no path of the API's or the metrics', so
+	// connections from anyone, on any name, add nothing here.
 	live := make(map[string]*publisher, len(m.live))
 	for name, p := range m.live {
 		live[name] = p
-	}
-	// A path nobody claimed shows its oldest pending connection, not
-	// streaming.
-	for name, ps := range m.pending {
-		if live[name] == nil && len(ps) > 0 {
-			live[name] = ps[0]
-		}
+		entry(name)
 	}
 	m.mu.Unlock()
 
@@ -163,9 +161,14 @@ func (m *Manager) Stats() []PathStats {
 		entry(name)
 	}
 	// A publisher refused before it published left no history, yet its
-	// path is where an operator looks for why.
+	// path is where an operator looks for why: a stream refused for what
+	// it carries is listed. Bytes that were not MPEG-TS at all are
+	// listed only on a path known otherwise: anyone can send those on
+	// any name.
 	for name, pr := range m.problems.snapshot(time.Now()) {
-		entry(name).Problem = &pr
+		if _, known := byName[name]; known || pr.Reason != ReasonNotMPEGTS {
+			entry(name).Problem = &pr
+		}
 	}
 	// Socket and hub reads happen outside the manager's lock: the listen
 	// callback must never wait behind a scrape.

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/pion/ice/v4"
 	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
 
+	"github.com/srtwhep/srtwhep/pkg/panics"
 	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
 )
@@ -42,7 +44,16 @@ func (c *conn) Drive(s plane.Stepper) {
 }
 
 func (c *conn) runBlocking(s plane.Stepper) {
-	c.blocking.Go(func() { plane.Run(s) })
+	c.blocking.Go(func() {
+		defer panics.Catch(c.v.log(), panics.ViewerSender, c.failed)
+		plane.Run(s)
+	})
+}
+
+// failed ends the viewer whose sender panicked (panics.Catch's end).
+func (c *conn) failed(err error) *slog.Logger {
+	c.v.end(fmt.Errorf("%w: %w", plane.ErrFailed, err))
+	return nil
 }
 
 // watch closes the viewer when ctx ends, at once: a sender blocked on a

@@ -1,9 +1,14 @@
 package mediaplane
 
 import (
+	"fmt"
+	"log/slog"
 	"net/netip"
 
 	"github.com/pion/stun/v4"
+
+	"github.com/srtwhep/srtwhep/pkg/panics"
+	"github.com/srtwhep/srtwhep/pkg/plane"
 )
 
 // maxDatagram is the largest datagram read or built: a path MTU's worth
@@ -40,7 +45,21 @@ func newDemuxState() *demuxState {
 // handle dispatches one datagram from the shared UDP socket; it runs on
 // the demultiplexer goroutine.
 func (s *Server) handle(b []byte, from netip.AddrPort, now int64) {
-	s.dispatch(&s.demux, b, route{ap: from}, now)
+	s.dispatchSafe(&s.demux, b, route{ap: from}, now)
+}
+
+// dispatchSafe is dispatch with a panic caught: a datagram from one
+// viewer that reaches a bug ends the viewer at its address, if any, and
+// not the goroutine every viewer's datagrams go through.
+func (s *Server) dispatchSafe(d *demuxState, b []byte, from route, now int64) {
+	defer panics.Catch(s.log, panics.ViewerInput, func(err error) *slog.Logger {
+		if v := s.viewerAt(from); v != nil {
+			v.end(fmt.Errorf("%w: %w", plane.ErrFailed, err))
+			return v.log().With("media_remote", from.String())
+		}
+		return s.log.With("media_remote", from.String())
+	})
+	s.dispatch(d, b, from, now)
 }
 
 // dispatch handles one datagram (or one RFC 4571 frame) by its first byte

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/pion/srtp/v3"
 	"github.com/pion/transport/v5/deadline"
 
+	"github.com/srtwhep/srtwhep/pkg/panics"
 	"github.com/srtwhep/srtwhep/pkg/pionslog"
 	"github.com/srtwhep/srtwhep/pkg/plane"
 )
@@ -79,9 +81,13 @@ func (v *Viewer) takeDTLS(b []byte, from route) (alert bool) {
 				}
 			}
 		case contentAlert:
-			// Encrypted, so unreadable without pion's state; a WebRTC
-			// peer sends an alert only to close or to fail.
-			return true
+			// A WebRTC peer sends an alert only to close or to fail, but
+			// the first byte is anyone's to write: only one opened with
+			// the session's keys ends the viewer.
+			if v.alerts.authentic(b) {
+				return true
+			}
+			v.srv.stats.forgedAlerts.Add(1)
 		}
 		return false // application data: a WebRTC viewer has none for us
 	}
@@ -108,6 +114,7 @@ func (v *Viewer) startHandshake(from route) error {
 	conn, err := dtls.ServerWithOptions(p, p.addr,
 		dtls.WithCertificates(s.cert),
 		dtls.WithSRTPProtectionProfiles(srtpProfiles...),
+		dtls.WithCipherSuites(cipherSuites...),
 		dtls.WithExtendedMasterSecret(dtls.RequireExtendedMasterSecret),
 		// The certificates are self-signed: trust comes from the
 		// fingerprint the viewer put in its offer, checked here.
@@ -124,7 +131,14 @@ func (v *Viewer) startHandshake(from route) error {
 		return err
 	}
 	v.pipe = p
-	s.spawn(func() { v.handshake(p, conn) })
+	s.spawn(func() {
+		defer panics.Catch(v.log(), panics.ViewerHandshake, func(err error) *slog.Logger {
+			_ = conn.Close()
+			v.end(fmt.Errorf("%w: %w", plane.ErrFailed, err))
+			return nil
+		}, "media_remote", from.String())
+		v.handshake(p, conn)
+	})
 	return nil
 }
 
@@ -136,8 +150,12 @@ func (v *Viewer) handshake(p *pipe, conn *dtls.Conn) {
 	err := conn.HandshakeContext(ctx)
 	var out, in *srtp.Context
 	var profile srtp.ProtectionProfile
+	var alerts *alertOpener
 	if err == nil {
 		out, in, profile, err = srtpContexts(conn)
+	}
+	if err == nil {
+		alerts, err = newAlertOpener(conn)
 	}
 	if err != nil {
 		_ = conn.Close()
@@ -156,7 +174,7 @@ func (v *Viewer) handshake(p *pipe, conn *dtls.Conn) {
 	cn := p.captured()
 
 	v.mu.Lock()
-	v.pipe, v.detached, v.flight, v.closeNotify = nil, true, flight, cn
+	v.pipe, v.detached, v.flight, v.closeNotify, v.alerts = nil, true, flight, cn, alerts
 	v.mu.Unlock()
 
 	v.sendMu.Lock()

@@ -10,6 +10,9 @@ type Stats struct {
 
 	STUNAnswered uint64 // binding requests answered (ICE checks, consent)
 	DTLSRecords  uint64 // DTLS datagrams taken by a handshake or its aftermath
+	// ForgedAlerts is the part of DTLSRecords that looked like an alert
+	// after the handshake but did not authenticate (alert.go): ignored.
+	ForgedAlerts uint64
 	RTCPPackets  uint64 // SRTCP datagrams decrypted and handed to a viewer
 	// ConsentAnswers are answers to our own checks that proved an
 	// address (RFC 7675; consent.go).
@@ -45,7 +48,7 @@ type counters struct {
 	droppedOther                                                 atomic.Uint64
 	consentAnswers, consentFailures                              atomic.Uint64
 	packetsSent, messages, syscalls, sendErrors                  atomic.Uint64
-	tcpEvicted                                                   atomic.Uint64
+	tcpEvicted, forgedAlerts                                     atomic.Uint64
 }
 
 // Stats returns the counters so far.
@@ -59,6 +62,7 @@ func (s *Server) Stats() Stats {
 		Datagrams:    c.datagrams.Load(),
 		STUNAnswered: c.stunAnswered.Load(),
 		DTLSRecords:  c.dtlsRecords.Load(),
+		ForgedAlerts: c.forgedAlerts.Load(),
 		RTCPPackets:  c.rtcpPackets.Load(),
 
 		ConsentAnswers: c.consentAnswers.Load(),

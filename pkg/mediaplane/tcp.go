@@ -140,7 +140,7 @@ func (s *Server) serveTCP(c *tcpConn) {
 		if err != nil {
 			return
 		}
-		s.dispatch(d, frame, r, time.Now().UnixNano())
+		s.dispatchSafe(d, frame, r, time.Now().UnixNano())
 		if !bound && s.viewerAt(r) != nil {
 			bound = true
 			_ = c.conn.SetReadDeadline(time.Time{})

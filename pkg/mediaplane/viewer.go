@@ -98,7 +98,10 @@ type Viewer struct {
 	detached    bool  // handshake done, pion's Conn closed (see doc.go)
 	flight      [][]byte
 	closeNotify []byte
-	replays     int
+	// alerts opens the viewer's alert records after the handshake
+	// (alert.go); nil when the suite's records cannot be opened.
+	alerts  *alertOpener
+	replays int
 
 	// in decrypts the viewer's RTCP. inMu serialises its use, and the
 	// OnRTCP calls, between the UDP demultiplexer and ICE-TCP readers.

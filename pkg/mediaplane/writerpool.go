@@ -1,11 +1,13 @@
 package mediaplane
 
 import (
+	"log/slog"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/srtwhep/srtwhep/pkg/panics"
 	"github.com/srtwhep/srtwhep/pkg/plane"
 )
 
@@ -167,9 +169,7 @@ func (j *job) step(snd *Sender, now time.Time) bool {
 	if j.leftForTCP() {
 		return false
 	}
-	j.c.batch = snd
-	at, done := j.s.Step(now)
-	j.c.batch = nil
+	at, done := j.stepSafe(snd, now)
 	if done {
 		j.sched.Store(jobDone)
 		return false
@@ -189,6 +189,20 @@ func (j *job) step(snd *Sender, now time.Time) bool {
 		j.pool.pacer.wakeAt(j, at)
 	}
 	return true
+}
+
+// stepSafe is one Step of the viewer's sender with a panic caught: the
+// viewer ends (done), the worker goes on with the others.
+func (j *job) stepSafe(snd *Sender, now time.Time) (at time.Time, done bool) {
+	defer panics.Catch(j.c.v.log(), panics.ViewerSender, func(err error) *slog.Logger {
+		j.c.batch = nil
+		done = true
+		return j.c.failed(err)
+	})
+	j.c.batch = snd
+	at, done = j.s.Step(now)
+	j.c.batch = nil
+	return at, done
 }
 
 // leftForTCP hands the job's sender to a goroutine of its own when the

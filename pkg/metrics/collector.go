@@ -82,6 +82,7 @@ const (
 	webrtcTCPEvicted
 	serverLatency
 	hookEvents
+	panicsCaught
 	buildInfo
 	numDefs
 )
@@ -189,6 +190,8 @@ var defs = [numDefs]def{
 		"The server's own share of the delay, per video frame and viewer: from the demuxer having the whole frame from SRT to the write of its last RTP packet (the cached GOP a new viewer starts with is left out).", histogram, nil},
 	hookEvents: {"srtwhep_hook_events_total",
 		"Events for hooks.url by result: sent = answered 2xx, failed = given up after retries, dropped = never sent because the queue (hooks.queueSize) was full or the server was stopping. Media never waits for the hook.", counter, []string{"result"}},
+	panicsCaught: {"srtwhep_panics_total",
+		"Panics caught in one connection's goroutine, by where (srt_publisher, srt_reader, edge_pull, viewer_handshake, viewer_sender, viewer_input): the connection was closed, the server went on; the log has the stack. Any is a bug to report.", counter, []string{"where"}},
 	buildInfo: {"srtwhep_build_info",
 		"Always 1; the labels tell the srtwhep version and the Go version it was built with.", gauge, []string{"version", "goversion"}},
 }
@@ -231,6 +234,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	if c.src.Refusals != nil {
 		for reason, n := range withZeros(c.src.Refusals(), RefusalReasons) {
 			c.emit(ch, publisherRefusals, float64(n), labelValue(reason))
+		}
+	}
+	if c.src.Panics != nil {
+		for where, n := range c.src.Panics() {
+			c.emit(ch, panicsCaught, float64(n), labelValue(where))
 		}
 	}
 	if c.src.Hooks != nil {

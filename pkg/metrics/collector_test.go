@@ -46,6 +46,7 @@ func fixedSources() Sources {
 		},
 		Hooks:    func() HookSample { return HookSample{Sent: 40, Dropped: 3, Failed: 1} },
 		Refusals: func() map[string]uint64 { return map[string]uint64{"bframes": 20} },
+		Panics:   func() map[string]uint64 { return map[string]uint64{"srt_publisher": 1, "viewer_input": 0} },
 		MediaPlane: func() (MediaPlaneSample, bool) {
 			return MediaPlaneSample{
 				STUNAnswered: 30, DTLSRecords: 8, RTCPPackets: 120,
@@ -188,6 +189,8 @@ srtwhep_server_latency_seconds_count 10
 ` + helpOf("srtwhep_hook_events_total") + `srtwhep_hook_events_total{result="dropped"} 3
 srtwhep_hook_events_total{result="failed"} 1
 srtwhep_hook_events_total{result="sent"} 40
+` + helpOf("srtwhep_panics_total") + `srtwhep_panics_total{where="srt_publisher"} 1
+srtwhep_panics_total{where="viewer_input"} 0
 ` + helpOf("srtwhep_build_info") + `srtwhep_build_info{goversion="go1.26.8",version="v0.1.0"} 1
 `
 	if err := testutil.CollectAndCompare(m.col, strings.NewReader(want)); err != nil {

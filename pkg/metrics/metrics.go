@@ -174,6 +174,9 @@ type Sources struct {
 	// Refusals counts the publishers refused (or warned about) for their
 	// stream, by reason (see RefusalReasons), for the life of the process.
 	Refusals func() map[string]uint64
+	// Panics counts the panics caught per connection, by where (every
+	// place present, zeros included), for the life of the process.
+	Panics func() map[string]uint64
 	// MediaPlane reports false while the media plane is not running
 	// (before its socket is bound); its series are then left out rather
 	// than exported as zeros that would read as "nothing received".

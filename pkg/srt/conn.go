@@ -53,6 +53,9 @@ type Conn struct {
 	remote string
 	since  time.Time
 	dialed bool // made by Dial: this server is the caller
+	// pubKey is what the publisher caps count this conn under (set by
+	// adopt; "" for readers and dialed conns).
+	pubKey string
 
 	ctx         context.Context
 	readTimeout time.Duration

@@ -80,7 +80,15 @@ func (s *Server) onHandshake(sock *srtgo.SrtSocket, _ int, peer *net.UDPAddr, st
 		return reject(srtgo.RejectionReasonOverload, id.Path,
 			fmt.Sprintf("%d handshakes are waiting to be accepted; retry in a moment", maxPending))
 	}
-	s.pending[int(sock.GetSocket())] = pendingConn{id: id, remote: remote, at: now}
+	rec := pendingConn{id: id, remote: remote, at: now}
+	if !id.Reading() {
+		rec.pubKey = publisherKey(peer)
+		if err := s.checkPublisherLocked(rec.pubKey); err != nil {
+			s.mu.Unlock()
+			return reject(rejectReason(err), id.Path, err.Error())
+		}
+	}
+	s.pending[int(sock.GetSocket())] = rec
 	s.mu.Unlock()
 	return true
 }

@@ -25,10 +25,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/haivision/srtgo"
+
+	"github.com/srtwhep/srtwhep/pkg/panics"
 )
 
 // srtoSndTimeo is SRTO_SNDTIMEO, which srtgo has no constant for: a
@@ -141,7 +144,11 @@ func (s *Server) serveRead(ctx context.Context, c *Conn) {
 			}
 		}
 	})
-	s.cfg.ServeRead(ctx, c)
+	func() {
+		defer panics.Catch(s.log, panics.SRTReader, func(err error) *slog.Logger { c.closeWith(err.Error()); return nil },
+			"path", c.Path(), "remote", c.Remote())
+		s.cfg.ServeRead(ctx, c)
+	}()
 	cancel(context.Canceled)
 	wg.Wait()
 }

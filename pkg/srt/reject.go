@@ -44,6 +44,10 @@ func rejectReason(err error) int {
 	if errors.As(err, &rp) && rp != nil {
 		return rp.Reason
 	}
+	var tm ErrTooManyPublishers
+	if errors.As(err, &tm) {
+		return srtgo.RejectionReasonOverload
+	}
 	if d := auth.AsDenied(err); d != nil {
 		switch d.Reason {
 		case auth.ReasonForbidden:

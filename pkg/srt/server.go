@@ -12,6 +12,7 @@
 package srt
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,6 +27,8 @@ import (
 	"time"
 
 	"github.com/haivision/srtgo"
+
+	"github.com/srtwhep/srtwhep/pkg/panics"
 )
 
 // Config configures a Server. Listen and Serve are required.
@@ -42,6 +45,12 @@ type Config struct {
 	// ReadTimeout closes a publisher that sends nothing for this long
 	// (0 = only libsrt's own 5 s peer-idle timeout).
 	ReadTimeout time.Duration
+
+	// MaxPublishers and MaxPublishersPerIP cap the publisher connections
+	// in total and per client address (per /64 for IPv6); a caller past
+	// either is rejected in the listen callback with overload (1402).
+	// 0 takes DefaultMaxPublishers and DefaultMaxPublishersPerIP.
+	MaxPublishers, MaxPublishersPerIP int
 
 	// SocketBuffer is the kernel receive buffer of the UDP socket every
 	// publisher's packets arrive on, in bytes (SRTO_UDP_RCVBUF): 0 takes
@@ -121,15 +130,23 @@ type Server struct {
 	// rejects summarises the listen callback's rejections.
 	rejects rejectLog
 
+	maxPubs, maxPubsPerIP int
+
 	mu      sync.Mutex
 	pending map[int]pendingConn // by SRT socket id, from the listen callback
 	conns   map[*Conn]struct{}
+	// pubs counts accepted publisher connections by publisherKey,
+	// pubsAll in total (publimit.go).
+	pubs    map[string]int
+	pubsAll int
 }
 
 type pendingConn struct {
 	id     StreamID
 	remote string
 	at     time.Time
+	// pubKey is the key the publisher is counted under, "" for a reader.
+	pubKey string
 }
 
 // New validates cfg; it binds nothing and starts nothing.
@@ -154,6 +171,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("latency %s must not be negative", cfg.Latency)
 	case cfg.ReadTimeout < 0:
 		return nil, fmt.Errorf("read timeout %s must not be negative", cfg.ReadTimeout)
+	case cfg.MaxPublishers < 0 || cfg.MaxPublishersPerIP < 0:
+		return nil, fmt.Errorf("publisher caps %d and %d must not be negative", cfg.MaxPublishers, cfg.MaxPublishersPerIP)
 	case !slices.Contains([]int{0, 16, 24, 32}, cfg.PBKeyLen):
 		return nil, fmt.Errorf("pbkeylen %d must be 0, 16, 24 or 32", cfg.PBKeyLen)
 	}
@@ -170,6 +189,10 @@ func New(cfg Config) (*Server, error) {
 		ready:   make(chan struct{}),
 		pending: map[int]pendingConn{},
 		conns:   map[*Conn]struct{}{},
+		pubs:    map[string]int{},
+
+		maxPubs:      cmp.Or(cfg.MaxPublishers, DefaultMaxPublishers),
+		maxPubsPerIP: cmp.Or(cfg.MaxPublishersPerIP, DefaultMaxPublishersPerIP),
 	}, nil
 }
 
@@ -304,7 +327,21 @@ func (s *Server) adopt(ctx context.Context, sock *srtgo.SrtSocket, peer *net.UDP
 		}
 	}
 	c := newConn(ctx, sock, p.id, p.remote, readTimeout)
+	c.pubKey = p.pubKey
 	s.mu.Lock()
+	// The callback checked the caps against the publishers accepted
+	// then; a burst of handshakes completed since is caught here,
+	// before the conn gets a goroutine.
+	if c.pubKey != "" {
+		if err := s.checkPublisherLocked(c.pubKey); err != nil {
+			s.mu.Unlock()
+			s.rejects.warn(s.log, "srt publisher closed|cap", "srt publisher closed at accept", p.remote,
+				"path", p.id.Path, "remote", p.remote, "err", err.Error())
+			closeSocket(sock)()
+			return nil
+		}
+		s.countPublisherLocked(c.pubKey, 1)
+	}
 	s.conns[c] = struct{}{}
 	s.mu.Unlock()
 	return c
@@ -321,11 +358,12 @@ func (s *Server) serve(ctx context.Context, c *Conn) {
 	}
 	log = log.With("path", c.Path(), "remote", c.Remote())
 	log.Info("publisher connected")
-	err := s.cfg.Serve(ctx, c)
+	err := s.servePublisher(ctx, c, log)
 	s.publisherLeft()
 	c.Close()
 	s.mu.Lock()
 	delete(s.conns, c)
+	s.countPublisherLocked(c.pubKey, -1)
 	s.mu.Unlock()
 
 	reason := c.endReason()
@@ -341,6 +379,14 @@ func (s *Server) serve(ctx context.Context, c *Conn) {
 	log.Log(context.Background(), lvl, "publisher closed", "reason", reason,
 		"duration", time.Since(c.since).Round(time.Millisecond), "bytes", st.Bytes,
 		"lost", st.PacketsLost, "dropped", st.PacketsDropped)
+}
+
+// servePublisher is Config.Serve, which a panic ends like an error: the
+// publisher's own goroutine unwinds (ingest's deferred cleanup runs), its
+// conn closes, and the other publishers and viewers never notice.
+func (s *Server) servePublisher(ctx context.Context, c *Conn, log *slog.Logger) (err error) {
+	defer panics.Catch(log, panics.SRTPublisher, func(e error) *slog.Logger { err = e; return nil })
+	return s.cfg.Serve(ctx, c)
 }
 
 // Conns is a snapshot of the connected publishers.

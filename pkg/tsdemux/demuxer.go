@@ -53,9 +53,13 @@ var (
 const (
 	// initPMTLimit bounds what mediacommon buffers while it looks for the
 	// PMT (it keeps every byte so it can rewind): a publisher sending
-	// garbage must not grow memory without end. Encoders repeat the PMT
-	// every few hundred ms, so 8 MiB is many seconds even at high bitrates.
-	initPMTLimit = 8 << 20
+	// garbage must not grow memory without end. Encoders send the PMT
+	// within the first few hundred ms. mediacommon's own recorder refuses
+	// past 1 MiB with an error that names no fix (this limit was 8 MiB,
+	// which it never reached), so ours stops just short of that and says
+	// what is wrong. Null packets are dropped before they are recorded
+	// (unitcap.go) but count here.
+	initPMTLimit = 1<<20 - 16*tsPacketSize
 
 	// summaryEvery is the minimum spacing of decode-error WARN lines.
 	summaryEvery = 5 * time.Second
@@ -104,6 +108,10 @@ type Config struct {
 	// assembled; past it the unit is dropped up to the next unit start
 	// and one warning says why. 0 means DefaultMaxUnitBytes.
 	MaxUnitBytes int
+	// TablesBudget, shared by the demuxers of one server, bounds the
+	// bytes they buffer together before their program tables (nil:
+	// unbounded but for each one's own limit).
+	TablesBudget *Budget
 	// OnBFrames is called once on Run's goroutine at the first sign of
 	// B-frames. True means the consumer transcodes the video (pkg/ingest
 	// with video: auto or transcode): access units then keep coming in
@@ -152,10 +160,13 @@ type Demuxer struct {
 
 	initLimit int64 // initPMTLimit, lowered by tests
 	maxUnit   int
+	budget    *Budget
 
 	// Owned by Run's goroutine: the chosen video PID (-1 before the
 	// program tables).
 	videoPID int
+	// followPIDs are the tracks read (video, audio), set by pickTrack.
+	followPIDs []uint16
 	// capLog spaces the unit-cap warnings; each carries the units dropped
 	// since the last (no summary of its own).
 	capLog *lograte.Limiter[string, struct{}]
@@ -186,7 +197,8 @@ func New(r io.Reader, cfg Config) *Demuxer {
 	}
 	d := &Demuxer{r: r, log: log, onInfo: cfg.OnInfo, onAudio: cfg.OnAudio, onAudioTrack: cfg.OnAudioTrack,
 		onAudioFound: cfg.OnAudioFound, onSkip: cfg.OnSkip, onSkipped: cfg.OnSkipped, onStart: cfg.OnStart,
-		onBFrames: cfg.OnBFrames, initLimit: initPMTLimit, maxUnit: cmp.Or(cfg.MaxUnitBytes, DefaultMaxUnitBytes), videoPID: -1}
+		onBFrames: cfg.OnBFrames, initLimit: initPMTLimit, maxUnit: cmp.Or(cfg.MaxUnitBytes, DefaultMaxUnitBytes),
+		budget: cfg.TablesBudget, videoPID: -1}
 	d.errs = lograte.New(summaryEvery, 3, d.writeErrors) // two kinds and the spare
 	d.capLog = lograte.New[string, struct{}](capLogEvery, 2, nil)
 	return d
@@ -226,12 +238,14 @@ func (d *Demuxer) Run(ctx context.Context, emit func(*av.AccessUnit) error) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	mr := &meteredReader{ctx: ctx, r: d.r, bytes: &d.bytes, limit: d.initLimit}
-	tr := &mpegts.Reader{R: newUnitCap(mr, d.maxUnit, d.unitCapped)}
-	if err := tr.Initialize(); err != nil {
+	mr := &meteredReader{ctx: ctx, r: d.r, bytes: &d.bytes, limit: d.initLimit, budget: d.budget}
+	uc := newUnitCap(mr, d.maxUnit, d.unitCapped)
+	tr := &mpegts.Reader{R: uc}
+	err := tr.Initialize()
+	mr.endInit()
+	if err != nil {
 		return d.initError(ctx, err, mr)
 	}
-	mr.limit = -1
 
 	track, err := d.pickTrack(tr)
 	if err != nil {
@@ -251,6 +265,11 @@ func (d *Demuxer) Run(ctx context.Context, emit func(*av.AccessUnit) error) erro
 		})
 	}
 	defer d.flushSummary()
+	// From here mediacommon hands on the PES of the tracks it was given
+	// callbacks for and drops the rest once assembled: assembling them
+	// (up to MaxUnitBytes each, on as many PIDs as a sender invents) is
+	// only memory, so the TS reader sees those tracks and nothing else.
+	uc.follow(d.followPIDs)
 
 	for {
 		if err := ctx.Err(); err != nil {
@@ -276,6 +295,8 @@ func (d *Demuxer) initError(ctx context.Context, err error, mr *meteredReader) e
 		return ctx.Err()
 	case errors.Is(err, errInitLimit):
 		return fmt.Errorf("none in the first %d bytes: %w", mr.read, ErrNoPMT)
+	case errors.Is(err, errBudget):
+		return tablesBudgetError(d.budget)
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		return fmt.Errorf("stream ended after %d bytes: %w", mr.read, ErrNoPMT)
 	case mr.err != nil:
@@ -316,6 +337,10 @@ func (d *Demuxer) pickTrack(tr *mpegts.Reader) (*mpegts.Track, error) {
 	var audio *mpegts.Track
 	if d.onAudio != nil {
 		audio = d.pickAudio(tr, tracks)
+	}
+	d.followPIDs = []uint16{video.PID}
+	if audio != nil {
+		d.followPIDs = append(d.followPIDs, audio.PID)
 	}
 	var ignored []string
 	for _, t := range tracks {
@@ -369,7 +394,10 @@ func (d *Demuxer) maybeSummarise() { d.errs.Flush() }
 
 func (d *Demuxer) flushSummary() { d.errs.Close() }
 
-var errInitLimit = errors.New("PMT search limit reached")
+var (
+	errInitLimit = errors.New("PMT search limit reached")
+	errBudget    = errors.New("PMT search budget spent")
+)
 
 // meteredReader counts bytes, bounds the PMT search and observes ctx between
 // reads (a blocked Read is the caller's to unblock by closing the source).
@@ -380,6 +408,18 @@ type meteredReader struct {
 	limit int64 // <0: unlimited
 	read  int64
 	err   error // last non-EOF error of r
+	// budget is charged for every byte read while limit holds, and
+	// given back by endInit.
+	budget *Budget
+}
+
+// endInit ends the PMT search: the bytes it held are handed on (or
+// dropped), so the budget gets them back and the limit is lifted.
+func (m *meteredReader) endInit() {
+	if m.limit >= 0 {
+		m.budget.give(m.read)
+	}
+	m.limit = -1
 }
 
 func (m *meteredReader) Read(p []byte) (int, error) {
@@ -389,7 +429,13 @@ func (m *meteredReader) Read(p []byte) (int, error) {
 	if m.limit >= 0 && m.read >= m.limit {
 		return 0, errInitLimit
 	}
+	if m.limit >= 0 && !m.budget.take(int64(len(p))) {
+		return 0, errBudget
+	}
 	n, err := m.r.Read(p)
+	if m.limit >= 0 {
+		m.budget.give(int64(len(p) - n)) // reserved the buffer, used n
+	}
 	m.read += int64(n)
 	m.bytes.Add(uint64(n))
 	if err != nil && !errors.Is(err, io.EOF) {

@@ -17,6 +17,7 @@ const (
 	tsPacketSize = 188
 	tsSync       = 0x47
 	numPIDs      = 1 << 13
+	nullPID      = 0x1fff
 )
 
 // unitCap bounds what mediacommon's reader holds for one PID. Its TS
@@ -46,6 +47,11 @@ type unitCap struct {
 	err   error // the source's error, returned once out is drained
 
 	pids [numPIDs]pidState
+	// restricted: only the PIDs follow named pass. Before it, what the TS
+	// reader may hold on all PIDs together is bounded by the PMT search
+	// limit; after it, each PID followed may hold up to max, and a sender
+	// can name 8,191 PIDs.
+	restricted bool
 }
 
 type pidState struct {
@@ -54,6 +60,7 @@ type pidState struct {
 	seen     bool  // a packet with payload was passed, lastCC is valid
 	lastCC   uint8 // continuity counter of that packet, after shift
 	shift    uint8 // added to the PID's counters (mod 16)
+	followed bool  // passed once restricted
 }
 
 func newUnitCap(r io.Reader, max int, onCap func(pid uint16, bytes int)) *unitCap {
@@ -124,10 +131,27 @@ func (u *unitCap) filter(in []byte) {
 	}
 }
 
+// follow restricts the packets passed to those of pids from now on.
+func (u *unitCap) follow(pids []uint16) {
+	for i := range u.pids {
+		u.pids[i].followed = false
+	}
+	for _, pid := range pids {
+		u.pids[pid&(numPIDs-1)].followed = true
+	}
+	u.restricted = true
+}
+
 // pass decides one packet and may rewrite its continuity counter.
 func (u *unitCap) pass(pkt []byte) bool {
 	pid := uint16(pkt[1]&0x1f)<<8 | uint16(pkt[2])
+	if pid == nullPID {
+		return false // padding, which the TS reader would assemble
+	}
 	st := &u.pids[pid]
+	if u.restricted && !st.followed {
+		return false
+	}
 	afc := pkt[3] >> 4 & 3
 	if st.shift != 0 {
 		pkt[3] = pkt[3]&0xf0 | (pkt[3]+st.shift)&0x0f

@@ -2,6 +2,7 @@ package kubecheck
 
 import (
 	"fmt"
+	"net/netip"
 	"net/url"
 	"path"
 	"slices"
@@ -47,10 +48,26 @@ var wholeCPU = resource.MustParse("1")
 // listenersOf says which listening keys of its config a pod of each role
 // must expose as container ports: publishers and edges reach the origin's
 // SRT, viewers the edges' HTTP and media ports, Prometheus both.
+// The edges' metrics are not among them: on the node's network they stay
+// on loopback (hostNetworkMetrics).
 var listenersOf = map[string][]string{
 	RoleOrigin: {"srt.listen", "http.listen", "metrics.listen"},
-	RoleEdge:   {"http.listen", "webrtc.udpPort", "webrtc.tcpPort", "metrics.listen"},
+	RoleEdge:   {"http.listen", "webrtc.udpPort", "webrtc.tcpPort"},
 }
+
+// Secure defaults: the origin's publish Service is on the internet, so
+// its paths need credentials, and those come from a Secret the pod cannot
+// start without; a pod on the node's network serves metrics on loopback;
+// trusted proxies are named, never whole private ranges.
+const (
+	envPublishUser = "SRTWHEP_PATHDEFAULTS_PUBLISHUSER"
+	envPublishPass = "SRTWHEP_PATHDEFAULTS_PUBLISHPASS"
+	// minProxyBits4 and minProxyBits6 are the widest trusted-proxy
+	// prefixes accepted: a cluster's pod network (/16), never 10.0.0.0/8
+	// or 172.16.0.0/12.
+	minProxyBits4 = 16
+	minProxyBits6 = 48
+)
 
 // Expect is what the manifests must agree with, from outside them.
 type Expect struct {
@@ -222,6 +239,11 @@ func (c *checker) workload(w *workload) {
 	}
 	c.probe(w, ct.ReadinessProbe, "readinessProbe", readyPath)
 	c.probe(w, ct.LivenessProbe, "livenessProbe", alivePath)
+	for _, e := range ct.Env {
+		if r := e.ValueFrom; r != nil && r.SecretKeyRef != nil && r.SecretKeyRef.Optional != nil && *r.SecretKeyRef.Optional {
+			c.addf(o, "container %s: env %s is an optional secretKeyRef: without Secret %s the pod would start without it; drop optional", ct.Name, e.Name, r.SecretKeyRef.Name)
+		}
+	}
 
 	name, data, ok := c.mountedConfig(w)
 	if !ok {
@@ -242,6 +264,58 @@ func (c *checker) workload(w *workload) {
 		w.config[i] = cfg
 	}
 	c.ports(w)
+	c.trustedProxies(w)
+}
+
+// trustedProxies: every entry names a proxy or a pod network, not a
+// whole private range, whose every pod and host could then pass for any
+// viewer.
+func (c *checker) trustedProxies(w *workload) {
+	v, _ := w.config[0].Value("http.trustedProxies")
+	list, _ := v.([]any)
+	for i, it := range list {
+		s := fmt.Sprint(it)
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			continue // a single address, which the server checked
+		}
+		min := minProxyBits4
+		if !p.Addr().Is4() {
+			min = minProxyBits6
+		}
+		if p.Bits() < min {
+			c.addf(w.obj, "http.trustedProxies[%d] %s trusts a whole private range, so any pod or host in it could pass for any viewer; name the ingress controller's pod network (/%d or narrower, e.g. 10.244.0.0/16) or its addresses", i, s, min)
+		}
+	}
+}
+
+// origin: its paths are published to from the internet, with credentials
+// from a Secret.
+func (c *checker) originCredentials(w *workload) {
+	if w.config[0] == nil {
+		return
+	}
+	user, _ := w.config[0].Value("pathDefaults.publishUser")
+	pass, _ := w.config[0].Value("pathDefaults.publishPass")
+	if u, _ := user.(string); u == "" {
+		c.addf(w.obj, "pathDefaults.publishUser is empty: anyone who reaches the publish Service may publish; set %s and %s from a Secret (secretKeyRef)", envPublishUser, envPublishPass)
+		return
+	}
+	if p, _ := pass.(string); p == "" {
+		c.addf(w.obj, "pathDefaults.publishPass is empty; set %s from a Secret (secretKeyRef)", envPublishPass)
+		return
+	}
+	for _, name := range []string{envPublishUser, envPublishPass} {
+		fromSecret := false
+		for _, e := range w.server.Env {
+			if e.Name == name {
+				fromSecret = e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil
+			}
+		}
+		if !fromSecret {
+			c.addf(w.obj, "container %s: the publish credentials must come from a Secret: set %s with valueFrom.secretKeyRef, not in the ConfigMap or a literal value", w.server.Name, name)
+		}
+	}
 }
 
 func goMemLimitFollowsLimit(ct *corev1.Container) bool {
@@ -370,6 +444,9 @@ func (c *checker) ports(w *workload) {
 			c.addf(o, "container %s: hostPort %d differs from containerPort %d on the node's network", ct.Name, p.HostPort, p.ContainerPort)
 		}
 	}
+	if w.template.Spec.HostNetwork && !ls["metrics.listen"].Loopback() {
+		c.addf(o, "metrics.listen %q is on the node's network (hostNetwork): it serves the metrics on every address of the node, its public one included; bind 127.0.0.1", ls["metrics.listen"].Host+":"+strconv.Itoa(int(ls["metrics.listen"].Number)))
+	}
 	for _, key := range listenersOf[w.role] {
 		l := ls[key]
 		if _, ok := declared[l.Port]; !ok {
@@ -453,6 +530,9 @@ func (c *checker) roles() {
 		}
 		if d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
 			c.addf(w.obj, "strategy is %q; want Recreate, so that two origins never run at once", d.Spec.Strategy.Type)
+		}
+		if w.server != nil {
+			c.originCredentials(w)
 		}
 	}
 	for _, w := range edges {
@@ -588,6 +668,11 @@ func (c *checker) service(s *corev1.Service) {
 				c.addf(o, "port %s targets %s/%s, which %s does not declare", sp.Name, tp.String(), proto, w.obj)
 			case cp.ContainerPort != sp.Port:
 				c.addf(o, "port %s is %d but reaches container port %d of %s; keep the numbers equal (srt://%s:%d, the contract's ports)", sp.Name, sp.Port, cp.ContainerPort, w.obj, s.Name, cp.ContainerPort)
+			}
+			if ok && w.config[0] != nil && (s.Spec.Type == corev1.ServiceTypeLoadBalancer || s.Spec.Type == corev1.ServiceTypeNodePort) {
+				if ls, err := w.config[0].Listeners(); err == nil && uint32(cp.ContainerPort) == ls["metrics.listen"].Number && proto == corev1.ProtocolTCP {
+					c.addf(o, "port %s exposes the metrics of %s outside the cluster (type %s); keep them on a ClusterIP Service", sp.Name, w.obj, s.Spec.Type)
+				}
 			}
 		}
 	}

@@ -255,9 +255,9 @@ func TestCheckFindsFaults(t *testing.T) {
 			"      targetPort: srtt\n      protocol: UDP\n    - name: http", "port srt targets srtt/UDP"},
 		{"service renumbers a port", "origin.yaml", "    - name: metrics\n      port: 9998", "    - name: metrics\n      port: 9999",
 			"port metrics is 9999 but reaches container port 9998"},
-		{"container port the config does not open", "edge.yaml", "containerPort: 9998", "containerPort: 9999",
+		{"container port the config does not open", "origin.yaml", "containerPort: 9998", "containerPort: 9999",
 			"declares port 9999/tcp, which no listening key of its config opens"},
-		{"config moves a port", "edge.yaml", `      listen: ":9998"`, `      listen: ":9996"`,
+		{"config moves a port", "origin.yaml", `      listen: ":9998"`, `      listen: ":9996"`,
 			"does not declare 9996/tcp, which metrics.listen opens"},
 		{"config binds a port to loopback", "origin.yaml", "    logFormat: json\n    metrics:",
 			"    logFormat: json\n    srt:\n      listen: \"127.0.0.1:8890\"\n    metrics:", "srt.listen binds it to 127.0.0.1"},
@@ -276,14 +276,14 @@ func TestCheckFindsFaults(t *testing.T) {
 		{"liveness on readyz", "edge.yaml", "              path: /healthz", "              path: /readyz", `livenessProbe probes "/readyz"; want /healthz`},
 		{"probe on the metrics port", "edge.yaml", "              path: /healthz\n              port: http", "              path: /healthz\n              port: metrics",
 			"livenessProbe port metrics is not the port http.listen opens"},
-		{"source names no Service", "edge.yaml", "srt://srtwhep-origin:8890", "srt://srtwhep-orign:8890", "no Service is called srtwhep-orign"},
-		{"source on the HTTP port", "edge.yaml", "srt://srtwhep-origin:8890", "srt://srtwhep-origin:8889", "Service srtwhep-origin has no UDP port 8889"},
-		{"source on an edge", "edge.yaml", "srt://srtwhep-origin:8890", "srt://srtwhep-edge:8890", "Service srtwhep-edge has no UDP port 8890"},
+		{"source names no Service", "edge.yaml", "@srtwhep-origin:8890", "@srtwhep-orign:8890", "no Service is called srtwhep-orign"},
+		{"source on the HTTP port", "edge.yaml", "@srtwhep-origin:8890", "@srtwhep-origin:8889", "Service srtwhep-origin has no UDP port 8889"},
+		{"source on an edge", "edge.yaml", "@srtwhep-origin:8890", "@srtwhep-edge:8890", "Service srtwhep-edge has no UDP port 8890"},
 		{"another image", "edge.yaml", "image: srtwhep:local", "image: srtwhep:latest", "no container runs srtwhep:local"},
 		{"kustomization forgets a file", "kustomization.yaml", "  - edge.yaml\n", "", "resources lacks edge.yaml"},
 		{"kustomization retags", "kustomization.yaml", "    newTag: local", "    newTag: v9", "images turns srtwhep into another image"},
 		{"ServiceMonitor port", "monitoring/servicemonitor.yaml", "    - port: metrics", "    - port: metric",
-			`scrapes port "metric", which Service srtwhep-edge lacks`},
+			`scrapes port "metric", which Service srtwhep-origin lacks`},
 		{"ServiceMonitor interval", "monitoring/servicemonitor.yaml", "      interval: 15s", "      interval: 15 s", `interval "15 s" is not a Prometheus duration`},
 		{"one publicURL for all edges", "edge.yaml", `value: "http://$(HOST_IP):8889"`, `value: "http://live.example.org:8889"`,
 			"each edge needs its own"},
@@ -305,6 +305,19 @@ func TestCheckFindsFaults(t *testing.T) {
 			"only an integer minAvailable works"},
 		{"PDB percentage on a DaemonSet", "edge.yaml", "  minAvailable: 1\n", "  minAvailable: 50%\n",
 			"only an integer minAvailable works"},
+		// The old defaults, each refused (the hostile-internet issue).
+		{"old default: no publish credentials", "origin.yaml", publishEnv, "", "pathDefaults.publishUser is empty: anyone who reaches the publish Service may publish"},
+		{"publish password in the manifest", "origin.yaml", "            - name: SRTWHEP_PATHDEFAULTS_PUBLISHPASS\n              valueFrom:\n                secretKeyRef:\n                  name: srtwhep-credentials\n                  key: publish-pass\n",
+			"            - name: SRTWHEP_PATHDEFAULTS_PUBLISHPASS\n              value: 0123456789abcdef0123456789\n",
+			"SRTWHEP_PATHDEFAULTS_PUBLISHPASS with valueFrom.secretKeyRef"},
+		{"optional Secret", "origin.yaml", "                  key: publish-pass\n", "                  key: publish-pass\n                  optional: true\n",
+			"env SRTWHEP_PATHDEFAULTS_PUBLISHPASS is an optional secretKeyRef"},
+		{"old default: edge metrics on every node address", "edge.yaml", `      listen: "127.0.0.1:9998"`, `      listen: ":9998"`,
+			`metrics.listen ":9998" is on the node's network`},
+		{"old default: all of RFC 1918 trusted", "edge.yaml", "trustedProxies: [10.244.0.0/16]", "trustedProxies: [10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16]",
+			"http.trustedProxies[0] 10.0.0.0/8 trusts a whole private range"},
+		{"metrics on the publish Service", "origin.yaml", publishPorts, publishPorts + "    - name: metrics\n      port: 9998\n      targetPort: metrics\n      protocol: TCP\n",
+			"port metrics exposes the metrics of"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -317,6 +330,13 @@ func TestCheckFindsFaults(t *testing.T) {
 		})
 	}
 }
+
+// publishEnv is the origin's publish credentials from the Secret.
+const publishEnv = "            - name: SRTWHEP_PATHDEFAULTS_PUBLISHUSER\n              valueFrom:\n                secretKeyRef:\n                  name: srtwhep-credentials\n                  key: publish-user\n" +
+	"            - name: SRTWHEP_PATHDEFAULTS_PUBLISHPASS\n              valueFrom:\n                secretKeyRef:\n                  name: srtwhep-credentials\n                  key: publish-pass\n"
+
+// publishPorts opens the port list of the origin's internet-facing Service.
+const publishPorts = "  externalTrafficPolicy: Local\n  selector:\n    app.kubernetes.io/name: srtwhep\n    app.kubernetes.io/component: origin\n  ports:\n"
 
 func TestRoutesAreTheServers(t *testing.T) {
 	routes, err := Routes(filepath.Join(repoRoot(t), "pkg", "web"))
