@@ -122,7 +122,13 @@ func TestEstimateShaped(t *testing.T) {
 		return b.Source == "transport-cc" && b.Bitrate < 1_200_000
 	})
 	t.Logf("below 1.2 Mbit/s %v after the viewer connected: %+v", time.Since(start).Round(100*time.Millisecond), *b)
-	if b.Bitrate < 300_000 {
-		t.Errorf("estimate %d bit/s: far below the 1 Mbit/s the link carries", b.Bitrate)
+	// And it stays near what the link carries while the stream goes on
+	// overfilling it: neither back up nor falling through the floor.
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if b := estimateOf(t, ts, sessionID(v)); b == nil || b.Bitrate < 300_000 || b.Bitrate > 1_300_000 {
+			t.Fatalf("estimate %+v behind the 1 Mbit/s link, want within [0.3, 1.3] Mbit/s", b)
+		}
+		time.Sleep(250 * time.Millisecond) // a sampling interval, not a wait for an event
 	}
 }

@@ -21,14 +21,8 @@ const pionTCCURI = "http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-
 func replayPion(t *testing.T, evs []event, initial int) []sample {
 	var out []sample
 	synctest.Test(t, func(t *testing.T) {
-		est, err := gcc.NewSendSideBWE(gcc.SendSideBWEInitialBitrate(initial), gcc.SendSideBWEPacer(gcc.NewNoOpPacer()))
-		if err != nil {
-			t.Fatal(err)
-		}
+		est, w := newPion(t, initial)
 		defer est.Close()
-		w := est.AddStream(&interceptor.StreamInfo{SSRC: 1,
-			RTPHeaderExtensions: []interceptor.RTPHeaderExtension{{URI: pionTCCURI, ID: 3}}},
-			interceptor.RTPWriterFunc(func(_ *rtp.Header, p []byte, _ interceptor.Attributes) (int, error) { return len(p), nil }))
 		start := time.Now()
 		payload := make([]byte, 1500)
 		for _, ev := range evs {
@@ -52,6 +46,20 @@ func replayPion(t *testing.T, evs []event, initial int) []sample {
 		}
 	})
 	return out
+}
+
+// newPion is pion's estimator for one stream whose packets carry the
+// transport-wide number with extension ID 3, and the writer its sends go
+// through; there is no pacer, and the writer sends nowhere.
+func newPion(tb testing.TB, initial int) (*gcc.SendSideBWE, interceptor.RTPWriter) {
+	est, err := gcc.NewSendSideBWE(gcc.SendSideBWEInitialBitrate(initial), gcc.SendSideBWEPacer(gcc.NewNoOpPacer()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w := est.AddStream(&interceptor.StreamInfo{SSRC: 1,
+		RTPHeaderExtensions: []interceptor.RTPHeaderExtension{{URI: pionTCCURI, ID: 3}}},
+		interceptor.RTPWriterFunc(func(_ *rtp.Header, p []byte, _ interceptor.Attributes) (int, error) { return len(p), nil }))
+	return est, w
 }
 
 // TestAgainstPion runs pion's GCC on the same feedback as ours and

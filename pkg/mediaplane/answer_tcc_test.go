@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pion/sdp/v3"
-
 	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
 )
 
@@ -38,15 +36,7 @@ func TestAnswerTransportCC(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			v, answer, err := srv.NewViewer(mustOffer(t, tc.offer), tc.vc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer v.Close()
-			var sd sdp.SessionDescription
-			if err := sd.UnmarshalString(answer); err != nil {
-				t.Fatalf("answer does not parse: %v\n%s", err, answer)
-			}
+			_, sd := answerTo(t, srv, tc.offer, tc.vc)
 			for i, want := range []bool{tc.video, tc.aud} {
 				if i >= len(sd.MediaDescriptions) {
 					break

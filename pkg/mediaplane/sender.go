@@ -156,9 +156,9 @@ func (snd *Sender) encrypt(v *Viewer, r *peerAddr, pkts []rtp.Packet) error {
 	for i := range pkts {
 		p := &pkts[i]
 		at := snd.used * slotSize
-		hl := rtpstamp.HeaderSize(&p.Header)
+		// Queue checked that header and payload fit the slot.
+		hl := rtpstamp.MarshalHeader(snd.buf[at:at+slotSize], &p.Header)
 		plain := snd.buf[at : at+hl+len(p.Payload) : at+slotSize]
-		rtpstamp.MarshalHeader(plain, &p.Header)
 		copy(plain[hl:], p.Payload)
 		enc, err := out.EncryptRTP(plain[:0], plain, &snd.hdr)
 		if err != nil {

@@ -6,8 +6,6 @@ import (
 
 	"github.com/pion/rtp"
 
-	"github.com/srtwhep/srtwhep/pkg/av"
-	"github.com/srtwhep/srtwhep/pkg/rtph264"
 	"github.com/srtwhep/srtwhep/pkg/rtpstamp"
 )
 
@@ -19,10 +17,7 @@ import (
 // before it); the difference is the cost of the transport-wide number.
 // allocs/op must stay 0.
 func BenchmarkStampTransportCC(b *testing.B) {
-	nalu := make([]byte, 11000)
-	nalu[0] = 0x41
-	au := &av.AccessUnit{NALUs: [][]byte{nalu}, Size: len(nalu)}
-	au.Payloads = rtph264.Fragment(au.NALUs, rtph264.DefaultMaxPayload)
+	au := benchPFrame()
 	for _, tc := range []struct {
 		name string
 		id   uint8
