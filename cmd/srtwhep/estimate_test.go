@@ -1,13 +1,20 @@
 package main
 
 import (
+	"bufio"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/pion/rtp"
 	"github.com/pion/webrtc/v4"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
@@ -105,9 +112,10 @@ func TestEstimateShaped(t *testing.T) {
 	vNS.exec(t, "tc", "qdisc", "add", "dev", "lo", "root", "tbf", "rate", "1mbit", "burst", "32kb", "latency", "200ms")
 	mediaPort := addrPort(t, ts.addrs.Load().WebRTCUDP)
 	relayIn := listenUDPIn(t, vNS)
-	udpLink(t, relayIn, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: mediaPort}, linkOpts{})
+	rec := newTraceRecorder(t)
+	udpLink(t, relayIn, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: mediaPort}, linkOpts{sent: rec.sent})
 	sock := listenUDPIn(t, vNS)
-	mux := webrtc.NewICEUDPMux(nil, sock)
+	mux := webrtc.NewICEUDPMux(nil, rec.wrap(sock))
 	t.Cleanup(func() { mux.Close() })
 	v := dialViewer(t, ts, "live/cam1", func(o *whepclient.Options) {
 		o.TransportCC, o.NACK, o.ReceiverReports = true, true, true
@@ -131,4 +139,92 @@ func TestEstimateShaped(t *testing.T) {
 		}
 		time.Sleep(250 * time.Millisecond) // a sampling interval, not a wait for an event
 	}
+}
+
+// traceRecorder writes, when SRTWHEP_RECORD_TRACE names a file, what the
+// estimator's tests replay (pkg/bwe/testdata): each packet the server
+// sent with its transport-wide number, as the relay took it ("s
+// MICROSECONDS NUMBER BYTES"), and each one the viewer's socket read
+// ("r MICROSECONDS NUMBER"). SRTP leaves the RTP header and its
+// extensions in clear. Without the variable it records nothing.
+type traceRecorder struct {
+	mu    sync.Mutex
+	w     *bufio.Writer
+	start time.Time
+}
+
+func newTraceRecorder(t *testing.T) *traceRecorder {
+	r := &traceRecorder{start: time.Now()}
+	path := os.Getenv("SRTWHEP_RECORD_TRACE")
+	if path == "" {
+		return r
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.w = bufio.NewWriter(f)
+	t.Cleanup(func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if err := errors.Join(r.w.Flush(), f.Close()); err != nil {
+			t.Error(err)
+		}
+		r.w = nil
+	})
+	return r
+}
+
+// tccNumber is the transport-wide number of an RTP datagram; false for
+// anything else.
+func tccNumber(b []byte) (uint16, bool) {
+	if len(b) < 12 || b[0] < 128 || b[0] > 191 || b[1] >= 192 && b[1] <= 223 {
+		return 0, false
+	}
+	var h rtp.Header
+	if _, err := h.Unmarshal(b); err != nil || !h.Extension {
+		return 0, false
+	}
+	for _, id := range h.GetExtensionIDs() {
+		if e := h.GetExtension(id); len(e) == 2 {
+			return binary.BigEndian.Uint16(e), true
+		}
+	}
+	return 0, false
+}
+
+func (r *traceRecorder) line(kind string, b []byte) {
+	n, ok := tccNumber(b)
+	if !ok {
+		return
+	}
+	us := time.Since(r.start).Microseconds()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.w == nil {
+		return
+	}
+	if kind == "s" {
+		fmt.Fprintf(r.w, "s %d %d %d\n", us, n, len(b))
+	} else {
+		fmt.Fprintf(r.w, "r %d %d\n", us, n)
+	}
+}
+
+func (r *traceRecorder) sent(b []byte) { r.line("s", b) }
+
+// wrap records what the viewer's socket reads.
+func (r *traceRecorder) wrap(c net.PacketConn) net.PacketConn { return &recordingConn{c, r} }
+
+type recordingConn struct {
+	net.PacketConn
+	r *traceRecorder
+}
+
+func (c *recordingConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	n, addr, err := c.PacketConn.ReadFrom(b)
+	if err == nil {
+		c.r.line("r", b[:n])
+	}
+	return n, addr, err
 }

@@ -58,10 +58,6 @@ func trace(l *link, streamRate float64, dur time.Duration) []event {
 		audioLen = 180
 	)
 	var evs []event
-	type arrival struct {
-		seq uint16
-		at  time.Duration
-	}
 	var arrivals []arrival
 	var seq uint16
 	sendPkt := func(at time.Duration, size int) {
@@ -89,6 +85,19 @@ func trace(l *link, streamRate float64, dur time.Duration) []event {
 			sendPkt(at, min(n+20, mtu))
 		}
 	}
+	return withFeedback(evs, arrivals, dur, l.prop)
+}
+
+// arrival is a packet reaching the viewer.
+type arrival struct {
+	seq uint16
+	at  time.Duration
+}
+
+// withFeedback adds to the sends evs the feedback the viewer sends on
+// arrivals every 100 ms for dur, reaching the sender after delay, and
+// sorts them all by time.
+func withFeedback(evs []event, arrivals []arrival, dur, delay time.Duration) []event {
 	slices.SortFunc(arrivals, func(a, b arrival) int { return int(a.at - b.at) })
 	rec := twcc.NewRecorder(1)
 	next := 0
@@ -105,7 +114,7 @@ func trace(l *link, streamRate float64, dur time.Duration) []event {
 			if err := fb.Unmarshal(raw); err != nil {
 				panic(err)
 			}
-			evs = append(evs, event{at: t + l.prop, fb: &fb})
+			evs = append(evs, event{at: t + delay, fb: &fb})
 		}
 	}
 	slices.SortStableFunc(evs, func(a, b event) int { return int(a.at - b.at) })

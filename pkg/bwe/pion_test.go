@@ -101,11 +101,11 @@ func TestAgainstPion(t *testing.T) {
 	}
 }
 
-// firstBelow is when the estimate first fell below level after from; -1
-// if never.
+// firstBelow is when an estimate (not "none yet") first fell below
+// level after from; -1 if never.
 func firstBelow(s []sample, from time.Duration, level int64) time.Duration {
 	for _, x := range s {
-		if x.at > from && x.est.Bitrate < level {
+		if x.at > from && x.est.Bitrate > 0 && x.est.Bitrate < level {
 			return x.at
 		}
 	}
