@@ -194,14 +194,14 @@ func tccNumber(b []byte) (uint16, bool) {
 }
 
 func (r *traceRecorder) line(kind string, b []byte) {
-	n, ok := tccNumber(b)
-	if !ok {
-		return
-	}
 	us := time.Since(r.start).Microseconds()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.w == nil {
+		return
+	}
+	n, ok := tccNumber(b)
+	if !ok {
 		return
 	}
 	if kind == "s" {
