@@ -4,6 +4,8 @@ package main
 // API and the metrics: whep needs none of them.
 
 import (
+	"time"
+
 	"github.com/srtwhep/srtwhep/pkg/api"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 	"github.com/srtwhep/srtwhep/pkg/mediaplane"
@@ -25,11 +27,49 @@ type whepSessions struct{ *whep.Server }
 func (ws whepSessions) APISessions() []api.Session {
 	infos := ws.Sessions()
 	out := make([]api.Session, 0, len(infos))
+	now := time.Now()
 	for _, si := range infos {
-		out = append(out, api.Session{
+		s := api.Session{
 			ID: si.ID, Path: si.Path, Remote: si.Remote, State: si.State, Since: si.Since,
 			Packets: si.PacketsSent, Bytes: si.BytesSent, Dropped: si.Dropped,
-		})
+		}
+		if e := si.Estimate; e.Bitrate > 0 {
+			s.Bandwidth = &api.Bandwidth{Bitrate: e.Bitrate, Source: e.Source.String(), Trend: e.Trend.String(),
+				SinceDecreaseMs: e.SinceDecrease(now, si.Started).Milliseconds()}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// estimateBuckets bound srtwhep_viewer_estimated_bandwidth_bytes_per_second,
+// in bytes per second (Prometheus' base unit): 250 kbit/s, from a phone on
+// a weak cell, to 12 Mbit/s, more than any one stream needs.
+var estimateBuckets = []float64{31_250, 62_500, 93_750, 125_000, 187_500, 250_000, 375_000, 625_000, 1_000_000, 1_500_000}
+
+// estimates sorts the viewers' bandwidth estimates into a histogram per
+// source (each source's exported empty while no viewer has one), for a
+// scrape.
+func estimates(infos []whep.SessionInfo) map[string]metrics.Histogram {
+	out := map[string]metrics.Histogram{}
+	for _, source := range metrics.EstimateSources {
+		out[source] = metrics.Histogram{UpperBounds: estimateBuckets, Cumulative: make([]uint64, len(estimateBuckets))}
+	}
+	for _, si := range infos {
+		e := si.Estimate
+		h, ok := out[e.Source.String()]
+		if e.Bitrate <= 0 || !ok {
+			continue
+		}
+		v := float64(e.Bitrate) / 8
+		for i, b := range estimateBuckets {
+			if v <= b {
+				h.Cumulative[i]++
+			}
+		}
+		h.Count++
+		h.SumSeconds += v
+		out[e.Source.String()] = h
 	}
 	return out
 }
@@ -63,6 +103,7 @@ func webRTCSample(w *whep.Server, ev *whepevents.Streams, pl *mediaplane.Plane) 
 			ServerLatency:      st.Latency,
 			NACKResentBytes:    st.NACKResentBytes,
 			NACKResendDropped:  st.NACKResendDropped,
+			EstimatedBitrate:   estimates(w.Sessions()),
 			SSEStreams:         sse.Streams,
 			SSEEvents:          sse.Sent,
 		}

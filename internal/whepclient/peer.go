@@ -90,6 +90,11 @@ func newPeerConnection(opt Options, log *slog.Logger) (*webrtc.PeerConnection, e
 		}
 		reg.Add(rr)
 	}
+	if opt.TransportCC {
+		if err := webrtc.ConfigureTWCCSender(me, reg); err != nil {
+			return nil, fmt.Errorf("whepclient: transport-cc feedback: %w", err)
+		}
+	}
 
 	se := webrtc.SettingEngine{}
 	// mDNS would open a multicast socket per session; WHEP servers send

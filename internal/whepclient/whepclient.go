@@ -71,6 +71,13 @@ type Options struct {
 	// default: it costs a timer goroutine and a lock per packet.
 	ReceiverReports bool
 
+	// TransportCC offers transport-wide congestion control as browsers
+	// do (the header extension and transport-cc feedback) and sends the
+	// feedback, with pion's generator (pion/interceptor pkg/twcc), so the
+	// server estimates the link. Off by default: a ticker goroutine and a
+	// lock per packet.
+	TransportCC bool
+
 	// Audio also offers a recvonly Opus (48 kHz stereo) m-section. A
 	// server without audio for the path rejects it and video plays alone.
 	Audio bool

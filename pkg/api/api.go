@@ -96,6 +96,24 @@ type Session struct {
 	Packets uint64    `json:"packets"`
 	Bytes   uint64    `json:"bytes"`
 	Dropped uint64    `json:"dropped"`
+	// Bandwidth is the viewer's bandwidth estimate; null until it has
+	// one.
+	Bandwidth *Bandwidth `json:"bandwidth"`
+}
+
+// Bandwidth is a viewer's bandwidth estimate.
+type Bandwidth struct {
+	// Bitrate is the estimate in bits per second.
+	Bitrate int64 `json:"bitrate"`
+	// Source is "transport-cc" (delay and loss from transport-wide
+	// feedback) or "receiver-reports" (loss only).
+	Source string `json:"source"`
+	// Trend is "increasing", "holding" or "decreasing" (cut within the
+	// last second).
+	Trend string `json:"trend"`
+	// SinceDecreaseMs is how long the estimate has gone without a cut
+	// (since the viewer started when it never had one).
+	SinceDecreaseMs int64 `json:"sinceDecreaseMs"`
 }
 
 // PathSource is what the API reads and steers of the publishers.

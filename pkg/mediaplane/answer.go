@@ -25,12 +25,20 @@ const msidStream = "srtwhep"
 // the sender acts on or at least reads (receiver-side estimates).
 var rtcpFeedback = []string{"nack", "nack pli", "ccm fir", "goog-remb"}
 
+// tccURI is the transport-wide sequence number extension the answer
+// carries when the offer negotiates transport-cc (pkg/rtpsend stamps it
+// and reads the feedback).
+const tccURI = sdpoffer.TransportCCURI
+
 // accepted is what answering takes from the viewer's offer: the sections
 // this plane sends on and the fingerprints the DTLS handshake checks.
 type accepted struct {
 	o            *sdpoffer.Offer
 	fingerprints remoteFingerprint
 	audio        int // index of the audio section answered, -1 for none
+	// tcc is the transport-wide congestion control answered (the
+	// sender stamps what the same decision says, sdpoffer.TransportCC).
+	tcc sdpoffer.TransportCC
 }
 
 // NewViewer answers a viewer's offer (a browser's: BUNDLE, rtcp-mux,
@@ -121,6 +129,12 @@ func accept(o *sdpoffer.Offer, cfg ViewerConfig) (accepted, error) {
 	if a.audio >= 0 && !o.Sections[a.audio].Offers(cfg.Audio.PayloadType) {
 		return accepted{}, sdpoffer.Errorf("payload type %d is not offered in the audio m-section", cfg.Audio.PayloadType)
 	}
+	if a.audio >= 0 {
+		a.tcc = o.TransportCC(cfg.Video.PayloadType, cfg.Audio.PayloadType)
+	} else {
+		a.tcc = o.TransportCC(cfg.Video.PayloadType, 0)
+		a.tcc.Audio = false
+	}
 	var err error
 	if a.fingerprints, err = parseFingerprints(video.Fingerprints); err != nil {
 		return accepted{}, err
@@ -187,9 +201,11 @@ func (s *Server) answer(a accepted, v *Viewer, c *iceCreds) (string, error) {
 		bundle = append(bundle, mid)
 		kind, ssrc, codec := "video", v.video, v.cfg.Video
 		name, clock, channels := v.cfg.Video.Video.String(), uint32(90000), uint16(0)
+		tcc := a.tcc.ID != 0
 		if i == a.audio {
 			kind, ssrc, codec = "audio", v.audio, *v.cfg.Audio
 			name, clock, channels = "opus", 48000, 2
+			tcc = a.tcc.Audio
 		}
 		m := sdp.NewJSEPMediaDescription(kind, nil)
 		if mid != "" {
@@ -204,7 +220,10 @@ func (s *Server) answer(a accepted, v *Viewer, c *iceCreds) (string, error) {
 			m.WithPropertyAttribute("rtcp-rsize")
 		}
 		m.WithCodec(codec.PayloadType, name, clock, channels, codec.Fmtp)
-		for _, fb := range acceptedFeedback(sec, codec.PayloadType) {
+		if tcc {
+			m.WithValueAttribute("extmap", fmt.Sprintf("%d %s", a.tcc.ID, tccURI))
+		}
+		for _, fb := range acceptedFeedback(sec, codec.PayloadType, tcc) {
 			m.WithValueAttribute("rtcp-fb", fmt.Sprintf("%d %s", codec.PayloadType, fb))
 		}
 		m.WithValueAttribute("msid", msidStream+" "+kind).
@@ -234,11 +253,12 @@ func midAttr(mid string) []sdp.Attribute {
 }
 
 // acceptedFeedback is the rtcp-fb offered in sec for pt (or "*") that
-// we accept, in offer order.
-func acceptedFeedback(sec *sdpoffer.Section, pt uint8) []string {
+// we accept, in offer order; transport-cc only where the section
+// negotiates the transport-wide sequence number too (tcc).
+func acceptedFeedback(sec *sdpoffer.Section, pt uint8, tcc bool) []string {
 	var out []string
 	for _, fb := range sec.FeedbackFor(pt) {
-		if slices.Contains(rtcpFeedback, fb) {
+		if slices.Contains(rtcpFeedback, fb) || tcc && fb == "transport-cc" {
 			out = append(out, fb)
 		}
 	}

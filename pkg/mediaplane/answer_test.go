@@ -19,15 +19,7 @@ const testFingerprint = "AA:BB:CC:DD:EE:FF:00:11:22:33:44:55:66:77:88:99:AA:BB:C
 // from an ICE-lite server, and nothing it did not offer.
 func TestAnswer(t *testing.T) {
 	srv, _ := newServer(t, func(c *Config) { c.PublicIPs = []netip.Addr{netip.MustParseAddr("203.0.113.7")} })
-	v, answer, err := srv.NewViewer(mustOffer(t, browserOffer("vwUfrag", "viewerpasswordviewerpassword", testFingerprint)), h264Codec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer v.Close()
-	var sd sdp.SessionDescription
-	if err := sd.UnmarshalString(answer); err != nil {
-		t.Fatalf("answer does not parse: %v\n%s", err, answer)
-	}
+	v, sd := answerTo(t, srv, browserOffer("vwUfrag", "viewerpasswordviewerpassword", testFingerprint), h264Codec)
 	if _, ok := sd.Attribute("ice-lite"); !ok {
 		t.Error("no a=ice-lite")
 	}
@@ -86,6 +78,22 @@ func TestAnswer(t *testing.T) {
 	if u, _ := video.Attribute("ice-ufrag"); v.AnswerUfrag() != u || u == "" {
 		t.Errorf("AnswerUfrag %q, the answer's a=ice-ufrag:%s", v.AnswerUfrag(), u)
 	}
+}
+
+// answerTo answers offer and parses the answer; the viewer closes with
+// the test.
+func answerTo(t *testing.T, srv *Server, offer string, vc ViewerConfig) (*Viewer, sdp.SessionDescription) {
+	t.Helper()
+	v, answer, err := srv.NewViewer(mustOffer(t, offer), vc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(v.Close)
+	var sd sdp.SessionDescription
+	if err := sd.UnmarshalString(answer); err != nil {
+		t.Fatalf("answer does not parse: %v\n%s", err, answer)
+	}
+	return v, sd
 }
 
 // mustOffer parses raw as the WHEP handler does before it asks for an

@@ -96,14 +96,7 @@ func BenchmarkSendFrame(b *testing.B) {
 	for _, viewers := range []int{1, 10, 100} {
 		for _, mode := range []string{"batched", "per-viewer"} {
 			b.Run(fmt.Sprintf("viewers=%d/%s", viewers, mode), func(b *testing.B) {
-				srv, _ := newServer(b, nil)
-				s := newSink(b, false)
-				vs := make([]*Viewer, viewers)
-				sts := make([]*rtpstamp.Stamper, viewers)
-				for i := range vs {
-					vs[i], _ = keyedViewer(b, srv, s.addr(), srtp.ProtectionProfileAeadAes128Gcm)
-					sts[i] = rtpstamp.NewStamper(vs[i].VideoSSRC(), 102, 0, 0)
-				}
+				srv, vs, sts := benchViewers(b, viewers)
 				snd := srv.NewSender(viewers * len(au.Payloads))
 				var pkts []rtp.Packet
 				// One frame first, so pion/srtp's per-SSRC state exists
@@ -135,4 +128,18 @@ func BenchmarkSendFrame(b *testing.B) {
 			})
 		}
 	}
+}
+
+// benchViewers makes n keyed viewers (AES-GCM) sending to one sink on a
+// server of their own, with a Stamper each.
+func benchViewers(b *testing.B, n int) (*Server, []*Viewer, []*rtpstamp.Stamper) {
+	srv, _ := newServer(b, nil)
+	s := newSink(b, false)
+	vs := make([]*Viewer, n)
+	sts := make([]*rtpstamp.Stamper, n)
+	for i := range vs {
+		vs[i], _ = keyedViewer(b, srv, s.addr(), srtp.ProtectionProfileAeadAes128Gcm)
+		sts[i] = rtpstamp.NewStamper(vs[i].VideoSSRC(), 102, 0, 0)
+	}
+	return srv, vs, sts
 }

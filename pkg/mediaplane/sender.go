@@ -24,7 +24,8 @@ const slotSize = 1500
 // (AEAD_AES_128_GCM's 16 bytes; AES_CM_HMAC_SHA1_80 adds 10).
 const maxSRTPOverhead = 16
 
-// MaxPayload is the largest RTP payload a Sender takes.
+// MaxPayload is the largest RTP payload a Sender takes, less what header
+// extensions take.
 const MaxPayload = slotSize - rtpstamp.HeaderLen - maxSRTPOverhead
 
 // ErrNotConnected is returned when sending to a viewer that has no SRTP
@@ -96,12 +97,14 @@ func (snd *Sender) SendFrame(v *Viewer, pkts []rtp.Packet) error {
 // Queue encrypts pkts for v into the Sender's buffer, grouped into as few
 // UDP GSO messages as their sizes allow; nothing is sent before Flush
 // unless the buffer fills. Each packet's header fields that a Stamper sets
-// are written (no CSRCs, extensions or padding); its payload is only read,
+// are written, and its extensions (no CSRCs or padding); its payload is only read,
 // so payloads shared by all viewers stay intact.
 func (snd *Sender) Queue(v *Viewer, pkts []rtp.Packet) error {
 	for i := range pkts {
-		if len(pkts[i].Payload) > MaxPayload {
-			return fmt.Errorf("mediaplane: RTP payload of %d bytes exceeds %d", len(pkts[i].Payload), MaxPayload)
+		// A header extension (the transport-wide sequence number) takes
+		// from the payload's room.
+		if n := len(pkts[i].Payload) + rtpstamp.HeaderSize(&pkts[i].Header) - rtpstamp.HeaderLen; n > MaxPayload {
+			return fmt.Errorf("mediaplane: RTP payload of %d bytes and header extensions exceed %d", n, MaxPayload)
 		}
 	}
 	r, err := snd.route(v)
@@ -153,9 +156,10 @@ func (snd *Sender) encrypt(v *Viewer, r *peerAddr, pkts []rtp.Packet) error {
 	for i := range pkts {
 		p := &pkts[i]
 		at := snd.used * slotSize
-		plain := snd.buf[at : at+rtpstamp.HeaderLen+len(p.Payload) : at+slotSize]
-		rtpstamp.MarshalHeader(plain, &p.Header)
-		copy(plain[rtpstamp.HeaderLen:], p.Payload)
+		// Queue checked that header and payload fit the slot.
+		hl := rtpstamp.MarshalHeader(snd.buf[at:at+slotSize], &p.Header)
+		plain := snd.buf[at : at+hl+len(p.Payload) : at+slotSize]
+		copy(plain[hl:], p.Payload)
 		enc, err := out.EncryptRTP(plain[:0], plain, &snd.hdr)
 		if err != nil {
 			v.sendMu.Unlock()

@@ -81,6 +81,7 @@ const (
 	webrtcTCPRefused
 	webrtcTCPEvicted
 	serverLatency
+	viewerEstimatedBitrate
 	hookEvents
 	panicsCaught
 	buildInfo
@@ -188,6 +189,8 @@ var defs = [numDefs]def{
 		"Validated ICE-TCP connections the media plane closed because a newer address of the same viewer took their place (a viewer keeps eight).", counter, nil},
 	serverLatency: {"srtwhep_server_latency_seconds",
 		"The server's own share of the delay, per video frame and viewer: from the demuxer having the whole frame from SRT to the write of its last RTP packet (the cached GOP a new viewer starts with is left out).", histogram, nil},
+	viewerEstimatedBitrate: {"srtwhep_viewer_estimated_bandwidth_bytes_per_second",
+		"The viewers' bandwidth estimates (bytes per second; times 8 for the bit rate) at scrape time, one observation per viewer that has one, by source: transport-cc = delay and loss from the viewer's transport-wide feedback (Google Congestion Control), receiver-reports = loss from its RTCP receiver reports (a viewer that did not negotiate transport-cc). Viewers below the stream's bitrate cannot play it whole.", histogram, []string{"source"}},
 	hookEvents: {"srtwhep_hook_events_total",
 		"Events for hooks.url by result: sent = answered 2xx, failed = given up after retries, dropped = never sent because the queue (hooks.queueSize) was full or the server was stopping. Media never waits for the hook.", counter, []string{"result"}},
 	panicsCaught: {"srtwhep_panics_total",
@@ -347,17 +350,26 @@ func (c *collector) collectWebRTC(ch chan<- prometheus.Metric, s WebRTCSample) {
 	for typ, n := range withZeros(s.SSEEvents, SSEEventTypes) {
 		c.emit(ch, sseEvents, float64(n), typ)
 	}
-	if h := s.ServerLatency; len(h.UpperBounds) > 0 && len(h.Cumulative) == len(h.UpperBounds) {
-		buckets := make(map[float64]uint64, len(h.UpperBounds))
-		for i, b := range h.UpperBounds {
-			buckets[b] = h.Cumulative[i]
-		}
-		m, err := prometheus.NewConstHistogram(c.descs[serverLatency], h.Count, h.SumSeconds, buckets)
-		if err != nil {
-			m = prometheus.NewInvalidMetric(c.descs[serverLatency], err)
-		}
-		ch <- m
+	c.emitHistogram(ch, serverLatency, s.ServerLatency)
+	for _, source := range EstimateSources {
+		c.emitHistogram(ch, viewerEstimatedBitrate, s.EstimatedBitrate[source], source)
 	}
+}
+
+// emitHistogram emits h unless it has no buckets.
+func (c *collector) emitHistogram(ch chan<- prometheus.Metric, d int, h Histogram, labels ...string) {
+	if len(h.UpperBounds) == 0 || len(h.Cumulative) != len(h.UpperBounds) {
+		return
+	}
+	buckets := make(map[float64]uint64, len(h.UpperBounds))
+	for i, b := range h.UpperBounds {
+		buckets[b] = h.Cumulative[i]
+	}
+	m, err := prometheus.NewConstHistogram(c.descs[d], h.Count, h.SumSeconds, buckets, labels...)
+	if err != nil {
+		m = prometheus.NewInvalidMetric(c.descs[d], err)
+	}
+	ch <- m
 }
 
 func (c *collector) collectMediaPlane(ch chan<- prometheus.Metric, s MediaPlaneSample) {

@@ -42,6 +42,9 @@ func fixedSources() Sources {
 				RejectedTotal: map[string]uint64{"reader_cap": 2, "auth": 1}, UDPDatagrams: 900, UDPRefused: 3, UDPReceiveDrops: 6, NACKResentBytes: 7000, NACKResendDropped: 5,
 				SSEStreams: 2, SSEEvents: map[string]uint64{"active": 3, "viewercount": 5},
 				ServerLatency: Histogram{UpperBounds: []float64{0.001, 0.01}, Cumulative: []uint64{5, 9}, Count: 10, SumSeconds: 0.05},
+				EstimatedBitrate: map[string]Histogram{
+					"transport-cc": {UpperBounds: []float64{125_000, 375_000}, Cumulative: []uint64{1, 2}, Count: 3, SumSeconds: 1.15e6},
+				},
 			}
 		},
 		Hooks:    func() HookSample { return HookSample{Sent: 40, Dropped: 3, Failed: 1} },
@@ -186,6 +189,11 @@ srtwhep_server_latency_seconds_bucket{le="0.01"} 9
 srtwhep_server_latency_seconds_bucket{le="+Inf"} 10
 srtwhep_server_latency_seconds_sum 0.05
 srtwhep_server_latency_seconds_count 10
+` + helpOf("srtwhep_viewer_estimated_bandwidth_bytes_per_second") + `srtwhep_viewer_estimated_bandwidth_bytes_per_second_bucket{source="transport-cc",le="125000"} 1
+srtwhep_viewer_estimated_bandwidth_bytes_per_second_bucket{source="transport-cc",le="375000"} 2
+srtwhep_viewer_estimated_bandwidth_bytes_per_second_bucket{source="transport-cc",le="+Inf"} 3
+srtwhep_viewer_estimated_bandwidth_bytes_per_second_sum{source="transport-cc"} 1.15e+06
+srtwhep_viewer_estimated_bandwidth_bytes_per_second_count{source="transport-cc"} 3
 ` + helpOf("srtwhep_hook_events_total") + `srtwhep_hook_events_total{result="dropped"} 3
 srtwhep_hook_events_total{result="failed"} 1
 srtwhep_hook_events_total{result="sent"} 40

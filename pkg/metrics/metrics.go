@@ -112,11 +112,19 @@ type WebRTCSample struct {
 	// frame from SRT to its last RTP packet written to a viewer. Not
 	// exported while it has no buckets.
 	ServerLatency Histogram
+	// EstimatedBitrate are the viewers' bandwidth estimates now (bytes/s;
+	// SumSeconds holds their sum), by the source of each (see
+	// EstimateSources).
+	EstimatedBitrate map[string]Histogram
 	// SSEStreams are the open server-sent event streams, SSEEvents the
 	// events written to them by type (see SSEEventTypes).
 	SSEStreams int
 	SSEEvents  map[string]uint64
 }
+
+// EstimateSources are the srtwhep_viewer_estimated_bandwidth_bytes_per_second
+// source labels.
+var EstimateSources = []string{"transport-cc", "receiver-reports"}
 
 // SSEEventTypes are the srtwhep_sse_events_total types, exported at 0
 // before the first.

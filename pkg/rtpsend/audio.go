@@ -6,7 +6,6 @@ import (
 	"github.com/pion/rtp"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
-	"github.com/srtwhep/srtwhep/pkg/rtpstamp"
 )
 
 // opusStamper holds one viewer's RTP state for the audio track. Each
@@ -57,12 +56,18 @@ func (w *Sender) sendAudio(af *av.AudioFrame, pts int64, now time.Time) {
 		return
 	}
 	pkt := o.stamp(af, pts)
+	if w.est.audio {
+		w.audioOne[0] = pkt
+		w.est.stamp(w.audioOne[:], now)
+		pkt = w.audioOne[0]
+		w.audioOne[0] = rtp.Packet{} // the payload is the path's
+	}
 	// A write error means the connection is going away, which ends the
 	// session by itself.
 	if w.cfg.Out.WriteAudio(&pkt) != nil {
 		return
 	}
-	n := uint64(rtpstamp.HeaderLen + len(af.Data))
+	n := uint64(w.est.headerLen(true) + len(af.Data))
 	w.packets.Add(1)
 	w.bytes.Add(n)
 	w.cfg.Src.CountSent(1, int(n))

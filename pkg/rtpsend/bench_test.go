@@ -20,10 +20,7 @@ import (
 // are measured by the capacity ladder.) One op is one 720p P-frame of ten
 // packets delivered to all viewers; allocs/op must stay 0.
 func BenchmarkAccessUnitFanout(b *testing.B) {
-	nalu := make([]byte, 11000)
-	nalu[0] = 0x41 // non-IDR slice
-	au := &av.AccessUnit{NALUs: [][]byte{nalu}, Size: len(nalu)}
-	au.Payloads = rtph264.Fragment(au.NALUs, rtph264.DefaultMaxPayload)
+	au := benchPFrame()
 	idr := &av.AccessUnit{NALUs: [][]byte{{0x67, 1}, {0x68, 1}, {0x65, 1}}, IDR: true, Size: 6}
 	idr.Payloads = rtph264.Fragment(idr.NALUs, rtph264.DefaultMaxPayload)
 
@@ -132,4 +129,14 @@ func benchPath(b *testing.B, n int, av bool, prime func(*hub.Publisher)) (*hub.P
 		}
 	}
 	return pub, rs
+}
+
+// benchPFrame is a 720p P-frame of ten packets, cut as a publisher cuts
+// it.
+func benchPFrame() *av.AccessUnit {
+	nalu := make([]byte, 11000)
+	nalu[0] = 0x41 // non-IDR slice
+	au := &av.AccessUnit{NALUs: [][]byte{nalu}, Size: len(nalu)}
+	au.Payloads = rtph264.Fragment(au.NALUs, rtph264.DefaultMaxPayload)
+	return au
 }

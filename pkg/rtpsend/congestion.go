@@ -117,8 +117,9 @@ type idrSkipper interface {
 }
 
 // OnRTCP takes the RTCP the viewer sent: NACKs go to Step, which answers
-// them from the shared-payload history, and receiver reports drive the
-// congestion rule. A compound packet may name other senders' SSRCs, so a
+// them from the shared-payload history, receiver reports drive the
+// congestion rule, and they and transport-cc feedback drive the
+// bandwidth estimate (estimate.go). A compound packet may name other senders' SSRCs, so a
 // NACK or a report block counts only for the video SSRC it is about. It
 // must not block: on the own media plane it runs on the goroutine that
 // reads every viewer's RTCP. Calls never overlap.
@@ -136,6 +137,8 @@ func (w *Sender) OnRTCP(pkts []rtcp.Packet) {
 			default:
 				w.nacks.add(p)
 			}
+		case *rtcp.TransportLayerCC:
+			w.est.onFeedback(p, w.now(), time.Duration(w.rtt.rtt.Load()))
 		case *rtcp.ReceiverReport:
 			w.onReport(p.Reports)
 		case *rtcp.SenderReport: // from a viewer that also sends media (RFC 3550 §6.4)
@@ -152,7 +155,9 @@ func (w *Sender) onReport(reports []rtcp.ReceptionReport) {
 		if rep.SSRC != w.cfg.VideoSSRC {
 			continue
 		}
-		w.rtt.report(rep, w.now())
+		now := w.now()
+		w.rtt.report(rep, now)
+		w.est.onReport(rep, now, w.bytes.Load())
 		skip, loss := c.observe(rep)
 		sk, ok := w.cfg.Src.(idrSkipper)
 		if !skip || !ok {
@@ -160,7 +165,7 @@ func (w *Sender) onReport(reports []rtcp.ReceptionReport) {
 		}
 		sk.SkipToIDR()
 		c.skips++
-		if now := time.Now(); c.loggedAt.IsZero() || now.Sub(c.loggedAt) >= congestionLogEvery {
+		if c.loggedAt.IsZero() || now.Sub(c.loggedAt) >= congestionLogEvery {
 			w.cfg.Log.Warn("viewer's link loses too much of the stream: its video skips to the next keyframe",
 				"loss_percent", int(loss*100+0.5), "skips", c.skips-c.loggedSkips)
 			c.loggedAt, c.loggedSkips = now, c.skips

@@ -108,7 +108,7 @@ func (w *Sender) resend(seqs []uint16, now time.Time) (sent int, dropped uint64)
 			dropped++ // gone from the history, or resent within a round trip
 			continue
 		}
-		n := int64(rtpstamp.HeaderLen + len(pkt.Payload))
+		n := int64(w.est.headerLen(false) + len(pkt.Payload))
 		if n > allow-size || !w.resends.grant(n, now) {
 			dropped++
 			continue
@@ -127,10 +127,13 @@ func (w *Sender) resend(seqs []uint16, now time.Time) (sent int, dropped uint64)
 	if len(pkts) == 0 {
 		return 0, dropped
 	}
+	// Each resend is a new packet on the transport: a number of its
+	// own, so feedback tells it from the lost original.
+	w.est.stamp(pkts, now)
 	k, _ := w.cfg.Out.WriteVideo(pkts)
 	var written int64
 	for i := range pkts[:k] {
-		written += int64(rtpstamp.HeaderLen + len(pkts[i].Payload))
+		written += int64(w.est.headerLen(false) + len(pkts[i].Payload))
 	}
 	b.resent += written
 	w.resends.resentBytes.Add(uint64(written))

@@ -84,6 +84,11 @@ type Config struct {
 	// (budget.go), shared by every viewer; nil: this viewer's own budget
 	// only.
 	Resends *Resends
+	// TransportCC is the transport-wide sequence number extension's ID
+	// the answer negotiated (sdpoffer.TransportCC), 0 for none; with
+	// TransportCCAudio the audio packets carry it too (estimate.go).
+	TransportCC      uint8
+	TransportCCAudio bool
 }
 
 // Sender is one viewer's sending side. Step and SetWake belong to whoever
@@ -94,6 +99,7 @@ type Sender struct {
 
 	st           *rtpstamp.Stamper
 	audio        opusStamper
+	audioOne     [1]rtp.Packet // an audio packet being stamped
 	pkts         []rtp.Packet
 	nacked       []uint16
 	resendBuf    []rtp.Packet
@@ -138,6 +144,9 @@ type Sender struct {
 	// congestion is the rule that skips a viewer's video to the next IDR
 	// when its link loses too much (congestion.go); OnRTCP's alone.
 	congestion congestion
+	// est is the viewer's bandwidth estimate and, with transport-cc,
+	// the packets' transport-wide numbers (estimate.go).
+	est *estimator
 
 	packets, bytes, retransmit atomic.Uint64
 }
@@ -146,6 +155,7 @@ type Sender struct {
 // driver steps it.
 func New(cfg Config) *Sender {
 	w := &Sender{cfg: cfg, catchingUp: true, resends: cfg.Resends, epoch: time.Now(), now: time.Now}
+	w.est = newEstimator(cfg.TransportCC, cfg.TransportCCAudio, w.epoch)
 	if w.resends == nil {
 		w.resends = &Resends{}
 	}
@@ -238,14 +248,16 @@ func (w *Sender) handle(f hub.Frame, now time.Time) (pace bool) {
 	live := !(f.CatchUp || w.catchingUp)
 	w.pkts = w.st.StampAt(w.pkts, au, pts, !live)
 	w.history.record(au, w.pkts)
+	w.est.stamp(w.pkts, now)
 	// A write error means the connection is going away, which ends the
 	// session by itself, so just count what went out of this AU. On the
 	// own plane's pool the packets are queued in the worker's batch here
 	// and leave with it, within the same pass over the ready viewers.
 	k, _ := w.cfg.Out.WriteVideo(w.pkts)
 	sent, n := uint64(k), uint64(0)
+	hdr := uint64(w.est.headerLen(false))
 	for i := range w.pkts[:k] {
-		n += uint64(rtpstamp.HeaderLen + len(w.pkts[i].Payload))
+		n += hdr + uint64(len(w.pkts[i].Payload))
 	}
 	if live && sent == uint64(len(w.pkts)) && w.cfg.Latency != nil {
 		w.cfg.Latency.observeSent(au)
@@ -255,7 +267,7 @@ func (w *Sender) handle(f hub.Frame, now time.Time) (pace bool) {
 	w.budget.roll(now)
 	w.budget.sent += int64(n)
 	w.cfg.Src.CountSent(int(sent), int(n))
-	w.videoReports.sent(sent, n-sent*rtpstamp.HeaderLen)
+	w.videoReports.sent(sent, n-sent*hdr)
 	if len(w.pkts) > 0 {
 		w.videoLive = live
 	}

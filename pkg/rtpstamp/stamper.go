@@ -131,11 +131,29 @@ func (s *Stamper) NextSeq() uint16 { return s.seq }
 // wall clock.
 func (s *Stamper) LastTimestamp() uint32 { return s.lastTS }
 
-// MarshalHeader writes h as a 12-byte RTP header into buf and returns
-// HeaderLen, or 0 when buf is shorter than that. CSRCs, extensions and
-// padding are not written: a Stamper never sets them. It does not allocate,
-// so an owned send path can build packets in a reused buffer.
+// HeaderSize is the size MarshalHeader writes for h.
+func HeaderSize(h *rtp.Header) int {
+	if !h.Extension {
+		return HeaderLen
+	}
+	return h.MarshalSize()
+}
+
+// MarshalHeader writes h as an RTP header into buf and returns its size
+// (HeaderSize), or 0 when buf is shorter than that. CSRCs and padding are
+// not written: a Stamper never sets them. A header without extensions,
+// what a Stamper makes, is written by hand; one a sender gave an
+// extension (the transport-wide sequence number) is written by pion. It
+// does not allocate, so an owned send path can build packets in a reused
+// buffer.
 func MarshalHeader(buf []byte, h *rtp.Header) int {
+	if h.Extension {
+		n, err := h.MarshalTo(buf)
+		if err != nil {
+			return 0
+		}
+		return n
+	}
 	if len(buf) < HeaderLen {
 		return 0
 	}
@@ -153,9 +171,10 @@ func MarshalHeader(buf []byte, h *rtp.Header) int {
 // MarshalTo writes p's header (as MarshalHeader does) followed by its payload
 // into buf and returns the number of bytes written, or 0 when buf is too short.
 func MarshalTo(buf []byte, p *rtp.Packet) int {
-	if len(buf) < HeaderLen+len(p.Payload) {
+	n := HeaderSize(&p.Header)
+	if len(buf) < n+len(p.Payload) {
 		return 0
 	}
 	MarshalHeader(buf, &p.Header)
-	return HeaderLen + copy(buf[HeaderLen:], p.Payload)
+	return n + copy(buf[n:], p.Payload)
 }

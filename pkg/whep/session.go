@@ -69,6 +69,9 @@ func (sess *session) info() SessionInfo {
 	}
 	si.PacketsSent, si.BytesSent = sess.sent()
 	si.Dropped = sess.reader.Dropped()
+	if snd := sess.snd.Load(); snd != nil {
+		si.Estimate, si.Started = snd.Estimate(), snd.Started()
+	}
 	return si
 }
 
@@ -151,14 +154,18 @@ func (s *Server) startSender(sess *session) *rtpsend.Sender {
 	videoSSRC, audioSSRC := sess.tr.SSRCs()
 	sess.sigMu.Lock()
 	pt, audioPT := sess.offer.Sent().PT, opusPT(sess.offer)
+	// The same decision the plane's answer wrote down.
+	tcc := sess.offer.TransportCC(pt, audioPT)
 	sess.sigMu.Unlock()
 	cfg := rtpsend.Config{
 		Out: sess.tr, Src: sess.reader,
 		VideoSSRC: videoSSRC, AudioSSRC: audioSSRC, VideoPT: pt, AudioPT: audioPT,
-		Session: sess.ctx,
-		Log:     sess.log,
-		Latency: &s.latency,
-		Resends: &s.resends,
+		Session:          sess.ctx,
+		Log:              sess.log,
+		Latency:          &s.latency,
+		Resends:          &s.resends,
+		TransportCC:      tcc.ID,
+		TransportCCAudio: tcc.Audio && audioSSRC != 0,
 		// The session's end closes the connection, which may wait on a
 		// link: not on the goroutine stepping the sender (a pool worker
 		// serves other viewers).

@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/srtwhep/srtwhep/pkg/bwe"
 	"github.com/srtwhep/srtwhep/pkg/metrics"
 )
 
@@ -84,6 +85,11 @@ type SessionInfo struct {
 	PacketsSent uint64
 	BytesSent   uint64
 	Dropped     uint64 // access units the hub discarded for this viewer, when it reports them
+	// Estimate is the viewer's bandwidth estimate (zero before its sender
+	// starts); Started is when its sender started, the origin of
+	// Estimate.SinceDecrease.
+	Estimate bwe.Estimate
+	Started  time.Time
 }
 
 // Sessions lists the open sessions.
