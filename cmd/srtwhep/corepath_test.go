@@ -41,17 +41,26 @@ func checkStartsWithIDR(t *testing.T, name string, aus []whepclient.AccessUnit) 
 	}
 }
 
-// liveFrameRate measures frames per second from RTP timestamps, skipping
-// the catch-up burst (whose timestamps are compressed on purpose).
-func liveFrameRate(aus []whepclient.AccessUnit) float64 {
+// liveUnits is aus without the catch-up burst a viewer starts with: the
+// cached GOP and what queued while it went out are stamped
+// catchUpInterval apart (8 ms, well under a frame) until the sender
+// reaches the live edge, and are sent ahead of real time on purpose. How
+// long the burst lasts depends on the machine's load, so a frame rate
+// is judged on the pictures after it.
+func liveUnits(aus []whepclient.AccessUnit) []whepclient.AccessUnit {
 	start := 0
 	for i := 1; i < len(aus); i++ {
-		if aus[i].RTPTimestamp-aus[i-1].RTPTimestamp >= frameTicks/2 {
-			start = i
-			break
+		if aus[i].RTPTimestamp-aus[i-1].RTPTimestamp < frameTicks/2 {
+			start = i + 1
 		}
 	}
-	live := aus[start:]
+	return aus[min(start, len(aus)):]
+}
+
+// liveFrameRate measures frames per second from RTP timestamps over the
+// live pictures (liveUnits); 0 when there are fewer than two.
+func liveFrameRate(aus []whepclient.AccessUnit) float64 {
+	live := liveUnits(aus)
 	if len(live) < 2 {
 		return 0
 	}

@@ -92,6 +92,7 @@ func TestEdgeOriginPublisherRestart(t *testing.T) {
 		t.Errorf("the edge connected %d times and the origin continued %d readers, want the one pull kept through the gap (lines: %q)",
 			pulls, kept, edge.logs.Lines("source", "path="+path))
 	}
+	bystander.waitLive(t, 90, 20*time.Second)
 	checkFullRate(t, "edge viewer of live/other", bystander)
 }
 

@@ -40,6 +40,8 @@ func TestEdgeColdStart(t *testing.T) {
 	v := dialViewer(t, ts, "live/cam1")
 	t.Logf("cold edge: viewer connected %v after its POST", time.Since(start).Round(time.Millisecond))
 	v.waitUnits(t, 150, 20*time.Second)
+	// The frame rate is judged on three seconds past the catch-up burst.
+	v.waitLive(t, 90, 20*time.Second)
 	checkStartsWithIDR(t, "first viewer", v.units())
 	checkFullRate(t, "first viewer", v)
 

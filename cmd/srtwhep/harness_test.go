@@ -235,6 +235,13 @@ func (v *viewer) waitUnits(t *testing.T, n int, timeout time.Duration) {
 	testkit.WaitFor(t, timeout, fmt.Sprintf("%d access units", n), func() bool { return v.count() >= n })
 }
 
+// waitLive waits until v has n pictures past its catch-up burst
+// (liveUnits), the window its frame rate is judged over.
+func (v *viewer) waitLive(t *testing.T, n int, timeout time.Duration) {
+	t.Helper()
+	testkit.WaitFor(t, timeout, fmt.Sprintf("%d live access units", n), func() bool { return len(liveUnits(v.units())) >= n })
+}
+
 func sessionID(v *viewer) string {
 	u := v.SessionURL()
 	return u[strings.LastIndex(u, "/")+1:]
