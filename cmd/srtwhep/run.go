@@ -57,7 +57,7 @@ type server struct {
 	load  *admission.Controller
 	// transcodes is the one CPU budget every transcode draws on.
 	transcodes *cpubudget.Budget
-	hooks *events.Poster // nil without hooks.url
+	hooks      *events.Poster // nil without hooks.url
 
 	ready     chan struct{}
 	addrs     atomic.Pointer[boundAddrs] // nil until ready
