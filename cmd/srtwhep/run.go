@@ -17,6 +17,7 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/api"
 	"github.com/srtwhep/srtwhep/pkg/auth"
 	"github.com/srtwhep/srtwhep/pkg/config"
+	"github.com/srtwhep/srtwhep/pkg/cpubudget"
 	"github.com/srtwhep/srtwhep/pkg/edge"
 	"github.com/srtwhep/srtwhep/pkg/events"
 	"github.com/srtwhep/srtwhep/pkg/hub"
@@ -53,7 +54,9 @@ type server struct {
 	// plane is whep's media plane, for its metrics.
 	plane *mediaplane.Plane
 	load  *admission.Controller
-	hooks *events.Poster // nil without hooks.url
+	// transcodes is the one CPU budget every transcode draws on.
+	transcodes *cpubudget.Budget
+	hooks      *events.Poster // nil without hooks.url
 
 	ready     chan struct{}
 	addrs     atomic.Pointer[boundAddrs] // nil until ready
@@ -111,6 +114,7 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 				Credentialed: pc.PublishUser != "" || c.AuthHook.URL != ""}
 		},
 		MaxUnitBytes: func(path string) int { return s.config().PathConfig(path).MaxUnitBytes },
+		Transcode:    s.transcodeLimits(cfg.Transcode),
 		Events:       s.hooks.Func(),
 		Logger:       log,
 	})
@@ -287,7 +291,7 @@ func (s *server) Run(ctx context.Context) error {
 		// time; the metrics package imports none of them.
 		m := metrics.New(metrics.Sources{Build: metrics.BuildInfo{Version: version.String()}, Profiling: s.cfg.Metrics.Pprof,
 			Paths: s.ingest.PathSamples, SRT: s.ingest.SRTSamples, WebRTC: webRTCSample(s.whep, s.events, s.plane), Hooks: s.hooks.MetricsSource(),
-			MediaPlane: s.mediaPlaneSample, Refusals: s.ingest.Refusals, Panics: panicCounts})
+			MediaPlane: s.mediaPlaneSample, Refusals: s.ingest.Refusals, Panics: panicCounts, Transcode: s.transcodeSample})
 		g.Go(func() error { return m.Serve(ctx, metricsLn, s.log.With("component", "metrics")) })
 	}
 	g.Go(func() error {
@@ -393,4 +397,20 @@ func (s *server) drain(ctx context.Context) {
 func (s *server) streamProblem(path string) (whep.StreamProblem, bool) {
 	p, ok := s.ingest.Problem(path)
 	return whep.StreamProblem{Live: p.Live, Detail: p.Text}, ok
+}
+
+// transcodeLimits builds the transcode CPU budget, a share of the CPU the
+// process may use (affinity mask and cgroup quota, as admission counts
+// it), and the caps every transcoder applies.
+func (s *server) transcodeLimits(t config.Transcode) ingest.TranscodeLimits {
+	s.transcodes = cpubudget.New(float64(t.MaxCPUPercent) / 100 * s.load.CPUs())
+	return ingest.TranscodeLimits{Budget: s.transcodes, MaxHeight: t.MaxHeight, MaxFPS: float64(t.MaxFrameRate),
+		MaxDecodeArea: t.MaxDecodeArea}
+}
+
+// transcodeSample is metrics.Sources.Transcode.
+func (s *server) transcodeSample() metrics.TranscodeSample {
+	st := s.transcodes.Stats()
+	return metrics.TranscodeSample{UsedCores: st.Used, LimitCores: st.Limit, Running: st.Holders,
+		Refused: map[string]uint64{"cpu_budget": st.Refused, "decode_area": s.ingest.AreaRefused()}}
 }

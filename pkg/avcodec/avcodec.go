@@ -183,6 +183,10 @@ type DecoderConfig struct {
 	// Clock90k sets the packet time base to the 90 kHz MPEG-TS clock, for
 	// decoders whose frames' PTS are read back.
 	Clock90k bool
+	// MaxPixels refuses pictures larger than this area (width × height)
+	// before their buffers are allocated: a decode error instead of
+	// hundreds of megabytes for an 8K stream. 0: FFmpeg's own limit.
+	MaxPixels int
 }
 
 // Decoder is one opened libavcodec decoder with its packet and frame.
@@ -208,6 +212,9 @@ func OpenDecoder(codec Codec, cfg DecoderConfig) (*Decoder, error) {
 	d.ctx.thread_count = 1
 	if cfg.SampleRate > 0 {
 		d.ctx.sample_rate = C.int(cfg.SampleRate)
+	}
+	if cfg.MaxPixels > 0 {
+		d.ctx.max_pixels = C.int64_t(cfg.MaxPixels)
 	}
 	if cfg.Clock90k {
 		d.ctx.pkt_timebase = C.AVRational{num: 1, den: 90000}

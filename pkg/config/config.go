@@ -29,6 +29,7 @@ type Config struct {
 	WebRTC       WebRTC          `yaml:"webrtc"`
 	Metrics      Metrics         `yaml:"metrics"`
 	Readers      Readers         `yaml:"readers"`
+	Transcode    Transcode       `yaml:"transcode"`
 	API          API             `yaml:"api"`
 	AuthHook     AuthHook        `yaml:"authHook"`
 	Hooks        Hooks           `yaml:"hooks"`
@@ -187,6 +188,24 @@ type Readers struct {
 	MaxCPUPercent int `yaml:"maxCPUPercent" reload:"restart"`
 }
 
+// Transcode bounds what transcoding video may cost: every transcoder of
+// the server (a path's video: auto or transcode) draws on one CPU budget,
+// and its output and input are capped.
+type Transcode struct {
+	// MaxCPUPercent is the share of the CPU the server may use (its
+	// cores, or the container's cpus quota) that transcoders may take
+	// together; a transcode whose measured or estimated cost does not fit
+	// is refused and its viewers get 409 naming this key. 0: no limit.
+	MaxCPUPercent int `yaml:"maxCPUPercent" reload:"restart"`
+	// MaxHeight and MaxFrameRate cap a transcoder's output (the width
+	// follows the aspect ratio); 0: the source's.
+	MaxHeight    int `yaml:"maxHeight" reload:"restart"`
+	MaxFrameRate int `yaml:"maxFrameRate" reload:"restart"`
+	// MaxDecodeArea refuses to transcode pictures of more pixels (width ×
+	// height); 0: no limit.
+	MaxDecodeArea int `yaml:"maxDecodeArea" reload:"restart"`
+}
+
 // API configures the control API under /v1, on a listener of its own: on
 // the WHEP listener any same-host TCP forwarder would hand it the world.
 type API struct {
@@ -273,6 +292,11 @@ func Default() *Config {
 		// MediaMTX's API port, on loopback: see API.
 		API:     API{Listen: "127.0.0.1:9997"},
 		Readers: Readers{QueueSize: 128, MaxCPUPercent: 85},
+		// 35 %: one capped transcode of the common worst case (1080p60
+		// with B-frames to 720p30, 25 % of one core measured) fits on one
+		// core with room for a costlier scene, a second does not, and
+		// 65 % stays with the viewers (README, "Transcoding").
+		Transcode: Transcode{MaxCPUPercent: 35, MaxHeight: 720, MaxFrameRate: 30, MaxDecodeArea: 3840 * 2160},
 		AuthHook: AuthHook{
 			Timeout:  Duration(2 * time.Second),
 			CacheTTL: Duration(10 * time.Second),

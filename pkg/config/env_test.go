@@ -94,7 +94,7 @@ func TestEnvErrors(t *testing.T) {
 		{"retired key", map[string]string{"SRTWHEP_WEBRTC_MEDIAPLANE": "pion"}, "",
 			"SRTWHEP_WEBRTC_MEDIAPLANE: webrtc.mediaPlane: the pion media plane is gone, srtwhep's own media plane is the only WebRTC transport; delete the line"},
 		{"unknown section", map[string]string{"SRTWHEP_CONFIG": "/etc/srtwhep.yml"}, "",
-			"SRTWHEP_CONFIG: unknown variable; use SRTWHEP_<KEY> or SRTWHEP_<SECTION>_<KEY> with a key of configs/srtwhep.yml (SRTWHEP_LOGLEVEL, SRTWHEP_LOGFORMAT, SRTWHEP_SRT_<KEY>, SRTWHEP_HTTP_<KEY>, SRTWHEP_WEBRTC_<KEY>, SRTWHEP_METRICS_<KEY>, SRTWHEP_READERS_<KEY>, SRTWHEP_API_<KEY>, SRTWHEP_AUTHHOOK_<KEY>, SRTWHEP_HOOKS_<KEY>, SRTWHEP_PATHDEFAULTS_<KEY>)"},
+			"SRTWHEP_CONFIG: unknown variable; use SRTWHEP_<KEY> or SRTWHEP_<SECTION>_<KEY> with a key of configs/srtwhep.yml (SRTWHEP_LOGLEVEL, SRTWHEP_LOGFORMAT, SRTWHEP_SRT_<KEY>, SRTWHEP_HTTP_<KEY>, SRTWHEP_WEBRTC_<KEY>, SRTWHEP_METRICS_<KEY>, SRTWHEP_READERS_<KEY>, SRTWHEP_TRANSCODE_<KEY>, SRTWHEP_API_<KEY>, SRTWHEP_AUTHHOOK_<KEY>, SRTWHEP_HOOKS_<KEY>, SRTWHEP_PATHDEFAULTS_<KEY>)"},
 		{"section without key", map[string]string{"SRTWHEP_SRT": ":1"}, "",
 			"SRTWHEP_SRT: srt: srt is a section, not a value; set one of its keys, e.g. SRTWHEP_SRT_LISTEN"},
 		{"key under a scalar", map[string]string{"SRTWHEP_LOGLEVEL_X": "1"}, "",
@@ -104,8 +104,8 @@ func TestEnvErrors(t *testing.T) {
 		{"bad flow list", map[string]string{"SRTWHEP_WEBRTC_ICESERVERS": "[{urls: "}, "",
 			`SRTWHEP_WEBRTC_ICESERVERS: webrtc.iceServers: "[{urls: " is not a valid YAML list; write comma-separated items or a flow list such as [{urls: [stun:stun.example.org:3478]}]`},
 		{"all errors, sorted by name", map[string]string{"SRTWHEP_LOGLEVEL": "loud", "SRTWHEP_B": "1", "SRTWHEP_A": "1"}, "",
-			"SRTWHEP_A: unknown variable; use SRTWHEP_<KEY> or SRTWHEP_<SECTION>_<KEY> with a key of configs/srtwhep.yml (SRTWHEP_LOGLEVEL, SRTWHEP_LOGFORMAT, SRTWHEP_SRT_<KEY>, SRTWHEP_HTTP_<KEY>, SRTWHEP_WEBRTC_<KEY>, SRTWHEP_METRICS_<KEY>, SRTWHEP_READERS_<KEY>, SRTWHEP_API_<KEY>, SRTWHEP_AUTHHOOK_<KEY>, SRTWHEP_HOOKS_<KEY>, SRTWHEP_PATHDEFAULTS_<KEY>)\n" +
-				"SRTWHEP_B: unknown variable; use SRTWHEP_<KEY> or SRTWHEP_<SECTION>_<KEY> with a key of configs/srtwhep.yml (SRTWHEP_LOGLEVEL, SRTWHEP_LOGFORMAT, SRTWHEP_SRT_<KEY>, SRTWHEP_HTTP_<KEY>, SRTWHEP_WEBRTC_<KEY>, SRTWHEP_METRICS_<KEY>, SRTWHEP_READERS_<KEY>, SRTWHEP_API_<KEY>, SRTWHEP_AUTHHOOK_<KEY>, SRTWHEP_HOOKS_<KEY>, SRTWHEP_PATHDEFAULTS_<KEY>)"},
+			"SRTWHEP_A: unknown variable; use SRTWHEP_<KEY> or SRTWHEP_<SECTION>_<KEY> with a key of configs/srtwhep.yml (SRTWHEP_LOGLEVEL, SRTWHEP_LOGFORMAT, SRTWHEP_SRT_<KEY>, SRTWHEP_HTTP_<KEY>, SRTWHEP_WEBRTC_<KEY>, SRTWHEP_METRICS_<KEY>, SRTWHEP_READERS_<KEY>, SRTWHEP_TRANSCODE_<KEY>, SRTWHEP_API_<KEY>, SRTWHEP_AUTHHOOK_<KEY>, SRTWHEP_HOOKS_<KEY>, SRTWHEP_PATHDEFAULTS_<KEY>)\n" +
+				"SRTWHEP_B: unknown variable; use SRTWHEP_<KEY> or SRTWHEP_<SECTION>_<KEY> with a key of configs/srtwhep.yml (SRTWHEP_LOGLEVEL, SRTWHEP_LOGFORMAT, SRTWHEP_SRT_<KEY>, SRTWHEP_HTTP_<KEY>, SRTWHEP_WEBRTC_<KEY>, SRTWHEP_METRICS_<KEY>, SRTWHEP_READERS_<KEY>, SRTWHEP_TRANSCODE_<KEY>, SRTWHEP_API_<KEY>, SRTWHEP_AUTHHOOK_<KEY>, SRTWHEP_HOOKS_<KEY>, SRTWHEP_PATHDEFAULTS_<KEY>)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parseEnv("x.yml", []byte(tc.file), tc.env)

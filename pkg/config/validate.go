@@ -21,6 +21,7 @@ func (c *Config) Validate() error {
 	v.http()
 	v.webrtc()
 	v.readers()
+	v.transcode()
 	v.access()
 	v.hooks()
 	v.path("pathDefaults", c.PathDefaults, nil)

@@ -52,6 +52,8 @@ type Config struct {
 	// assembled (nil or 0: tsdemux.DefaultMaxUnitBytes). It is read when
 	// a publisher connects.
 	MaxUnitBytes func(path string) int
+	// Transcode bounds every video transcode (zero: no budget, no caps).
+	Transcode TranscodeLimits
 	// Events receives publisher.connected when a publisher's path goes
 	// live and publisher.disconnected when it ends (nil: none).
 	Events events.Func
@@ -103,6 +105,8 @@ type Manager struct {
 	// tables bounds the bytes all publishers buffer together before
 	// their program tables (tsdemux.Budget).
 	tables *tsdemux.Budget
+	// areaRefused counts transcodes refused for transcode.maxDecodeArea.
+	areaRefused atomic.Uint64
 }
 
 // history is what remains of a path's ended publishers.
@@ -277,6 +281,8 @@ func (m *Manager) serve(ctx context.Context, c conn) error {
 		p.hubPub.Store(pub)
 		p.audio.init(pub, settings, log)
 		p.video.init(pub, video, log)
+		p.video.limits = m.cfg.Transcode
+		p.video.refusals = m.refusalSink(c)
 		m.publisherEvent(events.PublisherConnected, c, "")
 		for _, f := range early {
 			f()

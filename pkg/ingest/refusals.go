@@ -38,7 +38,14 @@ const (
 	ReasonNotMPEGTS = "not-mpegts"
 	ReasonProfile   = "unplayable-profile"
 	ReasonNoPicture = "no-idr"
-	problemFor      = 60 * time.Second // a refusal record's life without a new refusal
+	// The transcode the stream needs for browsers was refused: the
+	// server's transcode CPU budget (transcode.maxCPUPercent) is used up,
+	// or its pictures are larger than transcode.maxDecodeArea. Live
+	// problems: the publisher streams on, its video is withheld, and the
+	// transcode is tried again at each IDR.
+	ReasonTranscodeBudget = "transcode-budget"
+	ReasonPictureTooLarge = "picture-too-large"
+	problemFor            = 60 * time.Second // a refusal record's life without a new refusal
 	// refusalSummaryEvery: an encoder refused in a loop (srtsink
 	// reconnects every 200 ms, OBS every few seconds) is logged in full
 	// once, then in one line per interval with the count.
@@ -195,7 +202,13 @@ func (b *problems) clear(path string, keep func(Problem) bool) {
 // keepRefusal keeps an earlier publisher's refusal; keepProfile keeps the
 // live publisher's profile warning, which its first IDR does not cure.
 func keepRefusal(p Problem) bool { return !p.Live }
-func keepProfile(p Problem) bool { return p.Live && p.Reason == ReasonProfile }
+func keepProfile(p Problem) bool { return p.Live && (p.Reason == ReasonProfile || transcodeRefused(p)) }
+
+// transcodeRefused: the live publisher's video is withheld for a refused
+// transcode (video.go); its stream's first pictures do not cure that.
+func transcodeRefused(p Problem) bool {
+	return p.Live && (p.Reason == ReasonTranscodeBudget || p.Reason == ReasonPictureTooLarge)
+}
 
 // keepUnlessOwnWarning is keepRefusal for the end of the publisher at
 // remote: a publisher that took its path over may have noted a warning
@@ -320,3 +333,26 @@ func (m *Manager) holdFor(path, remote string) *heldLog {
 	}
 	return l
 }
+
+// refusalSink records the transcode refusals of c's video as live
+// problems of its path, so its viewers get 409 with the reason.
+func (m *Manager) refusalSink(c conn) refusalSink {
+	return refusalSink{
+		note: func(reason, text string) {
+			m.problems.note(c.Path(), c.Remote(), reason, true, time.Now(), text)
+		},
+		clear: func() {
+			m.problems.clear(c.Path(), func(p Problem) bool { return !transcodeRefused(p) || p.Remote != c.Remote() })
+		},
+		tried: func(reason string) {
+			if reason == ReasonPictureTooLarge {
+				m.areaRefused.Add(1)
+			}
+		},
+	}
+}
+
+// AreaRefused counts the transcodes refused for transcode.maxDecodeArea
+// (every try: a withheld path tries again at each IDR); the budget
+// counts its own refusals.
+func (m *Manager) AreaRefused() uint64 { return m.areaRefused.Load() }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/cpubudget"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 	"github.com/srtwhep/srtwhep/pkg/rtph264"
 	"github.com/srtwhep/srtwhep/pkg/rtph265"
@@ -33,6 +34,20 @@ type VideoSettings struct {
 	Linger time.Duration
 }
 
+// TranscodeLimits bound every video transcode the server runs (config's
+// transcode section), whichever path it serves.
+type TranscodeLimits struct {
+	// Budget is the server's one transcode CPU budget: a transcoder
+	// reserves its estimated cost before it starts and holds its measured
+	// cost while it runs; one that does not fit is refused. nil: none.
+	Budget *cpubudget.Budget
+	// MaxHeight and MaxFPS cap the output (0: the source's).
+	MaxHeight int
+	MaxFPS    float64
+	// MaxDecodeArea refuses sources of more pixels a picture (0: none).
+	MaxDecodeArea int
+}
+
 const (
 	// DefaultMaxKeyframeInterval: past it a joining viewer waits longer
 	// for a picture than most people wait before reloading.
@@ -45,10 +60,6 @@ const (
 	// mid-GOP; past either bound the switch waits for the next IDR.
 	maxGOPUnits = 600
 	maxGOPBytes = 32 << 20
-	// cost720p30 is what the transcoder costs at 1280x720, 30 fps, as
-	// measured by make bench (transcode section) on the reference
-	// machine: decode + libx264 ultrafast, one thread each.
-	cost720p30 = 0.20
 	// rateSlack is how far the source's rate may move from the encoder's
 	// before the encoder follows it.
 	rateSlack = 0.5
@@ -109,6 +120,47 @@ type videoPipeline struct {
 	tc     *vtranscode.Transcoder // nil: passthrough, or idle
 	past   vtranscode.Stats       // of transcoders stopped for lack of viewers
 	reason transcodeReason
+
+	limits TranscodeLimits
+	res    *cpubudget.Reservation // tc's hold on the budget
+	// measuredLogged: the running transcoder's measured cost was logged.
+	measuredLogged bool
+	// withheld: a transcode the path's video needs (wanted) was refused
+	// by the limits, so no video reaches its viewers, who are told why
+	// (a live problem: 409); it is tried again at each IDR.
+	withheld       bool
+	withheldReason string
+	wanted         transcodeReason
+	// tryAtIDR: a refused transcode that is not needed to play (a long
+	// GOP, the H.265 path's rendition) is tried again at the next IDR,
+	// not at every picture.
+	tryAtIDR bool
+	// refusals reports a refusal (a problem for viewers when the video is
+	// withheld) and its end; set by the manager.
+	refusals refusalSink
+	// refuseLogged and refusedSince space the refusal's log line.
+	refuseLogged time.Time
+	refusedSince int
+}
+
+// refusalSink is where a pipeline's refusals go: note records why the
+// path's viewers get no picture (reason, text), clear forgets it.
+type refusalSink struct {
+	note  func(reason, text string)
+	clear func()
+	tried func(reason string) // every refused try, for the metric
+}
+
+func (r refusalSink) report(reason, text string) {
+	if r.note != nil {
+		r.note(reason, text)
+	}
+}
+
+func (r refusalSink) cleared() {
+	if r.clear != nil {
+		r.clear()
+	}
 }
 
 func (v *videoPipeline) init(pub *hub.Publisher, s VideoSettings, log *slog.Logger) {
@@ -137,12 +189,23 @@ func (v *videoPipeline) bframes() bool {
 		v.pub.DropRendition()
 		v.rend, v.idle = nil, false
 	}
-	return v.transcoder() != nil || v.start(reasonBFrames)
+	return v.transcoder() != nil || v.start(reasonBFrames) || v.withheld
 }
 
 // setInfo is called with each new SPS's description.
 func (v *videoPipeline) setInfo(info av.StreamInfo) {
 	v.info = info
+	if tc := v.transcoder(); tc != nil && vtranscode.TooLarge(info.Width, info.Height, v.limits.MaxDecodeArea) != "" {
+		// The stream grew past what may be decoded: the transcoder stops
+		// before the decoder meets the new size, and the next IDR's try
+		// refuses it with the reason.
+		r := v.reason
+		v.stopTranscoder()
+		if v.rend == nil {
+			v.withhold(r, ReasonPictureTooLarge, v.tooLargeProblem(r))
+		}
+		v.tryAtIDR = true
+	}
 	// H.265's Main 10 plays where H.265 plays at all (Safari, Chrome on
 	// hardware decoders), so the profile check is H.264's alone.
 	if v.settings.Mode == VideoAuto && info.Codec != av.CodecH265.String() && unplayableProfile(info.Profile) && v.transcoder() == nil {
@@ -151,7 +214,7 @@ func (v *videoPipeline) setInfo(info av.StreamInfo) {
 	switch {
 	case v.rend != nil:
 		v.rend.SetInfo(transcodedInfo(info))
-	case v.transcoder() != nil || v.idle:
+	case v.transcoder() != nil || v.idle || v.withheld:
 		// Viewers of a transcoded path get H.264, whatever was published.
 		v.pub.SetInfo(transcodedInfo(info))
 	case v.settings.Mode == VideoAuto && info.Codec == av.CodecH265.String():
@@ -201,6 +264,14 @@ func unplayableProfile(p string) bool {
 // write takes one access unit from the demuxer, in decode order.
 func (v *videoPipeline) write(au *av.AccessUnit) {
 	v.remember(au)
+	if v.withheld {
+		// Its viewers were told why (409); at an IDR the transcode is
+		// tried again, fed the GOP so far (au).
+		if au.IDR {
+			v.start(v.wanted)
+		}
+		return
+	}
 	if v.rend != nil {
 		v.pass(au)
 		if tc := v.transcoder(); !v.demand(au) && tc != nil {
@@ -219,7 +290,7 @@ func (v *videoPipeline) write(au *av.AccessUnit) {
 		if v.start(reasonForced) { // fed the GOP so far, au included
 			return
 		}
-	case v.settings.Mode == VideoAuto && v.haveIDR &&
+	case v.settings.Mode == VideoAuto && v.haveIDR && !v.tryAtIDR &&
 		time.Duration(au.PTS-v.lastIDR)*time.Second/av.ClockRate > v.settings.MaxKeyframeInterval:
 		if v.start(reasonLongGOP) {
 			return
@@ -246,9 +317,15 @@ func (v *videoPipeline) demand(au *av.AccessUnit) bool {
 		if v.rend != nil {
 			r = reasonH265
 		}
+		if v.tryAtIDR && !au.IDR {
+			return true
+		}
 		// Only the newest pictures are encoded: the kept GOP is decoded
 		// for its references, and the viewer starts at once.
 		if !v.run(r, au.PTS-1) {
+			if v.rend == nil && v.withheld {
+				v.idle = false // the withheld state tries again from here
+			}
 			return true
 		}
 		v.idle = false
@@ -281,6 +358,8 @@ func (v *videoPipeline) demand(au *av.AccessUnit) bool {
 // mid-GOP.
 func (v *videoPipeline) remember(au *av.AccessUnit) {
 	if au.IDR {
+		v.tryAtIDR = false
+		v.measure()
 		v.followRate()
 		clear(v.gop)
 		v.gop, v.gopSize, v.gopFull = v.gop[:0], 0, false
@@ -301,13 +380,19 @@ func (v *videoPipeline) remember(au *av.AccessUnit) {
 // start puts the transcoder in the path's video, fed with the GOP kept
 // so far; its output continues after the last picture passed through.
 // False when it could not start: the stream then passes through.
+//
+// A transcode the limits refuse (transcode.maxCPUPercent,
+// transcode.maxDecodeArea) withholds the path's video when browsers
+// cannot play it as published (true: the video is dealt with, by
+// withholding it), and passes it through when they can (a long GOP:
+// false, and tried again at the next IDR).
 func (v *videoPipeline) start(r transcodeReason) bool {
 	after := v.written
 	if !v.wrote {
 		after = noAfter
 	}
 	if !v.run(r, after) {
-		return false
+		return v.withheld
 	}
 	v.pub.SetInfo(transcodedInfo(v.info))
 	v.logStart(r)
@@ -316,13 +401,79 @@ func (v *videoPipeline) start(r transcodeReason) bool {
 
 // logStart says once why the transcoder runs, what it costs and how to
 // avoid it.
+//
+// The cost is the estimate the budget holds for it (the cost model,
+// corrected by the transcodes measured so far); the measured figure
+// follows in its own line once the transcoder has run a few seconds.
 func (v *videoPipeline) logStart(r transcodeReason) {
 	br, keyint, preset := v.transcoder().Params()
-	pixels := float64(v.info.Width*v.info.Height) * max(v.info.FPS, 1)
+	job := v.job()
+	held := 0.0
+	if v.res != nil {
+		held = v.res.Held()
+	} else {
+		held = job.Estimate()
+	}
 	v.log.Info("video transcoded to H.264 for browsers", "reason", r.why,
-		"cost", fmt.Sprintf("about %.0f%% of one core (%dx%d at %.0f fps, libx264 %s)",
-			100*cost720p30*pixels/(1280*720*30), v.info.Width, v.info.Height, v.info.FPS, preset),
+		"cost", fmt.Sprintf("estimated %s of one core (%dx%d at %.0f fps to %dx%d at %.0f fps, libx264 %s)%s",
+			cpubudget.Percent(held), job.InW, job.InH, job.InFPS, job.OutW, job.OutH, job.OutFPS, preset, v.budgetText()),
 		"bitrate", br, "keyframe_interval", keyint.String(), "fix", r.fix)
+}
+
+// budgetText says how much of the budget is in use, for log lines.
+func (v *videoPipeline) budgetText() string {
+	if v.limits.Budget == nil {
+		return ""
+	}
+	st := v.limits.Budget.Stats()
+	if st.Limit == 0 {
+		return fmt.Sprintf("; transcodes use %s of one core, no transcode.maxCPUPercent limit", cpubudget.Percent(st.Used))
+	}
+	return fmt.Sprintf("; transcodes use %s of the %s of one core transcode.maxCPUPercent allows", cpubudget.Percent(st.Used), cpubudget.Percent(st.Limit))
+}
+
+// measure hands the running transcoder's measured cost to the budget,
+// where it replaces the estimate and corrects the next ones, and logs
+// the first measurement.
+func (v *videoPipeline) measure() {
+	tc := v.transcoder()
+	if tc == nil || v.res == nil {
+		return
+	}
+	st := tc.Stats()
+	if st.Load <= 0 {
+		return
+	}
+	estimate := v.res.Held()
+	v.res.Measured(st.Load)
+	if !v.measuredLogged {
+		v.measuredLogged = true
+		v.log.Info("video transcoder cost measured", "cpu", cpubudget.Percent(st.Load)+" of one core",
+			"estimated", cpubudget.Percent(estimate),
+			"output", fmt.Sprintf("%dx%d", st.OutWidth, st.OutHeight), "budget", strings.TrimPrefix(v.budgetText(), "; "))
+	}
+}
+
+// config is the transcoder's configuration for the path's stream now.
+func (v *videoPipeline) config(after int64) vtranscode.Config {
+	// H.265 in is decoded as such: the decoder is ready for the paths whose
+	// viewers did not offer H.265, once tsdemux delivers it.
+	codec := vtranscode.CodecH264
+	if v.info.Codec == "H265" {
+		codec = vtranscode.CodecH265
+	}
+	return vtranscode.Config{
+		Logger: v.log, Codec: codec, Bitrate: v.sourceBitrate(), FPS: v.info.FPS,
+		QueueSize:  vtranscode.DefaultQueueSize + len(v.gop),
+		QueueBytes: vtranscode.DefaultQueueBytes + v.gopSize,
+		After:      after, HasAfter: after != noAfter,
+		MaxHeight: v.limits.MaxHeight, MaxFPS: v.limits.MaxFPS, MaxDecodeArea: v.limits.MaxDecodeArea,
+	}
+}
+
+// job is the work a transcoder of the stream now does.
+func (v *videoPipeline) job() vtranscode.Job {
+	return vtranscode.PlanJob(v.config(noAfter), v.info.Width, v.info.Height)
 }
 
 // noAfter: nothing was written yet, every picture may come out.
@@ -330,22 +481,40 @@ const noAfter = -1 << 63
 
 // run starts a transcoder fed with the kept GOP whose output begins after
 // the picture presented at after.
+//
+// The limits decide first: a source larger than transcode.maxDecodeArea,
+// or a transcode whose estimated cost does not fit the CPU budget, is
+// refused (false) before anything is allocated.
 func (v *videoPipeline) run(r transcodeReason, after int64) bool {
-	// H.265 in is decoded as such: the decoder is ready for the paths whose
-	// viewers did not offer H.265, once tsdemux delivers it.
-	codec := vtranscode.CodecH264
-	if v.info.Codec == "H265" {
-		codec = vtranscode.CodecH265
+	if why := vtranscode.TooLarge(v.info.Width, v.info.Height, v.limits.MaxDecodeArea); why != "" {
+		v.refuse(r, ReasonPictureTooLarge, v.tooLargeProblem(r))
+		return false
 	}
-	tc, err := vtranscode.New(vtranscode.Config{
-		Logger: v.log, Codec: codec, Bitrate: v.sourceBitrate(), FPS: v.info.FPS,
-		QueueSize: vtranscode.DefaultQueueSize + len(v.gop),
-		After:     after, HasAfter: after != noAfter,
-	}, v.emit)
+	cfg := v.config(after)
+	var res *cpubudget.Reservation
+	if b := v.limits.Budget; b != nil {
+		job := vtranscode.PlanJob(cfg, v.info.Width, v.info.Height)
+		var err error
+		if res, err = b.Reserve(job.Kind(), job.Estimate()); err != nil {
+			v.refuse(r, ReasonTranscodeBudget, budgetProblem(r, job, err))
+			return false
+		}
+	}
+	tc, err := vtranscode.New(cfg, v.emit)
 	if err != nil {
+		if res != nil {
+			res.Release()
+		}
 		v.log.Error("video transcoder failed to start; the stream passes through as published", "reason", r.why, "err", err)
 		return false
 	}
+	if v.withheld {
+		v.withheld = false
+		v.refusals.cleared()
+		v.log.Info("video transcoder started after its refusal; viewers may play", "refusals", v.refusedSince)
+	}
+	v.refusedSince, v.refuseLogged = 0, time.Time{}
+	v.res, v.measuredLogged = res, false
 	go tc.Run() // ends with tc.Close, which waits for it
 	for _, au := range v.gop {
 		tc.Write(au)
@@ -438,6 +607,10 @@ func (v *videoPipeline) stopTranscoder() {
 		return
 	}
 	tc.Close()
+	if v.res != nil {
+		v.res.Release()
+		v.res = nil
+	}
 	st := tc.Stats()
 	v.mu.Lock()
 	v.past = sumTranscode(v.past, st)
@@ -464,4 +637,59 @@ func (v *videoPipeline) close() {
 	v.rend = nil // closed with the path's publisher, with its grace
 	clear(v.gop)
 	v.gop = nil
+}
+
+// refuse handles a transcode the limits refused: when the path's video
+// cannot be played without it, the video is withheld and its viewers
+// are told why (a 409 problem naming the setting); otherwise (a long
+// GOP, the rendition of an H.265 path) it plays as before, and the
+// transcode is tried again at the next IDR. Either way one log line,
+// then at most one every refusalSummaryEvery with the count.
+func (v *videoPipeline) refuse(r transcodeReason, reason, text string) {
+	v.tryAtIDR = true
+	if v.refusals.tried != nil {
+		v.refusals.tried(reason)
+	}
+	needed := v.rend == nil && r != reasonLongGOP
+	if needed {
+		v.withhold(r, reason, text)
+	}
+	v.refusedSince++
+	if now := time.Now(); now.Sub(v.refuseLogged) >= refusalSummaryEvery {
+		msg := "video transcode refused; the stream passes through as published"
+		switch {
+		case needed:
+			msg = "video transcode refused; viewers get no picture until it fits"
+		case v.rend != nil:
+			msg = "video transcode refused; viewers without H.265 get no picture until it fits"
+		}
+		v.log.Warn(msg, "reason", reason, "refusals", v.refusedSince, "detail", text)
+		v.refuseLogged, v.refusedSince = now, 0
+	}
+}
+
+// withhold stops the path's video for a refused transcode, and tells its
+// viewers (once per refusal; the record stays while it holds).
+func (v *videoPipeline) withhold(r transcodeReason, reason, text string) {
+	v.wanted = r
+	if !v.withheld || v.withheldReason != reason {
+		v.refusals.report(reason, text)
+	}
+	v.withheld, v.withheldReason, v.idle = true, reason, false
+}
+
+// tooLargeProblem is the picture-too-large problem for viewers.
+func (v *videoPipeline) tooLargeProblem(r transcodeReason) string {
+	return fmt.Sprintf("the stream must be transcoded for browsers (%s), but %s. Fix on the encoder: send at most 3840x2160 "+
+		"(ffmpeg -vf scale=-2:2160; OBS Settings > Video > Output (Scaled) Resolution; GStreamer videoscale), "+
+		"or avoid the transcode (%s); or, on the server, raise transcode.maxDecodeArea.",
+		r.why, vtranscode.TooLarge(v.info.Width, v.info.Height, v.limits.MaxDecodeArea), r.fix)
+}
+
+// budgetProblem is the transcode-budget problem for viewers.
+func budgetProblem(r transcodeReason, job vtranscode.Job, err error) string {
+	return fmt.Sprintf("the stream must be transcoded for browsers (%s), and the server's transcode CPU budget is used up: "+
+		"%dx%d at %.0f fps to %dx%d at %.0f fps %v (transcode.maxCPUPercent). "+
+		"Fix on the encoder, so nothing is transcoded: %s; or, on the server, raise transcode.maxCPUPercent, or lower transcode.maxHeight or transcode.maxFrameRate.",
+		r.why, job.InW, job.InH, job.InFPS, job.OutW, job.OutH, job.OutFPS, err, r.fix)
 }

@@ -50,6 +50,10 @@ const (
 	pathVideoCPU
 	pathNoPicture
 	publisherRefusals
+	transcodeUsed
+	transcodeLimit
+	transcodeRunning
+	transcodeRefused
 	srtRTT
 	srtRecvRate
 	srtPktsRecv
@@ -124,9 +128,17 @@ var defs = [numDefs]def{
 	pathVideoCPU: {"srtwhep_path_video_transcode_cpu_seconds_total",
 		"CPU time of the path's video transcoder thread: decoding, pixel-format conversion and libx264 encoding.", counter, lPath},
 	pathNoPicture: {"srtwhep_path_no_picture",
-		"1 while the path's live publisher sends nothing a browser can decode (reason no-idr: no IDR with SPS/PPS within 5 s of its first video, usually GStreamer's mpegtsmux without alignment=7; unplayable-profile: 10-bit or 4:2:2/4:4:4 with video: passthrough); viewers get 409 with the fix meanwhile.", gauge, []string{"path", "reason"}},
+		"1 while the path's live publisher sends nothing a browser can decode (reason no-idr: no IDR with SPS/PPS within 5 s of its first video, usually GStreamer's mpegtsmux without alignment=7; unplayable-profile: 10-bit or 4:2:2/4:4:4 with video: passthrough; transcode-budget, picture-too-large: the transcode it needs was refused by transcode.maxCPUPercent or transcode.maxDecodeArea); viewers get 409 with the fix meanwhile.", gauge, []string{"path", "reason"}},
 	publisherRefusals: {"srtwhep_publisher_refusals_total",
-		"Publishers refused, or warned about, for their stream, by reason (bframes, no-h264, not-mpegts with video: passthrough or always; unplayable-profile, no-idr while they stream); /v1/paths has the last one per path and the fix.", counter, []string{"reason"}},
+		"Publishers refused, or warned about, for their stream, by reason (bframes, no-h264, not-mpegts with video: passthrough or always; unplayable-profile, no-idr, transcode-budget, picture-too-large while they stream); /v1/paths has the last one per path and the fix.", counter, []string{"reason"}},
+	transcodeUsed: {"srtwhep_transcode_cpu_budget_used_cores",
+		"Cores the running video transcoders hold on the transcode CPU budget: each its measured share (thread CPU time over the last seconds), or its estimate until measured.", gauge, nil},
+	transcodeLimit: {"srtwhep_transcode_cpu_budget_limit_cores",
+		"The transcode CPU budget in cores: transcode.maxCPUPercent of the CPU the server may use; 0 = no limit.", gauge, nil},
+	transcodeRunning: {"srtwhep_transcode_running",
+		"Video transcoders running (each holding part of the transcode CPU budget).", gauge, nil},
+	transcodeRefused: {"srtwhep_transcode_refusals_total",
+		"Video transcodes refused, by reason: cpu_budget = its cost does not fit transcode.maxCPUPercent, decode_area = its pictures are larger than transcode.maxDecodeArea. A path whose video needs the transcode tries again at each IDR (each try counts); its viewers get 409 with the reason.", counter, []string{"reason"}},
 	srtRTT: {"srtwhep_srt_rtt_seconds",
 		"Round-trip time to the SRT publisher as smoothed by libsrt.", gauge, lPath},
 	srtRecvRate: {"srtwhep_srt_receive_rate_bytes_per_second",
@@ -242,6 +254,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	if c.src.Panics != nil {
 		for where, n := range c.src.Panics() {
 			c.emit(ch, panicsCaught, float64(n), labelValue(where))
+		}
+	}
+	if c.src.Transcode != nil {
+		t := c.src.Transcode()
+		c.emit(ch, transcodeUsed, t.UsedCores)
+		c.emit(ch, transcodeLimit, t.LimitCores)
+		c.emit(ch, transcodeRunning, float64(t.Running))
+		for reason, n := range withZeros(t.Refused, TranscodeRefusalReasons) {
+			c.emit(ch, transcodeRefused, float64(n), labelValue(reason))
 		}
 	}
 	if c.src.Hooks != nil {

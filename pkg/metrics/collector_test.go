@@ -48,8 +48,8 @@ func fixedSources() Sources {
 			}
 		},
 		Hooks:    func() HookSample { return HookSample{Sent: 40, Dropped: 3, Failed: 1} },
-		Refusals: func() map[string]uint64 { return map[string]uint64{"bframes": 20} },
 		Panics:   func() map[string]uint64 { return map[string]uint64{"srt_publisher": 1, "viewer_input": 0} },
+		Refusals: func() map[string]uint64 { return map[string]uint64{"bframes": 20, "transcode-budget": 1} },
 		MediaPlane: func() (MediaPlaneSample, bool) {
 			return MediaPlaneSample{
 				STUNAnswered: 30, DTLSRecords: 8, RTCPPackets: 120,
@@ -59,6 +59,9 @@ func fixedSources() Sources {
 				ConsentAnswers: 7, ConsentFailures: 2,
 				TCPEvicted: 2, TCPRefusedPerClient: 7, TCPRefusedGlobal: 1,
 			}, true
+		},
+		Transcode: func() TranscodeSample {
+			return TranscodeSample{UsedCores: 0.31, LimitCores: 0.5, Running: 1, Refused: map[string]uint64{"cpu_budget": 4}}
 		},
 		Build: BuildInfo{Version: "v0.1.0", GoVersion: "go1.26.8"},
 	}
@@ -133,7 +136,14 @@ srtwhep_publisher_refusals_total{reason="no-idr"} 0
 srtwhep_publisher_refusals_total{reason="no-media"} 0
 srtwhep_publisher_refusals_total{reason="no-tables"} 0
 srtwhep_publisher_refusals_total{reason="not-mpegts"} 0
+srtwhep_publisher_refusals_total{reason="picture-too-large"} 0
+srtwhep_publisher_refusals_total{reason="transcode-budget"} 1
 srtwhep_publisher_refusals_total{reason="unplayable-profile"} 0
+` + helpOf("srtwhep_transcode_cpu_budget_used_cores") + `srtwhep_transcode_cpu_budget_used_cores 0.31
+` + helpOf("srtwhep_transcode_cpu_budget_limit_cores") + `srtwhep_transcode_cpu_budget_limit_cores 0.5
+` + helpOf("srtwhep_transcode_running") + `srtwhep_transcode_running 1
+` + helpOf("srtwhep_transcode_refusals_total") + `srtwhep_transcode_refusals_total{reason="cpu_budget"} 4
+srtwhep_transcode_refusals_total{reason="decode_area"} 0
 ` + helpOf("srtwhep_srt_rtt_seconds") + `srtwhep_srt_rtt_seconds{path="live/cam1"} 0.012
 ` + helpOf("srtwhep_srt_receive_rate_bytes_per_second") + `srtwhep_srt_receive_rate_bytes_per_second{path="live/cam1"} 312500
 ` + helpOf("srtwhep_srt_packets_received_total") + `srtwhep_srt_packets_received_total{path="live/cam1"} 1000

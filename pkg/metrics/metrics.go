@@ -165,6 +165,16 @@ type HookSample struct {
 	Sent, Dropped, Failed uint64
 }
 
+// TranscodeSample is the transcode CPU budget's account: what the
+// running transcoders hold (measured, or estimated until measured) and
+// the limit, in cores; the transcoders holding it; and the transcodes
+// refused for the process's life, by reason (see TranscodeRefusalReasons).
+type TranscodeSample struct {
+	UsedCores, LimitCores float64
+	Running               int
+	Refused               map[string]uint64
+}
+
 // BuildInfo labels the srtwhep_build_info series.
 type BuildInfo struct {
 	Version, GoVersion string
@@ -185,6 +195,8 @@ type Sources struct {
 	// Panics counts the panics caught per connection, by where (every
 	// place present, zeros included), for the life of the process.
 	Panics func() map[string]uint64
+	// Transcode is the transcode CPU budget's account.
+	Transcode func() TranscodeSample
 	// MediaPlane reports false while the media plane is not running
 	// (before its socket is bound); its series are then left out rather
 	// than exported as zeros that would read as "nothing received".
@@ -210,7 +222,9 @@ var (
 	HookResults   = []string{"sent", "dropped", "failed"}
 	// RefusalReasons are ingest's Reason* slugs (no-tables and no-media:
 	// connections closed for showing no stream).
-	RefusalReasons = []string{"bframes", "no-h264", "not-mpegts", "unplayable-profile", "no-idr", "no-tables", "no-media"}
+	RefusalReasons = []string{"bframes", "no-h264", "not-mpegts", "unplayable-profile", "no-idr", "no-tables", "no-media",
+		"transcode-budget", "picture-too-large"}
+	TranscodeRefusalReasons = []string{"cpu_budget", "decode_area"}
 )
 
 // Metrics is the registry with the srtwhep collector and the standard

@@ -61,3 +61,48 @@ func BenchmarkTranscode720p(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTranscode1080p60 is issue 29's "one publisher can take the
+// box": OBS's default x264 at 1080p60 with B-frames, 5 s, transcoded at
+// full size (what the server did before the caps) and under the default
+// caps (720p30), as the share of one core it takes live and the share
+// the cost model (Job.Estimate) predicted for it. Pacing is skipped: the
+// thread CPU time does not depend on it.
+func BenchmarkTranscode1080p60(b *testing.B) {
+	const seconds = 5
+	in := clipRate(b, seconds, "1920x1080", 60, obs1080p60...)
+	for _, bc := range []struct {
+		name      string
+		maxHeight int
+		maxFPS    float64
+	}{
+		{"full", 0, 0},
+		{"capped", 720, 30},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			cfg := Config{FPS: 60, Bitrate: 6_000_000, QueueSize: len(in) + 1, QueueBytes: 1 << 30,
+				MaxHeight: bc.maxHeight, MaxFPS: bc.maxFPS}
+			var cpu time.Duration
+			for b.Loop() {
+				var s sink
+				tc, err := New(cfg, s.emit)
+				if err != nil {
+					b.Fatal(err)
+				}
+				go tc.Run()
+				for _, au := range in {
+					tc.Write(au)
+				}
+				want := len(in) - 4
+				if bc.maxFPS > 0 {
+					want = want/2 - 1
+				}
+				s.waitFor(b, want)
+				tc.Close()
+				cpu += tc.Stats().CPU
+			}
+			b.ReportMetric(100*cpu.Seconds()/float64(b.N)/seconds, "%core")
+			b.ReportMetric(100*PlanJob(cfg, 1920, 1080).Estimate(), "%core-estimated")
+		})
+	}
+}

@@ -30,14 +30,21 @@ func (t *Transcoder) Run() {
 	defer runtime.UnlockOSThread()
 	defer t.free()
 	cpu0 := threadCPU()
+	winCPU, winStart := cpu0, time.Now()
 	var dropSeen uint64
 	for {
 		select {
 		case <-t.done:
 			return
 		case au := <-t.in:
+			t.queued.Add(-int64(unitBytes(au)))
 			t.process(au)
-			t.cpu.Store(int64(threadCPU() - cpu0))
+			now := threadCPU()
+			t.cpu.Store(int64(now - cpu0))
+			if wall := time.Since(winStart); wall >= loadWindow {
+				t.loadX1e6.Store(int64(1e6 * float64(now-winCPU) / float64(wall)))
+				winCPU, winStart = now, time.Now()
+			}
 			if d := t.dropped.Load(); d != dropSeen {
 				t.note(fmt.Errorf("the encoder fell behind: %d access units dropped up to the next IDR", d-dropSeen))
 				dropSeen = d
@@ -102,6 +109,10 @@ func (t *Transcoder) encodeFrame(f *avcodec.Frame) error {
 	if t.haveOut && pts <= t.lastOut {
 		return nil // before the cut-over, or a repeated timestamp
 	}
+	if !t.keepForRate(pts) {
+		t.skipped.Add(1)
+		return nil
+	}
 	w, h := f.Size()
 	// libx264 through FFmpeg 5.1 does not apply a new ABR bitrate to a
 	// running encoder (the reconfiguration keeps the old rate), so a new
@@ -111,19 +122,22 @@ func (t *Transcoder) encodeFrame(f *avcodec.Frame) error {
 	if b := int(t.bitrate.Load()); b != 0 && b != t.rate {
 		t.rate, newRate = b, true
 	}
-	if t.enc != nil && (newRate || t.enc.Params().Width != w || t.enc.Params().Height != h) {
+	if t.enc != nil && (newRate || t.encIn != [2]int{w, h}) {
 		t.enc.Free()
 		t.enc = nil
 	}
 	if t.enc == nil {
-		fps := max(1, int(t.cfg.FPS+0.5))
-		keyint := max(1, int(t.cfg.KeyframeInterval.Seconds()*t.cfg.FPS+0.5))
+		rate := t.outFPS()
+		fps := max(1, int(rate+0.5))
+		keyint := max(1, int(t.cfg.KeyframeInterval.Seconds()*rate+0.5))
+		ow, oh := OutputSize(w, h, t.cfg.MaxHeight)
 		var err error
-		// The size must be even for 4:2:0.
-		if t.enc, err = avcodec.OpenEncoder(avcodec.EncoderParams{Width: w &^ 1, Height: h &^ 1, FPS: fps,
+		if t.enc, err = avcodec.OpenEncoder(avcodec.EncoderParams{Width: ow, Height: oh, FPS: fps,
 			Bitrate: t.rate, Keyint: keyint, Preset: t.cfg.Preset}); err != nil {
 			return err
 		}
+		t.encIn = [2]int{w, h}
+		t.outSize.Store(int64(ow)<<32 | int64(oh))
 	}
 	in, err := t.enc.Prepare(f)
 	if err != nil {
@@ -203,4 +217,50 @@ func threadCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ts.Nano())
+}
+
+// loadWindow is how long Stats.Load averages over: a few GOPs, so one
+// IDR's cost does not swing it.
+const loadWindow = 4 * time.Second
+
+// outFPS is the output's frame rate: the source's, capped by MaxFPS.
+func (t *Transcoder) outFPS() float64 {
+	if t.cfg.MaxFPS > 0 && t.cfg.MaxFPS < t.cfg.FPS {
+		return t.cfg.MaxFPS
+	}
+	return t.cfg.FPS
+}
+
+// keepForRate decides, in presentation order, whether the picture at pts
+// is encoded under MaxFPS: at most one picture per slot of the output
+// interval, slots counted from a base PTS, so a 60 fps source keeps every
+// second picture and a 50 fps one three of five, evenly, and a 59.94 fps
+// one does not drift. A quarter slot of tolerance absorbs timestamps the
+// muxer rounded. A jump (a gap, a new publisher's clock) rebases.
+func (t *Transcoder) keepForRate(pts int64) bool {
+	if t.cfg.MaxFPS <= 0 {
+		return true
+	}
+	step := av.ClockRate / t.cfg.MaxFPS
+	slot := int64(float64(pts-t.rateBase)/step + 0.25)
+	if !t.haveSlot || slot < t.lastSlot-4 || slot > t.lastSlot+4*int64(t.cfg.MaxFPS) {
+		t.rateBase, t.lastSlot, t.haveSlot = pts, 0, true
+		return true
+	}
+	if slot <= t.lastSlot {
+		return false
+	}
+	t.lastSlot = slot
+	return true
+}
+
+// OutputSize is the encoder's picture size for a w×h source under
+// maxHeight (0: no cap): the source's aspect ratio, both sides even
+// (4:2:0 needs it), never larger than the source.
+func OutputSize(w, h, maxHeight int) (int, int) {
+	if maxHeight > 0 && h > maxHeight {
+		w = int(int64(w)*int64(maxHeight)*2/int64(h)+1) / 2 // rounded
+		h = maxHeight
+	}
+	return max(2, w&^1), max(2, h&^1)
 }

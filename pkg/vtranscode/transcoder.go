@@ -14,10 +14,19 @@
 // output PTS are the publisher's PTS on the 90 kHz clock and lip sync with
 // the (separately transcoded) audio holds.
 //
+// The output is capped: no taller than MaxHeight (the width follows the
+// aspect ratio, both even) and no faster than MaxFPS (pictures dropped
+// evenly, the kept ones keeping their timestamps), because a 1080p60
+// source transcoded at full size costs most of a small server's core and
+// a viewer's browser gains little from it. Pictures larger than
+// MaxDecodeArea are refused by the decoder before it allocates them.
+//
 // The work runs on one goroutine, locked to its OS thread so the CPU it
-// costs can be read from the thread's own clock. The input queue is
-// bounded: when the encoder falls behind, input is dropped up to the next
-// IDR (a decoder cannot resume on anything else), counted and logged.
+// costs can be read from the thread's own clock (Stats.CPU, and
+// Stats.Load over the last few seconds, which the CPU budget holds). The
+// input queue is bounded in units and in bytes: when the encoder falls
+// behind, input is dropped up to the next IDR (a decoder cannot resume
+// on anything else), counted and logged.
 package vtranscode
 
 import (
@@ -65,6 +74,11 @@ const (
 	// DefaultQueueSize is about 2 s of 30 fps input: a scheduling hiccup on a
 	// loaded machine, not a sustained overload, fits.
 	DefaultQueueSize = 64
+	// DefaultQueueBytes bounds the same queue in bytes: 2 s of a 4K
+	// source at 32 Mbit/s. Counting units alone let 64 huge access units
+	// (a hostile publisher's, up to the demuxer's 4 MiB unit cap each)
+	// hold 256 MiB.
+	DefaultQueueBytes = 8 << 20
 
 	// summaryEvery is the minimum spacing of drop and error WARN lines.
 	summaryEvery = 5 * time.Second
@@ -96,6 +110,19 @@ type Config struct {
 	// QueueSize bounds the access units waiting for the decoder; 0 means
 	// DefaultQueueSize.
 	QueueSize int
+	// QueueBytes bounds their bytes (av.AccessUnit.Size); 0 means
+	// DefaultQueueBytes. A unit that does not fit is dropped like one
+	// past QueueSize.
+	QueueBytes int
+	// MaxHeight caps the output's height (the width follows the source's
+	// aspect ratio; both even); 0: the source's size.
+	MaxHeight int
+	// MaxFPS caps the output's frame rate: pictures are dropped evenly
+	// (after decoding, which the references need); 0: every picture.
+	MaxFPS float64
+	// MaxDecodeArea refuses source pictures of more pixels than this
+	// before the decoder allocates them; 0: FFmpeg's own limit.
+	MaxDecodeArea int
 	// After, when set, holds the output back to pictures presented after
 	// it: a path switching from passthrough to the transcoder feeds the
 	// cached GOP so the decoder has its references, and the viewers must
@@ -114,11 +141,19 @@ type Stats struct {
 	// CPU is the thread CPU time of the transcoder's goroutine: decode,
 	// conversion and encode.
 	CPU time.Duration
+	// Load is the share of one core the transcoder used over its last
+	// loadWindow (decode, conversion and encode); 0 until one passed.
+	Load float64
+	// Skipped counts pictures decoded but not encoded for MaxFPS.
+	Skipped uint64
 	// LatencySum over LatencyCount pictures: from the source picture's
 	// arrival to its transcoded picture's emission.
 	LatencySum   time.Duration
 	LatencyCount uint64
 	LatencyMax   time.Duration
+	// OutWidth, OutHeight are the encoder's picture size; 0 before the
+	// first picture.
+	OutWidth, OutHeight int
 }
 
 // Transcoder decodes one video track and encodes it to H.264. Write and
@@ -135,14 +170,17 @@ type Transcoder struct {
 	claimed atomic.Bool   // Run ran, or Close freed what Run would have
 	once    sync.Once
 
-	waitIDR bool // Write's goroutine only: dropping up to the next IDR
+	waitIDR bool         // Write's goroutine only: dropping up to the next IDR
+	queued  atomic.Int64 // bytes in the queue (in)
 
 	bitrate atomic.Int64 // requested by SetBitrate; 0: none
 
 	framesIn, framesOut, idrsOut atomic.Uint64
-	dropped, errors              atomic.Uint64
+	dropped, errors, skipped     atomic.Uint64
 	cpu, latSum, latMax          atomic.Int64
 	latCount                     atomic.Uint64
+	loadX1e6                     atomic.Int64 // Stats.Load × 1e6
+	outSize                      atomic.Int64 // width<<32 | height
 
 	// Owned by the run goroutine.
 	rate     int // bit/s the encoder runs at
@@ -153,7 +191,11 @@ type Transcoder struct {
 	next     int
 	lastOut  int64
 	haveOut  bool
-	started  bool                            // the decoder has had its first IDR
+	started  bool   // the decoder has had its first IDR
+	encIn    [2]int // the source size the encoder was opened for
+	rateBase int64  // MaxFPS: the PTS slots are counted from
+	lastSlot int64  // the slot of the last picture kept
+	haveSlot bool
 	problems *lograte.Limiter[string, error] // the problem lines
 }
 
@@ -184,8 +226,11 @@ func New(cfg Config, emit func(*av.AccessUnit)) (*Transcoder, error) {
 	if cfg.QueueSize <= 0 {
 		cfg.QueueSize = DefaultQueueSize
 	}
+	if cfg.QueueBytes <= 0 {
+		cfg.QueueBytes = DefaultQueueBytes
+	}
 	avcodec.Quiet()
-	dec, err := avcodec.OpenDecoder(cfg.Codec.avcodec(), avcodec.DecoderConfig{Clock90k: true})
+	dec, err := avcodec.OpenDecoder(cfg.Codec.avcodec(), avcodec.DecoderConfig{Clock90k: true, MaxPixels: cfg.MaxDecodeArea})
 	if err != nil {
 		return nil, err
 	}
@@ -214,11 +259,19 @@ func (t *Transcoder) Write(au *av.AccessUnit) {
 		return
 	default:
 	}
+	size := int64(unitBytes(au))
+	if t.queued.Load()+size > int64(t.cfg.QueueBytes) {
+		t.waitIDR = true
+		t.dropped.Add(1)
+		return
+	}
+	t.queued.Add(size)
 	select {
 	case t.in <- au:
 		t.waitIDR = false
 		t.framesIn.Add(1)
 	default:
+		t.queued.Add(-size)
 		t.waitIDR = true
 		t.dropped.Add(1)
 	}
@@ -236,8 +289,10 @@ func (t *Transcoder) Stats() Stats {
 	return Stats{
 		FramesIn: t.framesIn.Load(), FramesOut: t.framesOut.Load(), IDRsOut: t.idrsOut.Load(),
 		Dropped: t.dropped.Load(), Errors: t.errors.Load(), CPU: time.Duration(t.cpu.Load()),
+		Load: float64(t.loadX1e6.Load()) / 1e6, Skipped: t.skipped.Load(),
 		LatencySum: time.Duration(t.latSum.Load()), LatencyCount: t.latCount.Load(),
 		LatencyMax: time.Duration(t.latMax.Load()),
+		OutWidth:   int(t.outSize.Load() >> 32), OutHeight: int(t.outSize.Load() & 0xffffffff),
 	}
 }
 
@@ -253,4 +308,17 @@ func (t *Transcoder) Close() {
 		return
 	}
 	<-t.exited
+}
+
+// unitBytes is au's size for the queue's byte bound: Size as the
+// demuxer counts it, or the NAL units' sum when it was not set.
+func unitBytes(au *av.AccessUnit) int {
+	if au.Size > 0 {
+		return au.Size
+	}
+	n := 0
+	for _, nalu := range au.NALUs {
+		n += len(nalu)
+	}
+	return n
 }

@@ -29,12 +29,18 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // access units in decode order.
 func clip(t testing.TB, seconds int, size string, videoArgs ...string) []*av.AccessUnit {
 	t.Helper()
+	return clipRate(t, seconds, size, 30, videoArgs...)
+}
+
+// clipRate is clip at rate pictures a second.
+func clipRate(t testing.TB, seconds int, size string, rate int, videoArgs ...string) []*av.AccessUnit {
+	t.Helper()
 	bin, err := exec.LookPath("ffmpeg")
 	if err != nil {
 		t.Fatalf("ffmpeg not found (%v): install it with apt-get install -y ffmpeg (make test does)", err)
 	}
 	out := filepath.Join(t.TempDir(), "clip.ts")
-	args := []string{"-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=" + size + ":rate=30",
+	args := []string{"-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=" + size + ":rate=" + strconv.Itoa(rate),
 		"-t", strconv.Itoa(seconds)}
 	args = append(append(args, videoArgs...), "-f", "mpegts", out)
 	if msg, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
