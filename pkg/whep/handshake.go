@@ -47,6 +47,10 @@ func handshakeKey(r *http.Request) string {
 // HandshakeTimeout applies, since DTLS and a relayed path may take a
 // while.
 func (s *Server) awaitConnected(sess *session) error {
+	// The client's unproven slot (takePendingSlot) is held until the
+	// viewer is connected or gone, so the client's handshakes never
+	// outnumber its per-client cap: only the total can refuse one.
+	defer s.unproven.Release(sess.clientKey)
 	slots := s.pending
 	defer func() { slots.Release(sess.clientKey) }()
 	deadline := time.NewTimer(s.cfg.HandshakeTimeout)

@@ -86,6 +86,7 @@ func (s *Server) giveBack(p *offerPost) {
 	}
 	if p.pending {
 		s.pending.Release(p.clientKey)
+		s.unproven.Release(p.clientKey)
 	}
 }
 
@@ -170,11 +171,17 @@ func (s *Server) demand(w http.ResponseWriter, r *http.Request, p *offerPost) *d
 }
 
 func (s *Server) takePendingSlot(_ http.ResponseWriter, _ *http.Request, p *offerPost) *denial {
-	switch s.pending.Acquire(p.clientKey) {
+	// The client's share first: what its own offers hold, pending or in
+	// their handshake (unproven), then the pending offers of everyone.
+	switch s.unproven.Acquire(p.clientKey) {
 	case admission.SlotsFull:
-		return &denial{probHandshakes, fmt.Sprintf("too many WebRTC offers waiting for ICE to start (limit %d); retry in a moment", s.cfg.MaxPendingOffers)}
+		return &denial{probHandshakes, "too many WebRTC offers waiting for ICE to start or for their handshake; retry in a moment"}
 	case admission.ClientSlotsFull:
-		return &denial{probHandshakes, fmt.Sprintf("too many WebRTC offers from your address waiting for ICE to start (limit %d); start ICE on the ones you have, or retry in a moment", s.pending.PerClient())}
+		return &denial{probHandshakes, fmt.Sprintf("too many WebRTC offers from your address waiting for ICE to start or for their handshake (limit %d); start ICE on the ones you have, or retry in a moment", s.unproven.PerClient())}
+	}
+	if s.pending.Acquire(p.clientKey) != admission.SlotTaken {
+		s.unproven.Release(p.clientKey)
+		return &denial{probHandshakes, fmt.Sprintf("too many WebRTC offers waiting for ICE to start (limit %d); retry in a moment", s.cfg.MaxPendingOffers)}
 	}
 	p.pending = true
 	return nil

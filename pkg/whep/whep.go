@@ -167,8 +167,8 @@ type Config struct {
 	OfferRate, OfferBurst int
 	// MaxPendingOffers bounds the answered offers whose viewer has not
 	// started ICE yet; beyond it a POST gets 503 + Retry-After. Per
-	// client they are bounded by MaxHandshakesPerClient as well. Default
-	// DefaultMaxPendingOffers.
+	// client, they and the handshakes in flight together are bounded by
+	// MaxHandshakesPerClient. Default DefaultMaxPendingOffers.
 	MaxPendingOffers int
 
 	Source Source
@@ -243,8 +243,15 @@ type Server struct {
 	offers *admission.OfferBuckets
 	// pending are the answered offers waiting for their viewer's first
 	// ICE check, handshakes those whose DTLS is under way; each capped in
-	// total and per client.
+	// total, handshakes per client too.
 	pending, handshakes *admission.Slots
+	// unproven caps a client's answered offers not yet connected, pending
+	// and handshaking together, at MaxHandshakesPerClient: taken at the
+	// POST, so a crowd behind one address is refused at once (503 +
+	// Retry-After) rather than answered and closed when its ICE starts
+	// with the address's handshake slots taken, which costs a browser its
+	// whole connect timeout.
+	unproven *admission.Slots
 
 	mu       sync.Mutex
 	closing  bool
@@ -305,7 +312,8 @@ func New(cfg Config) (*Server, error) {
 		log:          log,
 		ready:        make(chan struct{}),
 		handshakes:   admission.NewSlots(cfg.MaxHandshakes, cfg.MaxHandshakesPerClient),
-		pending:      admission.NewSlots(cfg.MaxPendingOffers, min(cfg.MaxHandshakesPerClient, cfg.MaxPendingOffers)),
+		pending:      admission.NewSlots(cfg.MaxPendingOffers, cfg.MaxPendingOffers),
+		unproven:     admission.NewSlots(cfg.MaxPendingOffers+cfg.MaxHandshakes, cfg.MaxHandshakesPerClient),
 		offers:       admission.NewOfferBuckets(cfg.OfferRate, cfg.OfferBurst, admission.DefaultOfferClients),
 		sessions:     make(map[string]*session),
 		ended:        newEndedSessions(endedWindow, endedMax),
@@ -315,6 +323,10 @@ func New(cfg Config) (*Server, error) {
 	s.resends.SetMaxBitrate(cfg.MaxResendBitrate)
 	return s, nil
 }
+
+// LiveViewers is how many of client key's viewers (auth.Key of its
+// address) are connected now: what its offer bucket has grown by.
+func (s *Server) LiveViewers(key string) int { return s.offers.Live(key) }
 
 // Run binds the ICE sockets, closes Ready and serves until ctx ends. Then it
 // closes every session (viewers see their PeerConnection close) and returns
