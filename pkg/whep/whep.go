@@ -162,7 +162,8 @@ type Config struct {
 	ICEStartTimeout time.Duration
 	// OfferRate and OfferBurst are each client's token bucket for POSTs
 	// (per /64 for IPv6): OfferRate a second sustained, OfferBurst at
-	// once; beyond it a POST gets 429 + Retry-After. Defaults
+	// once; beyond it a POST gets 429 + Retry-After. Both grow with the
+	// client's connected viewers (admission.OfferBuckets). Defaults
 	// admission.DefaultOfferRate, admission.DefaultOfferBurst.
 	OfferRate, OfferBurst int
 	// MaxPendingOffers bounds the answered offers whose viewer has not
