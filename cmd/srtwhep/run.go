@@ -254,11 +254,15 @@ func (s *server) Run(ctx context.Context) error {
 		BodyTimeout:       time.Duration(s.cfg.HTTP.BodyTimeout),
 		MaxConns:          s.cfg.HTTP.MaxConns,
 		MaxConnsPerClient: s.cfg.HTTP.MaxConnsPerClient,
-		TrustedProxies:    s.cfg.HTTP.TrustedProxies,
-		TLS:               web.TLS(s.cfg.HTTP.TLS),
-		WHEP:              func(next http.Handler) http.Handler { return s.whep.Handler(s.events.Handler(next)) },
-		API:               api.NotServed(),
-		APIPrefix:         api.Prefix,
+		// Each viewer that plays holds its event stream's connection, and
+		// a browser keeps another alive: a crowd behind one address gets
+		// room for both.
+		ExtraConnsPerClient: func(key string) int { return 2 * s.whep.LiveViewers(key) },
+		TrustedProxies:      s.cfg.HTTP.TrustedProxies,
+		TLS:                 web.TLS(s.cfg.HTTP.TLS),
+		WHEP:                func(next http.Handler) http.Handler { return s.whep.Handler(s.events.Handler(next)) },
+		API:                 api.NotServed(),
+		APIPrefix:           api.Prefix,
 		Player: player.New(player.Config{Logger: s.log.With("component", "player"), ICEServers: s.playerICE, ICEFromEndpoint: s.iceFromEndpoint,
 			PublicURL: s.cfg.HTTP.PublicURL, ReconnectURL: s.cfg.HTTP.ReconnectURL}),
 		Ready:  s.readyValue,

@@ -24,6 +24,17 @@ const (
 // takes a token, and tokens come back at rate per second up to burst. It
 // stands in front of all offer work, so a flood from one address costs a
 // map lookup per request and keeps no one else out.
+//
+// A client's bucket grows with its live viewers (Joined, Left): with L of
+// them it holds burst+L tokens and refills at rate×(1+L/burst), the bucket
+// of 1+L/burst clients, and still refills in burst/rate seconds. An
+// address is a crowd, not one person, once its viewers connect and stay:
+// a venue's NAT, docker-proxy's gateway address, a proxy missing from
+// trustedProxies. Only viewers that stay count, so a client that connects
+// and leaves again and again gains nothing, and what a client gains is a
+// share of what it already holds: L streams and L reader slots, under the
+// caps and CPU limit that bound those. Offers that never start ICE, the
+// flood this bucket is for, never raise it.
 type OfferBuckets struct {
 	rate  float64 // tokens per second
 	burst float64
@@ -38,6 +49,10 @@ type OfferBuckets struct {
 	// front: eviction and expiry pop from there and never scan the table,
 	// which a full table would otherwise make every newcomer do.
 	seen list.List
+	// live counts each client's viewers that are connected now. Apart
+	// from clients so that evicting a bucket keeps them; an entry lives
+	// while its client has a viewer, so live sessions bound it.
+	live map[string]int
 }
 
 type offerBucket struct {
@@ -50,7 +65,7 @@ type offerBucket struct {
 // client, for at most max clients at a time.
 func NewOfferBuckets(rate, burst, max int) *OfferBuckets {
 	return &OfferBuckets{rate: float64(rate), burst: float64(burst), max: max, now: time.Now,
-		clients: make(map[string]*list.Element)}
+		clients: make(map[string]*list.Element), live: make(map[string]int)}
 }
 
 // Take takes a token for key; when there is none it returns how long
@@ -59,17 +74,19 @@ func (b *OfferBuckets) Take(key string) (ok bool, wait time.Duration) {
 	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	scale := 1 + float64(b.live[key])/b.burst
+	rate, burst := b.rate*scale, b.burst*scale
 	var c *offerBucket
 	if e := b.clients[key]; e == nil {
 		if len(b.clients) >= b.max {
 			b.makeRoom(now)
 		}
-		c = &offerBucket{key: key, tokens: b.burst, at: now}
+		c = &offerBucket{key: key, tokens: burst, at: now}
 		b.clients[key] = b.seen.PushBack(c)
 	} else {
 		c = e.Value.(*offerBucket)
 		if d := now.Sub(c.at); d > 0 {
-			c.tokens = math.Min(b.burst, c.tokens+d.Seconds()*b.rate)
+			c.tokens = math.Min(burst, c.tokens+d.Seconds()*rate)
 			c.at = now
 		}
 		b.seen.MoveToBack(e)
@@ -78,7 +95,35 @@ func (b *OfferBuckets) Take(key string) (ok bool, wait time.Duration) {
 		c.tokens--
 		return true, 0
 	}
-	return false, time.Duration((1 - c.tokens) / b.rate * float64(time.Second))
+	return false, time.Duration((1 - c.tokens) / rate * float64(time.Second))
+}
+
+// Joined counts a viewer of key that connected; the next Take refills
+// key's bucket at its new size (since its last Take: a viewer that came
+// meanwhile credits that whole while, one that left debits it, both
+// within the bucket's bounds).
+func (b *OfferBuckets) Joined(key string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.live[key]++
+}
+
+// Left undoes one Joined of key.
+func (b *OfferBuckets) Left(key string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n := b.live[key] - 1; n > 0 {
+		b.live[key] = n
+	} else {
+		delete(b.live, key)
+	}
+}
+
+// Live is how many connected viewers key has.
+func (b *OfferBuckets) Live(key string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.live[key]
 }
 
 // makeRoom drops the entries whose buckets have refilled (their clients

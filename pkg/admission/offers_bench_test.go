@@ -33,3 +33,25 @@ func BenchmarkOfferBucketFull(b *testing.B) {
 		b.Fatalf("table holds %d, want it full at %d", n, DefaultOfferClients)
 	}
 }
+
+// BenchmarkOfferBucketRefused: one address flooding past its bucket while
+// another address has 300 viewers watching; every op is a refusal, the
+// cost a flood's POST meets before anything else.
+func BenchmarkOfferBucketRefused(b *testing.B) {
+	now := time.Unix(1000, 0)
+	ob := NewOfferBuckets(DefaultOfferRate, DefaultOfferBurst, DefaultOfferClients)
+	ob.now = func() time.Time { return now }
+	for range 300 {
+		ob.Joined("192.0.2.1")
+	}
+	for range DefaultOfferBurst {
+		ob.Take("198.51.100.7")
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if ok, _ := ob.Take("198.51.100.7"); ok {
+			b.Fatal("a flood's offer was let in")
+		}
+	}
+}

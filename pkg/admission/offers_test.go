@@ -112,3 +112,97 @@ func TestOfferBucketEvictsLeastRecentlySeen(t *testing.T) {
 		t.Error("c1 was kept although it was seen longest ago")
 	}
 }
+
+// A client's bucket grows with its live viewers: with L of them it holds
+// burst+L and refills at rate×(1+L/burst); it shrinks again as they leave.
+func TestOfferBucketGrowsWithLiveViewers(t *testing.T) {
+	now := time.Unix(1000, 0)
+	b := NewOfferBuckets(5, 20, 16)
+	b.now = func() time.Time { return now }
+	takes := func() int {
+		n := 0
+		for {
+			ok, _ := b.Take("crowd")
+			if !ok {
+				return n
+			}
+			n++
+		}
+	}
+	if n := takes(); n != 20 {
+		t.Fatalf("a new client took %d, want the burst of 20", n)
+	}
+	for range 20 {
+		b.Joined("crowd")
+	}
+	if b.Live("crowd") != 20 {
+		t.Fatalf("live %d, want 20", b.Live("crowd"))
+	}
+	// Twice the rate: 10 a second, not the new room at once.
+	now = now.Add(time.Second)
+	if n := takes(); n != 10 {
+		t.Fatalf("a second after 20 viewers joined: %d taken, want 10 (5 a second × (1+20/20))", n)
+	}
+	_, wait := b.Take("crowd")
+	if wait != 100*time.Millisecond {
+		t.Errorf("wait %v, want 100ms at 10 a second", wait)
+	}
+	// It still refills in burst/rate = 4 s, to burst+L = 40.
+	now = now.Add(4 * time.Second)
+	if n := takes(); n != 40 {
+		t.Fatalf("refilled with 20 live viewers: %d taken, want 40", n)
+	}
+	// Another address gains nothing from the crowd's viewers.
+	for range 20 {
+		if ok, _ := b.Take("stranger"); !ok {
+			t.Fatal("a stranger's burst refused")
+		}
+	}
+	if ok, _ := b.Take("stranger"); ok {
+		t.Fatal("a stranger got more than the burst")
+	}
+	// The viewers leave: back to the bucket of one client.
+	for range 20 {
+		b.Left("crowd")
+	}
+	now = now.Add(time.Hour)
+	if n := takes(); n != 20 {
+		t.Fatalf("after the viewers left: %d taken, want the burst of 20", n)
+	}
+	if b.Live("crowd") != 0 || len(b.live) != 0 {
+		t.Errorf("after every viewer left: live %d, %d entries", b.Live("crowd"), len(b.live))
+	}
+}
+
+// A client whose viewers connect and leave again and again gains nothing
+// from them, and one whose offers never connect (the flood the bucket is
+// for) stays at rate and burst: a flood of 10 a second from it gets 5.
+func TestOfferBucketCyclingGainsNothing(t *testing.T) {
+	now := time.Unix(1000, 0)
+	b := NewOfferBuckets(5, 20, 16)
+	b.now = func() time.Time { return now }
+	got := 0
+	for i := range 10 * 60 { // 10 offers a second for a minute
+		now = now.Add(100 * time.Millisecond)
+		if ok, _ := b.Take("cycler"); ok {
+			got++
+			if i%2 == 0 {
+				// Its viewer connects and is gone before the next offer.
+				b.Joined("cycler")
+				b.Left("cycler")
+			}
+		}
+	}
+	if want := 20 + 5*60; got > want {
+		t.Errorf("%d offers taken in a minute at 10 a second, want at most %d (burst + rate × 60 s)", got, want)
+	}
+	if b.Live("cycler") != 0 {
+		t.Errorf("live %d after every viewer left", b.Live("cycler"))
+	}
+	// Left without a Joined (a bug elsewhere) never makes a bucket smaller
+	// than a client's own.
+	b.Left("nobody")
+	if ok, _ := b.Take("nobody"); !ok || b.Live("nobody") != 0 {
+		t.Error("an unmatched Left shrank a bucket")
+	}
+}

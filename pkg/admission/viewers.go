@@ -1,6 +1,10 @@
 package admission
 
-import "time"
+import (
+	"errors"
+	"fmt"
+	"time"
+)
 
 // ViewerLimits bound what WHEP viewers may hold before they watch: the
 // offers each client may post, the answered offers waiting for their
@@ -21,13 +25,14 @@ type ViewerLimits struct {
 	ICEStartTimeout time.Duration
 	// OfferRate and OfferBurst are each client's token bucket for POSTs
 	// (per /64 for IPv6): OfferRate a second sustained, OfferBurst at
-	// once; beyond it a POST gets 429 + Retry-After. Defaults
+	// once; beyond it a POST gets 429 + Retry-After. Both grow with the
+	// client's connected viewers (OfferBuckets). Defaults
 	// DefaultOfferRate, DefaultOfferBurst.
 	OfferRate, OfferBurst int
 	// MaxPendingOffers bounds the answered offers whose viewer has not
 	// started ICE yet; beyond it a POST gets 503 + Retry-After. Per
-	// client they are bounded by MaxHandshakesPerClient as well. Default
-	// DefaultMaxPendingOffers.
+	// client, they and the handshakes in flight together are bounded by
+	// MaxHandshakesPerClient. Default DefaultMaxPendingOffers.
 	MaxPendingOffers int
 }
 
@@ -75,8 +80,15 @@ type Viewers struct {
 	Offers *OfferBuckets
 	// Pending are the answered offers waiting for their viewer's first
 	// ICE check, Handshakes those whose DTLS is under way; each capped in
-	// total and per client.
+	// total, handshakes per client too.
 	Pending, Handshakes *Slots
+	// Unproven caps a client's answered offers not yet connected, pending
+	// and handshaking together, at MaxHandshakesPerClient: taken at the
+	// POST, so a crowd behind one address is refused at once (503 +
+	// Retry-After) rather than answered and closed when its ICE starts
+	// with the address's handshake slots taken, which costs a browser its
+	// whole connect timeout.
+	Unproven *Slots
 }
 
 // NewViewers makes the tables for l, whose defaults are filled in
@@ -85,8 +97,9 @@ func NewViewers(l ViewerLimits) *Viewers {
 	return &Viewers{
 		Limits:     l,
 		Offers:     NewOfferBuckets(l.OfferRate, l.OfferBurst, DefaultOfferClients),
-		Pending:    NewSlots(l.MaxPendingOffers, min(l.MaxHandshakesPerClient, l.MaxPendingOffers)),
+		Pending:    NewSlots(l.MaxPendingOffers, l.MaxPendingOffers),
 		Handshakes: NewSlots(l.MaxHandshakes, l.MaxHandshakesPerClient),
+		Unproven:   NewSlots(l.MaxPendingOffers+l.MaxHandshakes, l.MaxHandshakesPerClient),
 	}
 }
 
@@ -95,4 +108,31 @@ func positiveOr[T int | time.Duration](v *T, d T) {
 	if *v <= 0 {
 		*v = d
 	}
+}
+
+// TakeOffer holds a place for an answered offer from client key: the
+// client's share of its offers not yet connected (pending or in their
+// handshake) first, then one of everyone's pending offers. The error says
+// which limit refused it, for the 503's detail. The offer gives both back
+// with OfferRefused if it is refused later, or as it moves on: Pending
+// when ICE starts, Unproven once its viewer is connected or gone.
+func (v *Viewers) TakeOffer(key string) error {
+	switch v.Unproven.Acquire(key) {
+	case SlotsFull:
+		return errors.New("too many WebRTC offers waiting for ICE to start or for their handshake; retry in a moment")
+	case ClientSlotsFull:
+		return fmt.Errorf("too many WebRTC offers from your address waiting for ICE to start or for their handshake (limit %d); start ICE on the ones you have, or retry in a moment", v.Unproven.PerClient())
+	}
+	if v.Pending.Acquire(key) != SlotTaken {
+		v.Unproven.Release(key)
+		return fmt.Errorf("too many WebRTC offers waiting for ICE to start (limit %d); retry in a moment", v.Limits.MaxPendingOffers)
+	}
+	return nil
+}
+
+// OfferRefused gives back what TakeOffer took for an offer refused before
+// its answer was sent.
+func (v *Viewers) OfferRefused(key string) {
+	v.Pending.Release(key)
+	v.Unproven.Release(key)
 }

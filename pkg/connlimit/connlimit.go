@@ -19,6 +19,10 @@ type Table struct {
 	perClient, total int
 	// Now is the clock of the refusal summaries; tests replace it.
 	Now func() time.Time
+	// Extra, when set, raises a client's cap above perClient (a crowd
+	// behind one address that has proven its viewers). It is called
+	// outside the table's lock.
+	Extra func(key string) int
 	// refusals spaces the summaries: per client, and one kind for the
 	// total. No summary function: the count is the caller's to log, in
 	// the next Refusal that is Due.
@@ -62,6 +66,10 @@ type Refusal struct {
 // Admit counts a new connection of key ("" for a peer only the total
 // applies to), or refuses it.
 func (t *Table) Admit(key string) (bool, Refusal) {
+	limit := t.perClient
+	if t.Extra != nil && key != "" {
+		limit += max(t.Extra(key), 0)
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	cl := t.clients[key]
@@ -69,7 +77,7 @@ func (t *Table) Admit(key string) (bool, Refusal) {
 	case t.open >= t.total:
 		n := t.refusals.Note(refusalKind{overTotal: true}, struct{}{})
 		return false, Refusal{OverTotal: true, Open: t.open, Due: n > 0, Refused: n}
-	case key != "" && cl != nil && cl.open >= t.perClient:
+	case key != "" && cl != nil && cl.open >= limit:
 		n := t.refusals.Note(refusalKind{client: key}, struct{}{})
 		return false, Refusal{Open: cl.open, Due: n > 0, Refused: n}
 	}

@@ -43,3 +43,30 @@ func TestAdmitCapsAndSummaries(t *testing.T) {
 		t.Errorf("open %d, a %d, clients %d", tbl.Open(), tbl.ClientOpen("a"), tbl.Clients())
 	}
 }
+
+// Extra raises one client's cap and no one else's; the total still holds.
+func TestExtraRaisesOneClientsCap(t *testing.T) {
+	tbl := New(2, 6, time.Second)
+	extra := map[string]int{"crowd": 3}
+	tbl.Extra = func(key string) int { return extra[key] }
+	for i := range 5 {
+		if ok, _ := tbl.Admit("crowd"); !ok {
+			t.Fatalf("crowd's connection %d refused under its cap of 2+3", i+1)
+		}
+	}
+	if ok, _ := tbl.Admit("crowd"); ok {
+		t.Fatal("crowd got a 6th connection past 2+3")
+	}
+	if ok, _ := tbl.Admit("b"); !ok {
+		t.Fatal("b refused under its own cap")
+	}
+	if ok, r := tbl.Admit("b"); ok || !r.OverTotal {
+		t.Fatalf("a 7th connection past the total of 6: %v %+v", ok, r)
+	}
+	// The crowd's viewers left: its next connection meets the plain cap.
+	extra["crowd"] = 0
+	tbl.Release("b")
+	if ok, r := tbl.Admit("crowd"); ok || r.OverTotal {
+		t.Fatalf("crowd with 5 open and no extra: %v %+v, want refused at its own cap", ok, r)
+	}
+}

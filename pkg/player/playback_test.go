@@ -56,7 +56,9 @@ class Store {
 // token is the page's ?token=; iceFromEndpoint leaves the ICE server meta
 // out, as the server does when some carry credentials, so the page asks
 // the endpoint with OPTIONS.
-function page({ joins, storage, soundAutoplay, audioTrack, token, iceFromEndpoint }) {
+// speed runs the page's clock (its timers and performance.now) that many
+// times faster than real time.
+function page({ joins, storage, soundAutoplay, audioTrack, token, iceFromEndpoint, speed }) {
   // frozen holds back the video's frames (a publisher gone); notFound
   // makes every POST a 404, whose times go to refusals.
   // gone makes the server that holds the session refuse connections (it
@@ -214,6 +216,11 @@ function page({ joins, storage, soundAutoplay, audioTrack, token, iceFromEndpoin
     addEventListener: (t, fn, o) => win.addEventListener(t, fn, o),
     removeEventListener: (t, fn) => win.removeEventListener(t, fn),
   };
+  if (speed) {
+    ctx.setTimeout = (fn, ms, ...args) => setTimeout(fn, (ms || 0) / speed, ...args);
+    ctx.setInterval = (fn, ms, ...args) => setInterval(fn, (ms || 0) / speed, ...args);
+    ctx.performance = { now: () => performance.now() * speed };
+  }
   if (storage === "throws") Object.defineProperty(ctx, "localStorage", { get() { throw new Error("SecurityError"); } });
   else ctx.localStorage = storage;
   ctx.window = ctx;
@@ -488,6 +495,24 @@ const scenarios = {
     await p.until("Playing", () => p.els.status.textContent === "Playing", 6000);
     const waited = Date.now() - p.w.refusals[0];
     assert.ok(waited >= 1900, "asked again " + waited + " ms after the 429, before its retry_after of 2 s");
+    p.leave();
+  },
+
+  async "refused again and again: the page stops after RETRY_MAX_TRIES refusals in a row and asks again on a click"() {
+    const p = page({ joins: ["absent"], storage: new Store(), speed: 100 });
+    p.w.problem = { type: "https://srtwhep.dev/problems/offer-rate", title: "Too many offers", status: 429,
+      detail: "too many offers from your address", retry_after: 1 };
+    await p.until("the page to give up", () => /^Too many attempts from this address — click to try again$/.test(p.els.status.textContent), 10000);
+    assert.equal(p.w.refusals.length, 30, "POSTs refused before the page gave up");
+    // Page time: each wait is at least Retry-After (1 s); late timers on a
+    // busy machine only stretch it.
+    const waited = (p.w.refusals[29] - p.w.refusals[0]) * 100;
+    assert.ok(waited >= 29 * 1000 * 0.9, "29 waits took " + waited + " ms of page time, want at least 29 × Retry-After");
+    await new Promise((r) => realSetTimeout(r, 100)); // 10 s of page time
+    assert.equal(p.w.refusals.length, 30, "the page asked again by itself after giving up");
+    p.w.problem = null;
+    await p.click(p.video);
+    await p.until("a POST after the click", () => p.w.posts === 1);
     p.leave();
   },
 

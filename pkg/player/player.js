@@ -18,6 +18,11 @@ let endpointNow = endpoint;
 let cur = null; // the attempt in flight: {pc, session, timers, connected, stream, answered}
 let state = "connecting";
 let failures = 0;
+// refusedTries counts the refusals in a row that said when to come back
+// (retryDelayMs); gaveUp: there were RETRY_MAX_TRIES of them, and the page
+// waits for a click before it asks again.
+let refusedTries = 0;
+let gaveUp = false;
 let retryTimer = 0;
 let unloading = false;
 let firstFrameMs = null;
@@ -225,6 +230,7 @@ async function connect(keep) {
       await refused(att, resp);
       return;
     }
+    refusedTries = 0;
     const loc = resp.headers.get("Location");
     if (loc) att.session = new URL(loc, att.endpoint).href;
     att.sseEntry = sseLink(resp.headers.get("Link"), att.endpoint);
@@ -281,9 +287,19 @@ async function refused(att, resp) {
       setStatus(plan.state, plan.text);
       retryIn(Math.max(after || 0, CODEC_RETRY_MS));
       break;
-    default: // "after": as the server asks, else the back-off, counting down
-      retryIn(after === null ? nextBackoff() : after, (s) => setStatus(plan.state, plan.text + " — retrying in " + s + " s"));
+    default: { // "after": as the server asks (else the back-off), spread by jitter, counting down
+      const ms = retryDelayMs(after, ++refusedTries, failures, Math.random());
+      if (ms === null) {
+        gaveUp = true;
+        setStatus(plan.state, plan.text + " — click to try again");
+        return;
+      }
+      if (after === null) failures++;
+      retryIn(ms, (s) => setStatus(plan.state, plan.text + " — retrying in " + s + " s"));
+      return;
+    }
   }
+  refusedTries = 0;
 }
 
 function onConnectionState(att, pc) {
@@ -475,6 +491,12 @@ video.addEventListener("volumechange", syncSound);
 document.addEventListener("click", (ev) => {
   const t = ev.target;
   if (t && typeof t.closest === "function" && t.closest("#bar")) return;
+  if (gaveUp) {
+    gaveUp = false;
+    refusedTries = 0;
+    connect();
+    return;
+  }
   if (hasAudio && video.muted && !mutedByUser) setSound(true);
   else if (video.paused && video.srcObject) play();
 });
@@ -487,6 +509,8 @@ addEventListener("pageshow", (ev) => {
   if (ev.persisted && unloading) {
     unloading = false;
     failures = 0;
+    refusedTries = 0;
+    gaveUp = false;
     connect();
   }
 });

@@ -31,6 +31,29 @@ function backoffMs(failures) {
   return Math.min(1000 * Math.pow(2, Math.min(failures, 10)), BACKOFF_MAX_MS);
 }
 
+// The retry policy for refusals that say when to come back (429, 503 and
+// other server errors: a rate or a capacity limit). A crowd behind one
+// address (a venue's NAT, docker-proxy, a proxy not in trustedProxies) is
+// refused together and told the same Retry-After; coming back exactly then
+// would bring it back together, so each page waits Retry-After stretched
+// by up to RETRY_JITTER of it again, at random. After RETRY_MAX_TRIES such
+// refusals in a row (about 40 s of 429s at Retry-After 1, some 6 min of
+// 503s at 10) the page stops asking by itself and says so; a click asks
+// again. pkg/player/retry.go mirrors these for Go clients (the crowd test
+// in internal/hostile), and a test keeps the two equal.
+const RETRY_JITTER = 0.5;
+const RETRY_MAX_TRIES = 30;
+
+// retryDelayMs is the wait after the tries-th refusal in a row (from 1)
+// that says when to come back, or null once the page should stop asking:
+// afterMs is the server's Retry-After (null without one: then the back-off
+// for failures so far), stretched by RETRY_JITTER times rand (in [0, 1)).
+function retryDelayMs(afterMs, tries, failures, rand) {
+  if (tries >= RETRY_MAX_TRIES) return null;
+  const base = afterMs === null ? backoffMs(failures) : afterMs;
+  return Math.round(base * (1 + RETRY_JITTER * rand));
+}
+
 // retryAfterMs reads a Retry-After header (seconds or an HTTP date), or
 // returns null when there is none or it is unreadable.
 function retryAfterMs(value, nowMs) {
@@ -336,7 +359,7 @@ function soundButtonLabel(hasAudio, muted) {
 
 if (typeof module === "object" && module.exports) {
   module.exports = {
-    whepEndpoint, backoffMs, retryAfterMs, parseProblem, NO_H264, refusalPlan, CODEC_RETRY_MS, parseLinkHeader, iceServersFromLinks, orderCodecs,
+    whepEndpoint, backoffMs, retryAfterMs, retryDelayMs, RETRY_JITTER, RETRY_MAX_TRIES, BACKOFF_MAX_MS, CONNECT_TIMEOUT_MS, parseProblem, NO_H264, refusalPlan, CODEC_RETRY_MS, parseLinkHeader, iceServersFromLinks, orderCodecs,
     sdpHasAudio, SOUND_KEY, loadSoundPref, saveSoundPref, startPlayback, soundButtonLabel,
     frameWatch, STALL_MS, PROBE_EVERY_MS,
   };

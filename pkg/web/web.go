@@ -49,6 +49,11 @@ type Config struct {
 	// MaxConns caps open connections in total, MaxConnsPerClient per client
 	// address (per /64 for IPv6); connections over a cap are closed at once.
 	MaxConns, MaxConnsPerClient int
+	// ExtraConnsPerClient, when set, raises a client address's cap above
+	// MaxConnsPerClient by what it returns for its key (auth.Key): a crowd
+	// behind one address holds a connection per viewer (the player's
+	// event stream) once its viewers play.
+	ExtraConnsPerClient func(key string) int
 	// TrustedProxies are the addresses and networks (CIDR) whose
 	// X-Forwarded-For or Forwarded headers name the client. They count
 	// only against MaxConns, since they carry many clients' requests.
@@ -108,6 +113,7 @@ func Listen(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("%s %q: %w; free the port or change %s", key, cfg.Listen, err, key)
 	}
 	limit := newLimitListener(raw, cfg.MaxConnsPerClient, cfg.MaxConns, trusted.trusted, log)
+	limit.table.Extra = cfg.ExtraConnsPerClient
 	var ln net.Listener = limit
 	if tlsCfg != nil {
 		ln = tls.NewListener(limit, tlsCfg)

@@ -40,6 +40,8 @@ func handshakeKey(r *http.Request) string {
 // HandshakeTimeout applies, since DTLS and a relayed path may take a
 // while.
 func (s *Server) awaitConnected(sess *session) error {
+	// Held until the viewer is connected or gone (admission.TakeOffer).
+	defer s.admission.Unproven.Release(sess.clientKey)
 	slots := s.admission.Pending
 	defer func() { slots.Release(sess.clientKey) }()
 	deadline := time.NewTimer(s.cfg.HandshakeTimeout)

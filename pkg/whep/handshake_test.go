@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +50,7 @@ func TestHandshakesPerClient(t *testing.T) {
 		}
 	}
 	code, body := postFrom(t, a, url, testkit.Offer(t, testkit.OfferOptions{}).SDP)
-	if code != http.StatusServiceUnavailable || !strings.Contains(body, "from your address waiting for ICE to start (limit 2)") {
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "from your address waiting for ICE to start or for their handshake (limit 2)") {
 		t.Fatalf("third offer from a: %d %q", code, body)
 	}
 	othersGetIn(t, srv, b, url, "pending_limit")
@@ -99,4 +100,71 @@ func TestICENotStartedFreesSlot(t *testing.T) {
 	if st := srv.Stats(); st.Sessions != 1 || st.HandshakeFailures != 1 {
 		t.Fatalf("connected viewer: %d sessions, %d failures", st.Sessions, st.HandshakeFailures)
 	}
+}
+
+// A client's handshakes in flight count against its cap with its pending
+// offers: with two viewers whose ICE started (and whose DTLS never comes)
+// a third POST from the address is refused 503 at once, instead of being
+// answered and closed when its ICE starts with the address's handshake
+// slots taken; another address still gets in.
+func TestHandshakesCountAgainstClientOffers(t *testing.T) {
+	src := newTestSource()
+	src.publish("live/cam1")
+	srv, hs := startServer(t, src, func(c *Config) {
+		c.Limits.MaxHandshakes = 8
+		c.Limits.MaxHandshakesPerClient = 2
+		c.HandshakeTimeout = 30 * time.Second
+	})
+	url := hs.URL + "/live/cam1/whep"
+	a := clientFrom("127.0.0.2")
+	for i := range 2 {
+		off := testkit.Offer(t, testkit.OfferOptions{})
+		code, answer := postFrom(t, a, url, off.SDP)
+		if code != http.StatusCreated {
+			t.Fatalf("offer %d: %d %q", i+1, code, answer)
+		}
+		// ICE starts with a check of our own; no DTLS ever follows.
+		startICE(t, off.SDP, answer)
+	}
+	testkit.WaitFor(t, 10*time.Second, "both viewers' ICE to start", func() bool {
+		st := srv.Stats()
+		return st.HandshakesInFlight == 2 && st.PendingOffers == 0
+	})
+	code, body := postFrom(t, a, url, testkit.Offer(t, testkit.OfferOptions{}).SDP)
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "from your address waiting for ICE to start or for their handshake (limit 2)") {
+		t.Fatalf("a third offer with two handshakes in flight: %d %q, want 503", code, body)
+	}
+	othersGetIn(t, srv, clientFrom("127.0.0.3"), url, "pending_limit")
+	if got := srv.Stats().Rejected["handshake_limit"]; got != 0 {
+		t.Errorf("%d viewers closed at ICE start for want of a handshake slot", got)
+	}
+}
+
+// udpHostRE finds a UDP host candidate in an answer.
+var udpHostRE = regexp.MustCompile(`a=candidate:\S+ 1 udp \d+ (\S+) (\d+) typ host`)
+
+// startICE sends the server the ICE check the viewer that made offer
+// would send, to the answer's UDP candidate, until the server answers.
+func startICE(t *testing.T, offer, answer string) {
+	t.Helper()
+	m := udpHostRE.FindStringSubmatch(answer)
+	if m == nil {
+		t.Fatalf("no UDP host candidate in the answer:\n%s", answer)
+	}
+	conn, err := net.Dial("udp4", net.JoinHostPort(m[1], m[2]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	check := testkit.NewICECheck(t, offer, answer)
+	check.Controlling = true
+	buf := make([]byte, 1500)
+	testkit.WaitFor(t, 10*time.Second, "the server to answer an ICE check", func() bool {
+		if _, err := conn.Write(check.Build(t).Raw); err != nil {
+			return false
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		_, err := conn.Read(buf)
+		return err == nil
+	})
 }

@@ -140,3 +140,37 @@ func connectWith(t *testing.T, off *testkit.Offerer, answer string) <-chan struc
 	}
 	return connected
 }
+
+// A viewer that connects raises its address's offer bucket while it stays
+// (admission.OfferBuckets.Joined), and leaving lowers it again; an offer
+// that never starts ICE raises nothing.
+func TestConnectedViewersRaiseOfferBucket(t *testing.T) {
+	src := newTestSource()
+	src.publish("live/cam1")
+	srv, hs := startServer(t, src, nil)
+	url := hs.URL + "/live/cam1/whep"
+	c := clientFrom("127.0.0.2")
+	if code, body := postFrom(t, c, url, testkit.Offer(t, testkit.OfferOptions{}).SDP); code != http.StatusCreated {
+		t.Fatalf("silent offer: %d %q", code, body)
+	}
+	var viewers []*testkit.Offerer
+	for i := range 2 {
+		off := testkit.Offer(t, testkit.OfferOptions{})
+		code, answer := postFrom(t, c, url, off.SDP)
+		if code != http.StatusCreated {
+			t.Fatalf("viewer %d: %d %q", i+1, code, answer)
+		}
+		awaitConnectedPC(t, connectWith(t, off, answer), "viewer")
+		viewers = append(viewers, off)
+	}
+	testkit.WaitFor(t, 10*time.Second, "both viewers to count for 127.0.0.2", func() bool {
+		return srv.admission.Offers.Live("127.0.0.2") == 2
+	})
+	if n := srv.admission.Offers.Live("127.0.0.1"); n != 0 {
+		t.Errorf("another address has %d live viewers", n)
+	}
+	_ = viewers[0].PC.Close()
+	testkit.WaitFor(t, 15*time.Second, "the viewer that left to stop counting", func() bool {
+		return srv.admission.Offers.Live("127.0.0.2") == 1
+	})
+}

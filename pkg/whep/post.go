@@ -85,7 +85,7 @@ func (s *Server) giveBack(p *offerPost) {
 		p.reader.Close()
 	}
 	if p.pending {
-		s.admission.Pending.Release(p.clientKey)
+		s.admission.OfferRefused(p.clientKey)
 	}
 }
 
@@ -170,11 +170,8 @@ func (s *Server) demand(w http.ResponseWriter, r *http.Request, p *offerPost) *d
 }
 
 func (s *Server) takePendingSlot(_ http.ResponseWriter, _ *http.Request, p *offerPost) *denial {
-	switch s.admission.Pending.Acquire(p.clientKey) {
-	case admission.SlotsFull:
-		return &denial{probHandshakes, fmt.Sprintf("too many WebRTC offers waiting for ICE to start (limit %d); retry in a moment", s.cfg.Limits.MaxPendingOffers)}
-	case admission.ClientSlotsFull:
-		return &denial{probHandshakes, fmt.Sprintf("too many WebRTC offers from your address waiting for ICE to start (limit %d); start ICE on the ones you have, or retry in a moment", s.admission.Pending.PerClient())}
+	if err := s.admission.TakeOffer(p.clientKey); err != nil {
+		return &denial{probHandshakes, err.Error()}
 	}
 	p.pending = true
 	return nil

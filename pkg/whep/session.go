@@ -185,6 +185,10 @@ func (s *Server) startSender(sess *session) *rtpsend.Sender {
 		sess.reader.Attach()
 	}
 	s.readerOpened(sess)
+	// A viewer that connected raises its address's offer bucket while it
+	// stays (admission.OfferBuckets): a crowd behind one address proves
+	// itself viewer by viewer.
+	s.admission.Offers.Joined(sess.clientKey)
 	return snd
 }
 
@@ -207,6 +211,9 @@ func (s *Server) endSession(sess *session, reason error) {
 	s.stats.closedPackets.Add(packets)
 	s.stats.closedBytes.Add(bytes)
 	s.readerClosed(sess, reason)
+	if sess.opened {
+		s.admission.Offers.Left(sess.clientKey)
+	}
 	if errors.Is(reason, errICENotStarted) {
 		// One line a second for all of them, with the count it held back.
 		s.silentClosed.RefusedFrom(sess.remote, sess.path, http.StatusCreated, probICENotStarted,

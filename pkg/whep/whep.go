@@ -108,6 +108,10 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// LiveViewers is how many of client key's viewers (auth.Key of its
+// address) are connected now: what its offer bucket has grown by.
+func (s *Server) LiveViewers(key string) int { return s.admission.Offers.Live(key) }
+
 // Run binds the ICE sockets, closes Ready and serves until ctx ends. Then it
 // closes every session (viewers see their PeerConnection close) and returns
 // once all session goroutines and the muxes are gone.
