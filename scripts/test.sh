@@ -17,9 +17,10 @@
 #          (REALTIME: internal/hostile's bystanders keeping their frame
 #          rate under attack) only once those are done, beside the
 #          parallel e2e tests.
-#   vet    go vet (-race, the variant the tests were built with, so it
+#   vet    go vet -race (the variant the tests were built with, so it
 #          compiles nothing again) of the main module and of each nested
-#          module, under SCHED_IDLE.
+#          module built with it, under SCHED_IDLE. A module in NICE is
+#          vetted on its own line, after its build.
 #   fuzz   scripts/fuzz.sh: every fuzz target for FUZZTIME_TEST (2s) from its
 #          checked-in corpus: no panic, no 5xx, no broken invariant on what
 #          has been found so far. Its instrumented builds (one binary per
@@ -221,18 +222,18 @@ unit() {
 }
 
 vet() {
-	local dir race rc=0
-	if idle "$go" vet -race ./...; then
+	local dir rc=0
+	if step vet-main idle "$go" vet -race ./...; then
 		echo "ok   go vet -race ./..."
 	else
+		cat "$work/vet-main.log"
 		rc=1
 	fi
-	for dir in "$@"; do
-		race=(-race)
-		[[ $norace == *" $dir "* ]] && race=()
-		if (cd "$root/$dir" && idle "$go" vet "${race[@]}" ./...); then
-			echo "ok   go vet ${race[*]} ./... in $dir/"
+	for dir in "${race_modules[@]}"; do
+		if (cd "$root/$dir" && step "vet-$dir" idle "$go" vet -race ./...); then
+			echo "ok   go vet -race ./... in $dir/"
 		else
+			cat "$work/vet-$dir.log"
 			rc=1
 		fi
 	done
@@ -240,7 +241,10 @@ vet() {
 }
 
 fuzz() {
-	idle scripts/fuzz.sh build "$work/fuzzbin"
+	step build-fuzz idle scripts/fuzz.sh build "$work/fuzzbin" || {
+		cat "$work/build-fuzz.log"
+		return 1
+	}
 	FUZZ_BINDIR=$work/fuzzbin scripts/fuzz.sh "$fuzztime" 0 fresh
 }
 
@@ -248,8 +252,18 @@ module() {
 	local dir=$1 race=(-race)
 	[[ $norace == *" $dir "* ]] && race=()
 	if [[ $nice == *" $dir "* ]]; then
-		(cd "$root/$dir" && idle "$go" test "${race[@]}" -c -o "$work/test/$dir/" ./...)
+		# Its own build, then go vet on it: run side by side, both would
+		# compile the module's dependencies.
+		(cd "$root/$dir" && step "build-$dir" idle "$go" test "${race[@]}" -c -o "$work/test/$dir/" ./...) || {
+			cat "$work/build-$dir.log"
+			return 1
+		}
 		test_list "$dir" "$work/test/$dir" >"$work/$dir.list"
+		(cd "$root/$dir" && step "vet-$dir" idle "$go" vet "${race[@]}" ./...) || {
+			cat "$work/vet-$dir.log"
+			return 1
+		}
+		echo "ok   go vet ${race[*]} ./... in $dir/"
 	else
 		wait_e2e_alone
 	fi
@@ -343,7 +357,7 @@ done
 echo "== built in $((SECONDS - began)) s; running the lines side by side: e2e unit vet fuzz $*"
 start e2e normal e2e
 start unit normal unit
-start vet normal vet "$@"
+start vet normal vet
 start fuzz nice fuzz
 for dir in "$@"; do
 	prio="normal"
@@ -363,7 +377,7 @@ done
 
 echo "==== per package: seconds its test binary ran (wall), longest first"
 sort -rn "$work/times" | awk '{ printf "  %8.1f s  %-6s %-4s %s\n", $1, $2, $4, $3 }'
-echo "==== compile steps before the lines (CPU seconds: the step and its children)"
+echo "==== compile steps: wall, and the CPU seconds of the step and its children (build-server, build-main and the -race modules before the lines; vet, fuzz and the modules in NICE under SCHED_IDLE beside them)"
 cat "$work/build.times"
 echo "==== timings (wall clock from the start of each line; the compile took the first $((line_start[e2e] - began)) s)"
 for name in "${lines[@]}"; do
