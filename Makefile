@@ -50,7 +50,7 @@ run: ## build and start the server (embedded defaults, or CONFIG=FILE)
 	$(MAKE) --no-print-directory build
 	./bin/srtwhep $(if $(CONFIG),-config $(CONFIG))
 
-test: ## deps, tidy, gofmt, shellcheck, then side by side: go vet + go test -race, the end-to-end package, fuzz, each nested module (tools/ ...)
+test: ## deps, tidy, gofmt, shellcheck, every test binary built once (-race), then side by side: the end-to-end package, the unit packages, go vet, fuzz, each nested module (tools/ ...)
 	scripts/deps.sh test
 	@# The checks that take seconds come before the lines that take
 	@# minutes, so a finding is reported at once. An untidy go.mod (a
@@ -62,8 +62,9 @@ test: ## deps, tidy, gofmt, shellcheck, then side by side: go vet + go test -rac
 		echo "gofmt: these files need 'gofmt -w':"; echo "$$unformatted"; exit 1; \
 	fi
 	shellcheck $(SHELL_SCRIPTS)
-	@# go vet, the unit packages, the end-to-end package, fuzz and the
-	@# nested modules, side by side: see the script for how.
+	@# The test binaries built once, then the end-to-end package, the
+	@# unit packages, go vet, fuzz and the nested modules side by side:
+	@# see the script for how.
 	scripts/test.sh $(MODULES)
 
 bench: ## Go benchmarks (video transcoder included) + glass-to-glass passthrough/transcoded + capacity ladders of browser-like viewers (headline; gro as an extra), server on CPU 0, + the publisher matrix (encoders); BASE (compare against a revision's server), ROUNDS, STEPS: see scripts/bench.sh (report in bench/results/)

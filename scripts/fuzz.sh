@@ -3,6 +3,10 @@
 # repository (nested modules such as bench/ included) for TIME each, one
 # target at a time. `make test` runs it for a few seconds, `make fuzz` for
 # longer.
+# fuzz.sh build DIR — only build the instrumented test binaries, into DIR
+# (scripts/test.sh compiles them before the fuzz line runs them).
+# FUZZ_BINDIR=DIR: run the binaries found in DIR (built by fuzz.sh build)
+# rather than building them again.
 #
 # Each package's test binary is built once, instrumented for coverage
 # (go test -c -fuzz), and every target of the package runs from it: go
@@ -28,13 +32,41 @@
 # off (a short run saves inputs as found); make fuzz bounds it instead.
 set -euo pipefail
 
-time=${1:?usage: fuzz.sh TIME [MINIMIZE] [fresh]}
+time=${1:?usage: fuzz.sh TIME [MINIMIZE] [fresh] | fuzz.sh build DIR}
 minimize=${2:-0}
 fresh=${3:-}
 go=${GO:-go}
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+bindir=${FUZZ_BINDIR:-$work}
+
+cd "$(dirname "$0")/.."
+root=$PWD
+
+# targets: "DIR:FuzzName" for every fuzz target, sorted by directory.
+targets() {
+	grep -rEo --include='*_test.go' --exclude-dir=testdata --exclude-dir='.?*' --exclude-dir=node_modules \
+		'^func Fuzz[A-Za-z0-9_]*' . | sed -E 's|^\./||; s|/[^/]*:func |:|' | sort -u
+}
+
+# build DIR: the instrumented test binary of the package in DIR, into
+# $bindir (go test -c -fuzz instruments the package and everything it
+# imports but the runtime's core, as go test -fuzz does).
+build() {
+	(cd "$root/$1" && "$go" test -c -fuzz=. -o "$bindir/${1//\//_}.test" .)
+}
+
+if [[ $time == build ]]; then
+	bindir=${2:?usage: fuzz.sh build DIR}
+	mkdir -p "$bindir"
+	rc=0
+	for dir in $(targets | cut -d: -f1 | uniq); do
+		echo "== ./$dir: building the instrumented test binary"
+		build "$dir" || rc=1
+	done
+	exit "$rc"
+fi
 
 # go test stops a test binary after 10 minutes unless told otherwise; a
 # fuzz run gets its time plus that, so a hung target still ends.
@@ -45,8 +77,6 @@ case $time in
 *[0-9]h) timeout_args=(-test.timeout="$((${time%h} + 1))h") ;;
 esac
 
-cd "$(dirname "$0")/.."
-root=$PWD
 found=0
 failed=()
 built=
@@ -55,11 +85,13 @@ built=
 while IFS=: read -r dir target; do
 	pkg=./$dir
 	found=$((found + 1))
-	bin=$work/${dir//\//_}.test
+	bin=$bindir/${dir//\//_}.test
 	if [[ $built != "$dir" ]]; then
 		built=$dir
-		echo "== $pkg: building the instrumented test binary"
-		(cd "$dir" && "$go" test -c -fuzz=. -o "$bin" .) || rm -f "$bin"
+		if [[ -z ${FUZZ_BINDIR:-} ]]; then
+			echo "== $pkg: building the instrumented test binary"
+			build "$dir" || rm -f "$bin"
+		fi
 		if [[ $fresh == fresh ]]; then
 			cachedir=$work/cache/${dir//\//_}
 		else
@@ -92,8 +124,7 @@ while IFS=: read -r dir target; do
 		failed+=("$pkg $target")
 		break
 	done
-done < <(grep -rEo --include='*_test.go' --exclude-dir=testdata --exclude-dir='.?*' --exclude-dir=node_modules \
-	'^func Fuzz[A-Za-z0-9_]*' . | sed -E 's|^\./||; s|/[^/]*:func |:|' | sort -u)
+done < <(targets)
 if [[ $found -eq 0 ]]; then
 	echo "fuzz.sh: no fuzz targets found" >&2
 	exit 1

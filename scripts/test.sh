@@ -1,48 +1,63 @@
 #!/usr/bin/env bash
-# test.sh [MODULE_DIR...] — the long half of `make test`: the lines below
-# run side by side, each into its own log, and each is reported when it
-# ends (in full when it failed), then a table of how long each took.
+# test.sh [MODULE_DIR...] — the long half of `make test`: every test
+# binary is compiled once, then the lines below run side by side, each
+# into its own log, and each is reported when it ends (in full when it
+# failed), then a table of how long each line and each package took.
 # The Makefile runs the checks that take seconds (go mod tidy -diff,
 # gofmt, the shell lint) before it. MODULE_DIRs are the nested modules
-# (tools, bench, ...): each is vetted and tested on a line of its own.
+# (tools, bench, ...): each is tested on a line of its own.
 #
 #   e2e    cmd/srtwhep, verbose into its log. Most of its time is
 #          real-time media (ffmpeg publishers, browsers), not CPU, so it
 #          starts first and the other lines use the CPU it leaves.
-#   unit   go vet -race, then go test -race of every other package: under
-#          nice while the e2e tests that run alone run, and those that
-#          measure in real time (REALTIME: internal/hostile's bystanders
-#          keeping their frame rate under attack) only
-#          once those are done, beside the parallel e2e tests.
+#   unit   the -race test binary of every other package of the main
+#          module, UNIT_PARALLEL (2) at a time, each run from its package
+#          directory as go test runs it: under nice while the e2e tests
+#          that run alone run, and those that measure in real time
+#          (REALTIME: internal/hostile's bystanders keeping their frame
+#          rate under attack) only once those are done, beside the
+#          parallel e2e tests.
+#   vet    go vet -race (the variant the tests were built with, so it
+#          compiles nothing again) of the main module and of each nested
+#          module built with it, under SCHED_IDLE. A module in NICE is
+#          vetted on its own line, after its build.
 #   fuzz   scripts/fuzz.sh: every fuzz target for FUZZTIME_TEST (2s) from its
 #          checked-in corpus: no panic, no 5xx, no broken invariant on what
-#          has been found so far.
-#   DIR    a nested module: go vet, then go test (-race unless the module
-#          is in NORACE, as tools is: its deploy checks are offline and
+#          has been found so far. Its instrumented builds (one binary per
+#          package) compile under SCHED_IDLE, the targets run under nice.
+#   DIR    a nested module's test binaries (-race unless the module is in
+#          NORACE, as tools is: its deploy checks are offline and
 #          single-threaded, and buildkit with -race takes minutes to build).
-#          A module not in NICE (tools) may measure in real time, so it
-#          waits for the e2e tests that run alone, as REALTIME does.
+#          A module not in NICE (bench) may measure in real time, so it
+#          waits for the e2e tests that run alone, as REALTIME does; one
+#          in NICE (tools: the offline checks) compiles under SCHED_IDLE
+#          and runs under nice.
 #
-# The e2e test binary is built before any line starts, at full priority:
-# it compiles most of what the unit line needs (with the same -race
-# flags, go vet -race included), so nothing is compiled twice, and the
-# real-time line is not kept waiting behind the others' compiles. fuzz
-# (its own instrumented build) and the nested modules in NICE (tools: the
-# offline checks) run under nice: they only take CPU that the real-time
-# tests do not use.
+# Before any line starts, at full priority: the server binary (go build)
+# and every -race test binary (go test -race -c -o DIR/ of the main module
+# and of each nested module not in NICE; cmd/srtwhep's included), so that
+# no compiler at normal priority shares the two cores with the real-time
+# checks, and nothing is linked twice (go test would link each binary
+# again). What compiles after that (go vet, the fuzz builds, the modules
+# in NICE) runs under SCHED_IDLE: it gets only the CPU that no test wants,
+# so it cannot slow a real-time check the way even a niced compiler did.
 # shellcheck disable=SC2317 # cleanup and the lines run through trap and start's "$@"
 set -euo pipefail
 
 go=${GO:-go}
 e2e_parallel=${E2E_PARALLEL:-2}
+unit_parallel=${UNIT_PARALLEL:-2}
 fuzztime=${FUZZTIME_TEST:-2s}
+timeout=${TEST_TIMEOUT:-8m}
 norace=" ${NORACE:-tools} "
 nice=" ${NICE:-tools} "
 realtime=" ${REALTIME:-internal/hostile} "
+module_path=github.com/srtwhep/srtwhep
 
 cd "$(dirname "$0")/.."
 root=$PWD
 work=$(mktemp -d)
+mkdir "$work/out"
 declare -A pid_line=() line_start=() line_secs=() line_rc=()
 lines=()
 
@@ -58,6 +73,13 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+
+# idle COMMAND...: runs COMMAND under SCHED_IDLE (chrt -i 0): the kernel
+# gives it a core only when no other task wants one. Plain nice still
+# takes about a tenth of a busy core.
+idle() {
+	chrt -i 0 "$@"
+}
 
 # start NAME NICE FUNCTION: runs FUNCTION in the background into
 # $work/NAME.log.
@@ -77,13 +99,26 @@ start() {
 	pid_line[$!]=$name
 }
 
-e2e() {
-	local rc=0
-	cd "$root/cmd/srtwhep"
-	"$work/srtwhep.test" -test.paniconexit0 -test.v=true -test.count=1 -test.timeout=15m \
-		-test.parallel="$e2e_parallel" || rc=$?
-	touch "$work/e2e.done"
-	return "$rc"
+# now_us: the wall clock in microseconds.
+now_us() {
+	echo "${EPOCHREALTIME//[!0-9]/}"
+}
+
+# secs US: microseconds as seconds with three decimals.
+secs() {
+	printf '%d.%03d' $(($1 / 1000000)) $(($1 % 1000000 / 1000))
+}
+
+# test_list MODULE_DIR BIN_DIR: one line "IMPORTPATH DIR BINARY" for each
+# package of the module that has tests (go test -c -o DIR/ names each
+# binary after the last element of the import path), cmd/srtwhep left
+# out: it is the e2e line.
+test_list() {
+	(cd "$root/$1" && "$go" list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}}{{end}}' ./...) |
+		while read -r pkg dir; do
+			[[ -n $pkg && $pkg != "$module_path/cmd/srtwhep" ]] || continue
+			echo "$pkg $dir $2/${pkg##*/}.test"
+		done
 }
 
 # e2e_alone_done: whether the e2e tests that run alone have all run. go
@@ -94,54 +129,145 @@ e2e_alone_done() {
 	[[ -e $work/e2e.done ]] || grep -qE '^=== CONT +[^/ ]+$' "$work/e2e.log"
 }
 
-unit() {
-	local pkgs
-	pkgs=$("$go" list ./... | grep -v '/cmd/srtwhep$')
-	# The packages that measure in real time (REALTIME) wait for the e2e
-	# tests that run alone; the rest run beside those under nice, on the
-	# CPU they leave, and back at full priority once they are done.
-	local late=() early=() pkg
-	for pkg in $pkgs; do
-		if [[ $realtime == *" ${pkg#github.com/srtwhep/srtwhep/} "* ]]; then
-			late+=("$pkg")
-		else
-			early+=("$pkg")
-		fi
-	done
-	renice -n 10 -g "$BASHPID" >/dev/null
-	"$go" vet -race ./...
-	echo "ok   go vet -race ./..."
-	local rc=0
-	"$go" test -race -count=1 -timeout 8m "${early[@]}" &
-	local tests=$!
+wait_e2e_alone() {
 	until e2e_alone_done; do
 		sleep 1
 	done
-	renice -n 0 -g "$BASHPID" >/dev/null
-	wait "$tests" || rc=$?
-	if [[ ${#late[@]} -gt 0 ]]; then
-		echo "== after the e2e tests that run alone: ${late[*]#github.com/srtwhep/srtwhep/}"
-		"$go" test -race -count=1 -timeout 8m "${late[@]}" || rc=$?
+}
+
+# run_tests LINE LIST [RENICE]: runs the test binaries LIST names,
+# UNIT_PARALLEL at once, each from its package directory with go test's
+# flags, and prints go test's line for each (its whole output when it
+# failed). A package in REALTIME starts only once the e2e tests that run
+# alone are done; with RENICE, the line runs under nice until then. Each
+# package's time goes to $work/times for the table.
+run_tests() {
+	local line=$1 list=$2 renice=${3:-} pkg dir bin failed=0 watcher=
+	local -A job_pkg=() job_start=()
+	if [[ -n $renice ]]; then
+		renice -n 10 -g "$renice" >/dev/null
+		(
+			wait_e2e_alone
+			renice -n 0 -g "$renice" >/dev/null
+		) &
+		watcher=$!
 	fi
+	reap() {
+		local pid rc=0 us p
+		wait -n -p pid "${!job_pkg[@]}" || rc=$?
+		us=$(($(now_us) - job_start[$pid]))
+		p=${job_pkg[$pid]}
+		unset "job_pkg[$pid]" "job_start[$pid]"
+		echo "$(secs "$us") $line $p $([[ $rc == 0 ]] && echo ok || echo FAIL)" >>"$work/times"
+		if [[ $rc == 0 ]]; then
+			printf 'ok  \t%s\t%ss\n' "$p" "$(secs "$us")"
+		else
+			cat "$work/out/${p//\//_}.log"
+			printf 'FAIL\t%s\t%ss\n' "$p" "$(secs "$us")"
+			failed=1
+		fi
+	}
+	while read -r pkg dir bin; do
+		if [[ $realtime == *" ${pkg#"$module_path"/} "* ]] && ! e2e_alone_done; then
+			echo "== waiting for the e2e tests that run alone: ${pkg#"$module_path"/}"
+			wait_e2e_alone
+		fi
+		while [[ ${#job_pkg[@]} -ge $unit_parallel ]]; do
+			reap
+		done
+		if [[ ! -x $bin ]]; then
+			echo "FAIL	$pkg [build failed]"
+			echo "0.000 $line $pkg FAIL" >>"$work/times"
+			failed=1
+			continue
+		fi
+		(cd "$dir" && exec "$bin" -test.paniconexit0 -test.timeout="$timeout") >"$work/out/${pkg//\//_}.log" 2>&1 &
+		job_pkg[$!]=$pkg
+		job_start[$!]=$(now_us)
+	done <"$list"
+	while [[ ${#job_pkg[@]} -gt 0 ]]; do
+		reap
+	done
+	[[ -z $watcher ]] || kill "$watcher" 2>/dev/null || true
+	return "$failed"
+}
+
+e2e() {
+	local rc=0 start
+	start=$(now_us)
+	cd "$root/cmd/srtwhep"
+	"$work/test/main/srtwhep.test" -test.paniconexit0 -test.v=true -test.timeout=15m \
+		-test.parallel="$e2e_parallel" || rc=$?
+	touch "$work/e2e.done"
+	echo "$(secs $(($(now_us) - start))) e2e $module_path/cmd/srtwhep $([[ $rc == 0 ]] && echo ok || echo FAIL)" >>"$work/times"
+	return "$rc"
+}
+
+unit() {
+	# The packages that measure in real time (REALTIME) go last: they
+	# wait for the e2e tests that run alone.
+	local pkg rest pass
+	: >"$work/unit.list"
+	for pass in early late; do
+		while read -r pkg rest; do
+			if [[ $realtime == *" ${pkg#"$module_path"/} "* ]]; then
+				[[ $pass == late ]] || continue
+			else
+				[[ $pass == early ]] || continue
+			fi
+			echo "$pkg $rest" >>"$work/unit.list"
+		done <"$work/main.list"
+	done
+	run_tests unit "$work/unit.list" "$BASHPID"
+}
+
+vet() {
+	local dir rc=0
+	if step vet-main idle "$go" vet -race ./...; then
+		echo "ok   go vet -race ./..."
+	else
+		cat "$work/vet-main.log"
+		rc=1
+	fi
+	for dir in "${race_modules[@]}"; do
+		if (cd "$root/$dir" && step "vet-$dir" idle "$go" vet -race ./...); then
+			echo "ok   go vet -race ./... in $dir/"
+		else
+			cat "$work/vet-$dir.log"
+			rc=1
+		fi
+	done
 	return "$rc"
 }
 
 fuzz() {
-	scripts/fuzz.sh "$fuzztime" 0 fresh
+	step build-fuzz idle scripts/fuzz.sh build "$work/fuzzbin" || {
+		cat "$work/build-fuzz.log"
+		return 1
+	}
+	FUZZ_BINDIR=$work/fuzzbin scripts/fuzz.sh "$fuzztime" 0 fresh
 }
 
 module() {
-	local race=(-race)
-	[[ $norace == *" $1 "* ]] && race=()
-	cd "$root/$1"
-	if [[ $nice != *" $1 "* ]]; then
-		until e2e_alone_done; do
-			sleep 1
-		done
+	local dir=$1 race=(-race)
+	[[ $norace == *" $dir "* ]] && race=()
+	if [[ $nice == *" $dir "* ]]; then
+		# Its own build, then go vet on it: run side by side, both would
+		# compile the module's dependencies.
+		(cd "$root/$dir" && step "build-$dir" idle "$go" test "${race[@]}" -c -o "$work/test/$dir/" ./...) || {
+			cat "$work/build-$dir.log"
+			return 1
+		}
+		test_list "$dir" "$work/test/$dir" >"$work/$dir.list"
+		(cd "$root/$dir" && step "vet-$dir" idle "$go" vet "${race[@]}" ./...) || {
+			cat "$work/vet-$dir.log"
+			return 1
+		}
+		echo "ok   go vet ${race[*]} ./... in $dir/"
+	else
+		wait_e2e_alone
 	fi
-	"$go" vet "${race[@]}" ./...
-	echo "ok   go vet ${race[*]} ./... in $1/"
-	"$go" test "${race[@]}" -count=1 -timeout 8m ./...
+	run_tests "$dir" "$work/$dir.list"
 }
 
 # report NAME RC: what a finished line says.
@@ -181,71 +307,57 @@ report() {
 	esac
 }
 
+# step NAME COMMAND...: runs a compile step into $work/NAME.log and adds
+# its wall and CPU seconds (its own and its children's) to $work/build.times.
+step() {
+	local name=$1 TIMEFORMAT
+	shift
+	TIMEFORMAT="  $name: %R s wall, %U s user + %S s sys"
+	{ time "$@" >"$work/$name.log" 2>&1; } 2>>"$work/build.times"
+}
+
 began=$SECONDS
+race_modules=()
+for dir in "$@"; do
+	[[ $norace == *" $dir "* || $nice == *" $dir "* ]] || race_modules+=("$dir")
+done
+echo "== compiling the server (go build) and every -race test binary (go test -race -c: the main module${race_modules[*]:+, }${race_modules[*]})"
+mkdir -p "$work/bin" "$work/test"
 # The server binary the tests run is built once here for every test
 # process (testkit.BuildBinary and tools/kubecheck take it from
 # TESTKIT_BINDIR): built by each process on its own, it would be
-# compiled several times at once on a cold build cache. Beside it, the e2e
-# test binary, linked here rather than by go test so
-# that the unit line starts only once the compile it shares is done.
-echo "== building the server (go build ./cmd/srtwhep) and the cmd/srtwhep test binary (go test -race -c)"
-mkdir "$work/bin"
-"$go" build -o "$work/bin/" ./cmd/srtwhep >"$work/build.log" 2>&1 &
-bins=$!
-"$go" test -race -c -o "$work/srtwhep.test" ./cmd/srtwhep >"$work/build-e2e.log" 2>&1 &
-e2ebin=$!
-for pid in "$bins" "$e2ebin"; do
-	if ! wait "$pid"; then
-		cat "$work/build.log" "$work/build-e2e.log"
-		echo "make test: the build failed"
-		exit 1
-	fi
-done
-export TESTKIT_BINDIR=$work/bin
-
-# Then everything else the lines will compile, before any test runs: on a
-# cold build cache (a fresh clone in CI) the unit, fuzz and module
-# compiles otherwise run beside the e2e tests, and two cores of compiler
-# make real-time checks (frame rates, a publisher's first bytes) fail that
-# pass on a quiet machine. -run '^$' links each test binary and runs
-# nothing; the fuzz line's instrumented builds are compiled the way
-# fuzz.sh compiles them, so it finds them in the build cache.
-prebuild() {
-	local pkgs
-	mapfile -t pkgs < <("$go" list ./... | grep -v '/cmd/srtwhep$')
-	"$go" vet -race ./... && "$go" test -race -count=1 -run '^$' "${pkgs[@]}" >/dev/null
-}
-prebuild_module() {
-	local race=(-race)
-	[[ $norace == *" $1 "* ]] && race=()
-	cd "$root/$1" && "$go" vet "${race[@]}" ./... && "$go" test "${race[@]}" -count=1 -run '^$' ./... >/dev/null
-}
-prebuild_fuzz() {
+# compiled several times at once on a cold build cache.
+step build-server "$go" build -o "$work/bin/" ./cmd/srtwhep &
+server=$!
+# The main module first, then the modules that share its -race build.
+race_build() {
+	step build-main "$go" test -race -c -o "$work/test/main/" ./... || return 1
 	local dir
-	mkdir -p "$work/fuzzbin"
-	for dir in $(grep -rlE --include='*_test.go' --exclude-dir=testdata --exclude-dir='.?*' --exclude-dir=node_modules \
-		'^func Fuzz[A-Za-z0-9_]*' . | xargs -n1 dirname | sed 's|^\./||' | sort -u); do
-		(cd "$dir" && "$go" test -c -fuzz=. -o "$work/fuzzbin/${dir//\//_}.test" .) || return 1
+	for dir in "${race_modules[@]}"; do
+		(cd "$dir" && step "build-$dir" "$go" test -race -c -o "$work/test/$dir/" ./...) || return 1
 	done
 }
-echo "== compiling the other lines' tests (go vet, go test -run '^\$', the fuzz builds)"
-prebuilds=()
-prebuild >"$work/prebuild.log" 2>&1 &
-prebuilds+=($!)
-prebuild_fuzz >"$work/prebuild-fuzz.log" 2>&1 &
-prebuilds+=($!)
-for dir in "$@"; do
-	prebuild_module "$dir" >"$work/prebuild-$dir.log" 2>&1 &
-	prebuilds+=($!)
+race_build &
+tests=$!
+build_failed=0
+wait "$server" || build_failed=1
+wait "$tests" || build_failed=1
+cat "$work/build.times"
+if [[ $build_failed != 0 ]]; then
+	cat "$work"/build-*.log
+	echo "make test: the build failed"
+	exit 1
+fi
+export TESTKIT_BINDIR=$work/bin
+test_list . "$work/test/main" >"$work/main.list"
+for dir in "${race_modules[@]}"; do
+	test_list "$dir" "$work/test/$dir" >"$work/$dir.list"
 done
-for pid in "${prebuilds[@]}"; do
-	# A compile error is reported by the line that meets it again, with
-	# its context; here it only must not stop the others.
-	wait "$pid" || true
-done
-echo "== built in $((SECONDS - began)) s; running the lines side by side: e2e unit fuzz $*"
+
+echo "== built in $((SECONDS - began)) s; running the lines side by side: e2e unit vet fuzz $*"
 start e2e normal e2e
 start unit normal unit
+start vet normal vet
 start fuzz nice fuzz
 for dir in "$@"; do
 	prio="normal"
@@ -263,7 +375,11 @@ while [[ ${#pid_line[@]} -gt 0 ]]; do
 	[[ $rc == 0 ]] || failed=1
 done
 
-echo "==== timings (wall clock from the start of each line; the e2e build took part of the first $((line_start[e2e] - began)) s)"
+echo "==== per package: seconds its test binary ran (wall), longest first"
+sort -rn "$work/times" | awk '{ printf "  %8.1f s  %-6s %-4s %s\n", $1, $2, $4, $3 }'
+echo "==== compile steps: wall, and the CPU seconds of the step and its children (build-server, build-main and the -race modules before the lines; vet, fuzz and the modules in NICE under SCHED_IDLE beside them)"
+cat "$work/build.times"
+echo "==== timings (wall clock from the start of each line; the compile took the first $((line_start[e2e] - began)) s)"
 for name in "${lines[@]}"; do
 	printf '  %-10s %5s s  %s\n' "$name" "${line_secs[$name]}" "$([[ ${line_rc[$name]} == 0 ]] && echo ok || echo FAILED)"
 done
