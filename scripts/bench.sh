@@ -55,6 +55,10 @@
 # (MBITS:SECONDS,…, default 20:60,50:60), the server's RSS before and at
 # its peak; three floods of HOSTILE_SRTFLOOD (default 30) seconds of
 # 100 SRT handshakes a second with a wrong passphrase, the RSS after each;
+# HOSTILE_NACKFLOOD (default 10) seconds of one viewer's 500 NACKs a
+# second, HOSTILE_PUBFLOOD (default 8) MiB of garbage from each of 200
+# publisher connections from one address, HOSTILE_CROWD (default 300)
+# viewers behind one address within 10 s with the player's retry policy;
 # and HOSTILE_OFFERFLOOD (default 60) seconds of 16 addresses each posting
 # 10 WHEP offers a second that never start ICE, with the share of a
 # legitimate client's POSTs answered 201 meanwhile; and with HOSTILE_4K
@@ -549,11 +553,16 @@ if [[ ${HOSTILE:-1} != 0 ]]; then
 		-run '^(TestEndlessPES|TestFourK60)$' ./internal/hostile >"$out/hostile.txt" 2>&1 || echo "hostile: FAILED (see $out/hostile.txt)" >&2
 	HOSTILE_SRTFLOOD=${HOSTILE_SRTFLOOD:-30} HOSTILE_OFFERFLOOD=${HOSTILE_OFFERFLOOD:-60} go test -count=1 -timeout 20m -v \
 		-run '^(TestSRTHandshakeFlood|TestOfferFlood)$' ./internal/hostile >>"$out/hostile.txt" 2>&1 || echo "hostile: FAILED (see $out/hostile.txt)" >&2
+	# The round-two attacks, one after the other (each has its bystander):
+	# 10 s of 500 NACKs a second, 200 publisher connections of 8 MiB of
+	# garbage from one address, and 300 viewers behind one address.
+	HOSTILE_NACKFLOOD=${HOSTILE_NACKFLOOD:-10} HOSTILE_PUBFLOOD=${HOSTILE_PUBFLOOD:-8} HOSTILE_CROWD=${HOSTILE_CROWD:-300} go test -count=1 -timeout 20m -v \
+		-run '^(TestNACKFlood|TestPublisherFlood|TestCrowdBehindOneAddress)$' ./internal/hostile >>"$out/hostile.txt" 2>&1 || echo "hostile: FAILED (see $out/hostile.txt)" >&2
 	{
 		echo
 		echo "## Hostile input (long runs)"
 		echo
-		grep -oE 'endless PES: .*|round [0-9]+: .*|SRT flood: .*|offer flood: .*|bystander: .*|4K60.*: .*|--- (PASS|FAIL|SKIP): Test(EndlessPES|SRTHandshakeFlood|OfferFlood|FourK60).*' "$out/hostile.txt" | sed 's/^/- /' || echo "- n/a (no figures in $out/hostile.txt)"
+		grep -oE 'endless PES: .*|round [0-9]+: .*|SRT flood: .*|offer flood: .*|bystander: .*|4K60.*: .*|[0-9]+ NACKs .*|publisher flood .*|server RSS .*|crowd: .*|--- (PASS|FAIL|SKIP): Test(EndlessPES|SRTHandshakeFlood|OfferFlood|FourK60|NACKFlood|PublisherFlood|CrowdBehindOneAddress).*' "$out/hostile.txt" | sed 's/^/- /' || echo "- n/a (no figures in $out/hostile.txt)"
 	} | tee -a "$out/report.md"
 fi
 
