@@ -34,13 +34,16 @@
 #          and runs under nice.
 #
 # Before any line starts, at full priority: the server binary (go build)
-# and every -race test binary (go test -race -c -o DIR/ of the main module
-# and of each nested module not in NICE; cmd/srtwhep's included), so that
-# no compiler at normal priority shares the two cores with the real-time
-# checks, and nothing is linked twice (go test would link each binary
-# again). What compiles after that (go vet, the fuzz builds, the modules
-# in NICE) runs under SCHED_IDLE: it gets only the CPU that no test wants,
-# so it cannot slow a real-time check the way even a niced compiler did.
+# and the e2e test binary (go test -race -c ./cmd/srtwhep), the critical
+# path: the e2e tests take the longest, mostly in real time. Everything
+# else compiles under SCHED_IDLE (chrt -i 0) beside them, so no compiler
+# at normal priority shares the two cores with the real-time checks: the
+# unit line first builds every other -race test binary at once (go test
+# -race -c -o DIR/, the main module then the nested modules in its build),
+# and go vet, the fuzz builds and the modules in NICE wait for that build
+# so they neither compile the same packages at the same time nor take the
+# idle CPU the unit tests wait for. Nothing is linked twice: the binaries
+# are run directly.
 # shellcheck disable=SC2317 # cleanup and the lines run through trap and start's "$@"
 set -euo pipefail
 
@@ -196,7 +199,7 @@ e2e() {
 	local rc=0 start
 	start=$(now_us)
 	cd "$root/cmd/srtwhep"
-	"$work/test/main/srtwhep.test" -test.paniconexit0 -test.v=true -test.timeout=15m \
+	"$work/test/e2e/srtwhep.test" -test.paniconexit0 -test.v=true -test.timeout=15m \
 		-test.parallel="$e2e_parallel" || rc=$?
 	touch "$work/e2e.done"
 	echo "$(secs $(($(now_us) - start))) e2e $module_path/cmd/srtwhep $([[ $rc == 0 ]] && echo ok || echo FAIL)" >>"$work/times"
@@ -204,6 +207,7 @@ e2e() {
 }
 
 unit() {
+	race_build
 	# The packages that measure in real time (REALTIME) go last: they
 	# wait for the e2e tests that run alone.
 	local pkg rest pass
@@ -218,11 +222,15 @@ unit() {
 			echo "$pkg $rest" >>"$work/unit.list"
 		done <"$work/main.list"
 	done
-	run_tests unit "$work/unit.list" "$BASHPID"
+	local rc=0
+	run_tests unit "$work/unit.list" "$BASHPID" || rc=1
+	[[ ! -e $work/race.failed ]] || rc=1
+	return "$rc"
 }
 
 vet() {
 	local dir rc=0
+	wait_race_build
 	if step vet-main idle "$go" vet -race ./...; then
 		echo "ok   go vet -race ./..."
 	else
@@ -241,7 +249,8 @@ vet() {
 }
 
 fuzz() {
-	step build-fuzz idle scripts/fuzz.sh build "$work/fuzzbin" || {
+	wait_race_build
+	FUZZ_INSTRUMENT=module step build-fuzz idle scripts/fuzz.sh build "$work/fuzzbin" || {
 		cat "$work/build-fuzz.log"
 		return 1
 	}
@@ -251,6 +260,7 @@ fuzz() {
 module() {
 	local dir=$1 race=(-race)
 	[[ $norace == *" $dir "* ]] && race=()
+	wait_race_build
 	if [[ $nice == *" $dir "* ]]; then
 		# Its own build, then go vet on it: run side by side, both would
 		# compile the module's dependencies.
@@ -321,7 +331,7 @@ race_modules=()
 for dir in "$@"; do
 	[[ $norace == *" $dir "* || $nice == *" $dir "* ]] || race_modules+=("$dir")
 done
-echo "== compiling the server (go build) and every -race test binary (go test -race -c: the main module${race_modules[*]:+, }${race_modules[*]})"
+echo "== compiling the server (go build) and the e2e test binary (go test -race -c ./cmd/srtwhep)"
 mkdir -p "$work/bin" "$work/test"
 # The server binary the tests run is built once here for every test
 # process (testkit.BuildBinary and tools/kubecheck take it from
@@ -329,19 +339,15 @@ mkdir -p "$work/bin" "$work/test"
 # compiled several times at once on a cold build cache.
 step build-server "$go" build -o "$work/bin/" ./cmd/srtwhep &
 server=$!
-# The main module first, then the modules that share its -race build.
-race_build() {
-	step build-main "$go" test -race -c -o "$work/test/main/" ./... || return 1
-	local dir
-	for dir in "${race_modules[@]}"; do
-		(cd "$dir" && step "build-$dir" "$go" test -race -c -o "$work/test/$dir/" ./...) || return 1
-	done
-}
-race_build &
-tests=$!
+# The e2e binary is on the critical path (its tests take the longest and
+# most of that is real time), so it is all that is built at full
+# priority besides the server; it compiles most of the -race build the
+# other test binaries share.
+step build-e2e "$go" test -race -c -o "$work/test/e2e/" ./cmd/srtwhep &
+e2ebin=$!
 build_failed=0
 wait "$server" || build_failed=1
-wait "$tests" || build_failed=1
+wait "$e2ebin" || build_failed=1
 cat "$work/build.times"
 if [[ $build_failed != 0 ]]; then
 	cat "$work"/build-*.log
@@ -349,10 +355,38 @@ if [[ $build_failed != 0 ]]; then
 	exit 1
 fi
 export TESTKIT_BINDIR=$work/bin
-test_list . "$work/test/main" >"$work/main.list"
-for dir in "${race_modules[@]}"; do
-	test_list "$dir" "$work/test/$dir" >"$work/$dir.list"
-done
+
+# race_build: every other -race test binary, the main module's then the
+# modules that share its build, under SCHED_IDLE beside the e2e tests;
+# $work/race.done says it ended (race.failed that it failed). The other
+# compiles (vet, fuzz, tools) wait for it: they would otherwise compile
+# the same packages at the same time, or take the idle CPU the unit
+# line's binaries wait for.
+race_build() {
+	local pkgs dir
+	mapfile -t pkgs < <("$go" list ./... | grep -v "^$module_path/cmd/srtwhep\$")
+	# A package that does not compile shows as "[build failed]" in the
+	# unit line, beside the packages that did.
+	step build-main idle "$go" test -race -c -o "$work/test/main/" "${pkgs[@]}" || {
+		cat "$work/build-main.log"
+		touch "$work/race.failed"
+	}
+	test_list . "$work/test/main" >"$work/main.list"
+	for dir in "${race_modules[@]}"; do
+		(cd "$dir" && step "build-$dir" idle "$go" test -race -c -o "$work/test/$dir/" ./...) || {
+			cat "$work/build-$dir.log"
+			touch "$work/race.failed"
+		}
+		test_list "$dir" "$work/test/$dir" >"$work/$dir.list"
+	done
+	touch "$work/race.done"
+}
+
+wait_race_build() {
+	until [[ -e $work/race.done ]]; do
+		sleep 1
+	done
+}
 
 echo "== built in $((SECONDS - began)) s; running the lines side by side: e2e unit vet fuzz $*"
 start e2e normal e2e
