@@ -562,7 +562,7 @@ if [[ ${HOSTILE:-1} != 0 ]]; then
 		echo
 		echo "## Hostile input (long runs)"
 		echo
-		grep -oE 'endless PES: .*|round [0-9]+: .*|SRT flood: .*|offer flood: .*|bystander: .*|4K60.*: .*|[0-9]+ NACKs .*|publisher flood .*|server RSS .*|crowd: .*|--- (PASS|FAIL|SKIP): Test(EndlessPES|SRTHandshakeFlood|OfferFlood|FourK60|NACKFlood|PublisherFlood|CrowdBehindOneAddress).*' "$out/hostile.txt" | sed 's/^/- /' || echo "- n/a (no figures in $out/hostile.txt)"
+		grep -oE 'endless PES: .*|round [0-9]+: .*|SRT flood: .*|offer flood: .*|bystander: .*|4K60.*: .*|[0-9]+ NACKs .*|server CPU .*|publisher flood .*|server RSS .*|crowd: .*|--- (PASS|FAIL|SKIP): Test(EndlessPES|SRTHandshakeFlood|OfferFlood|FourK60|NACKFlood|PublisherFlood|CrowdBehindOneAddress).*' "$out/hostile.txt" | sed 's/^/- /' || echo "- n/a (no figures in $out/hostile.txt)"
 	} | tee -a "$out/report.md"
 fi
 

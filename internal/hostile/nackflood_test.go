@@ -59,10 +59,17 @@ func TestNACKFlood(t *testing.T) {
 	_, answer := att.SDP()
 	ssrc := videoSSRC(t, answer)
 
+	flood := nackFlood(t)
+	// The server's CPU without the attack, over as long as the flood
+	// will last, with both viewers already playing.
+	quietStart, quietCPU := time.Now(), testkit.MustMetric(t, srv.Addrs.Metrics, "process_cpu_seconds_total")
+	time.Sleep(flood)
+	quiet := (testkit.MustMetric(t, srv.Addrs.Metrics, "process_cpu_seconds_total") - quietCPU) / time.Since(quietStart).Seconds()
+
+	cpuBefore := testkit.MustMetric(t, srv.Addrs.Metrics, "process_cpu_seconds_total")
 	resentBefore, _ := testkit.Metric(t, srv.Addrs.Metrics, "srtwhep_webrtc_nack_resent_bytes_total")
 	droppedBefore, _ := testkit.Metric(t, srv.Addrs.Metrics, "srtwhep_webrtc_nack_resend_dropped_total")
 	attBefore, plainBefore := att.Stats(), plain.Stats()
-	flood := nackFlood(t)
 	start := time.Now()
 	tick := time.NewTicker(2 * time.Millisecond)
 	nacks := 0
@@ -85,6 +92,7 @@ func TestNACKFlood(t *testing.T) {
 	}
 	tick.Stop()
 	elapsed := time.Since(start)
+	attacked := (testkit.MustMetric(t, srv.Addrs.Metrics, "process_cpu_seconds_total") - cpuBefore) / elapsed.Seconds()
 	attAfter, plainAfter := att.Stats(), plain.Stats()
 	// The counters are read after the last NACK could have been answered.
 	b.waitWindow()
@@ -97,6 +105,15 @@ func TestNACKFlood(t *testing.T) {
 	secs := elapsed.Seconds()
 	t.Logf("%d NACKs (%.0f/s) for the last 128 packets over %.1f s: attacker received %.2f Mbit/s, the plain viewer %.2f Mbit/s (%.2f×); server resent %.0f bytes, dropped %.0f NACKed packets",
 		nacks, float64(nacks)/secs, secs, got*8/secs/1e6, stream*8/secs/1e6, got/stream, resent, droppedAfter-droppedBefore)
+	t.Logf("server CPU %.1f %% of a core without the attack, %.1f %% during it (%+.1f points)", quiet*100, attacked*100, (attacked-quiet)*100)
+	if got > 1.5*stream {
+		t.Errorf("the attacker received %.2f× what a plain viewer of the path did; want at most 1.5×", got/stream)
+	}
+	// CPU is a figure of the long run in make bench (a quiet machine),
+	// not of make test's, where other tests share the cores.
+	if os.Getenv("HOSTILE_NACKFLOOD") != "" && attacked-quiet > 0.03 {
+		t.Errorf("server CPU rose by %.1f points under the flood; want at most 3", (attacked-quiet)*100)
+	}
 	// The budget is measured per second over what this viewer was sent:
 	// one more window of slack for the window the flood starts in.
 	if limit := stream/4 + (secs+2)*(32<<10); resent > limit {

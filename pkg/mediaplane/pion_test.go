@@ -172,11 +172,16 @@ func TestPionViewer(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.WaitFor(t, 10*time.Second, "the retransmitted packet", func() bool {
-		if pv.count(webrtc.RTPCodecTypeVideo) <= before {
-			return false
+		// Looked for among all that arrived since, not only the next
+		// one: under load the last of aus[6]'s packets may still have
+		// been on their way when before was read.
+		got := pv.packets(webrtc.RTPCodecTypeVideo)
+		for _, p := range got[min(before, len(got)):] {
+			if p.SequenceNumber == lost.SequenceNumber && bytes.Equal(p.Payload, lost.Payload) {
+				return true
+			}
 		}
-		p := pv.packets(webrtc.RTPCodecTypeVideo)[before]
-		return p.SequenceNumber == lost.SequenceNumber && bytes.Equal(p.Payload, lost.Payload)
+		return false
 	})
 
 	// Consent: pion checks every 2 s; the session must hold well past
