@@ -556,13 +556,13 @@ if [[ ${HOSTILE:-1} != 0 ]]; then
 	# The round-two attacks, one after the other (each has its bystander):
 	# 10 s of 500 NACKs a second, 200 publisher connections of 8 MiB of
 	# garbage from one address, and 300 viewers behind one address.
-	HOSTILE_NACKFLOOD=${HOSTILE_NACKFLOOD:-10} HOSTILE_PUBFLOOD=${HOSTILE_PUBFLOOD:-8} HOSTILE_CROWD=${HOSTILE_CROWD:-300} go test -count=1 -timeout 20m -v \
-		-run '^(TestNACKFlood|TestPublisherFlood|TestCrowdBehindOneAddress)$' ./internal/hostile >>"$out/hostile.txt" 2>&1 || echo "hostile: FAILED (see $out/hostile.txt)" >&2
+	HOSTILE_NACKFLOOD=${HOSTILE_NACKFLOOD:-10} HOSTILE_PUBFLOOD=${HOSTILE_PUBFLOOD:-8} HOSTILE_CROWD=${HOSTILE_CROWD:-300} HOSTILE_TRANSCODE=1 go test -count=1 -timeout 20m -v \
+		-run '^(TestNACKFlood|TestPublisherFlood|TestCrowdBehindOneAddress|TestTranscodeFitsTheBox)$' ./internal/hostile >>"$out/hostile.txt" 2>&1 || echo "hostile: FAILED (see $out/hostile.txt)" >&2
 	{
 		echo
 		echo "## Hostile input (long runs)"
 		echo
-		grep -oE 'endless PES: .*|round [0-9]+: .*|SRT flood: .*|offer flood: .*|bystander: .*|4K60.*: .*|[0-9]+ NACKs .*|server CPU .*|publisher flood .*|server RSS .*|crowd: .*|--- (PASS|FAIL|SKIP): Test(EndlessPES|SRTHandshakeFlood|OfferFlood|FourK60|NACKFlood|PublisherFlood|CrowdBehindOneAddress).*' "$out/hostile.txt" | sed 's/^/- /' || echo "- n/a (no figures in $out/hostile.txt)"
+		grep -oE 'endless PES: .*|round [0-9]+: .*|SRT flood: .*|offer flood: .*|bystander: .*|4K60.*: .*|[0-9]+ NACKs .*|server CPU .*|publisher flood .*|server RSS .*|crowd: .*|1080p60 .*|second 1080p60 .*|--- (PASS|FAIL|SKIP): Test(EndlessPES|SRTHandshakeFlood|OfferFlood|FourK60|NACKFlood|PublisherFlood|CrowdBehindOneAddress|TranscodeFitsTheBox).*' "$out/hostile.txt" | sed 's/^/- /' || echo "- n/a (no figures in $out/hostile.txt)"
 	} | tee -a "$out/report.md"
 fi
 

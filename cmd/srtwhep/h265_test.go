@@ -51,7 +51,7 @@ func TestH265(t *testing.T) {
 	ts.waitPublisher(t, "live/hevc")
 
 	hevc := dialViewer(t, ts, "live/hevc", withH265)
-	hevc.waitUnits(t, 90, 30*time.Second)
+	hevc.waitLive(t, 60, 30*time.Second)
 	aus := hevc.units()
 	requireCodec(t, "H.265 viewer", aus, true)
 	if !aus[0].IDR {
