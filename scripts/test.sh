@@ -39,11 +39,11 @@
 # else compiles under SCHED_IDLE (chrt -i 0) beside them, so no compiler
 # at normal priority shares the two cores with the real-time checks: the
 # unit line first builds every other -race test binary at once (go test
-# -race -c -o DIR/, the main module then the nested modules in its build),
-# and go vet, the fuzz builds and the modules in NICE wait for that build
-# so they neither compile the same packages at the same time nor take the
-# idle CPU the unit tests wait for. Nothing is linked twice: the binaries
-# are run directly.
+# -race -c -o DIR/, the main module then the nested modules in its build);
+# go vet -race waits for that build, whose packages it reads; the fuzz
+# builds (our packages instrumented over the server's plain build) and the
+# modules in NICE (their own dependencies) compile beside it. Nothing is
+# linked twice: the binaries are run directly.
 # shellcheck disable=SC2317 # cleanup and the lines run through trap and start's "$@"
 set -euo pipefail
 
@@ -249,7 +249,6 @@ vet() {
 }
 
 fuzz() {
-	wait_race_build
 	FUZZ_INSTRUMENT=module step build-fuzz idle scripts/fuzz.sh build "$work/fuzzbin" || {
 		cat "$work/build-fuzz.log"
 		return 1
@@ -260,7 +259,6 @@ fuzz() {
 module() {
 	local dir=$1 race=(-race)
 	[[ $norace == *" $dir "* ]] && race=()
-	wait_race_build
 	if [[ $nice == *" $dir "* ]]; then
 		# Its own build, then go vet on it: run side by side, both would
 		# compile the module's dependencies.
@@ -275,6 +273,7 @@ module() {
 		}
 		echo "ok   go vet ${race[*]} ./... in $dir/"
 	else
+		wait_race_build
 		wait_e2e_alone
 	fi
 	run_tests "$dir" "$work/$dir.list"
