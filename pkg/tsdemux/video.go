@@ -73,7 +73,7 @@ func (d *Demuxer) onAccessUnit(rawPTS, rawDTS int64, au [][]byte, emit func(*av.
 	d.maybeSummarise()
 
 	nalus := make([][]byte, 0, len(au)+2)
-	var hasSPS, hasPPS, idr bool
+	var idr bool
 	var firstVCL []byte
 	size := 0
 	for _, n := range au {
@@ -84,10 +84,8 @@ func (d *Demuxer) onAccessUnit(rawPTS, rawDTS int64, au [][]byte, emit func(*av.
 		case h264.NALUTypeAccessUnitDelimiter, h264.NALUTypeFillerData:
 			continue // useless to a WebRTC decoder, only costs bandwidth
 		case h264.NALUTypeSPS:
-			hasSPS = true
 			d.setSPS(n)
 		case h264.NALUTypePPS:
-			hasPPS = true
 			v.pps = n
 		case h264.NALUTypeIDR:
 			idr = true
@@ -135,8 +133,8 @@ func (d *Demuxer) onAccessUnit(rawPTS, rawDTS int64, au [][]byte, emit func(*av.
 		return nil
 	}
 
-	if idr && (!hasSPS || !hasPPS) {
-		nalus, size = withParameterSets(nalus, v.sps, v.pps, hasSPS, hasPPS, size)
+	if idr {
+		nalus, size = withParameterSets(nalus, v.sps, v.pps, size)
 	}
 	return d.emitUnit(&av.AccessUnit{Codec: av.CodecH264, PTS: pts, NALUs: nalus, IDR: idr, Size: size}, emit)
 }
@@ -199,24 +197,32 @@ func (d *Demuxer) resumed() {
 	}
 }
 
-// withParameterSets puts the cached SPS/PPS where an IDR lacks them: SPS
-// before PPS, both before the first slice, as decoders expect.
-func withParameterSets(nalus [][]byte, sps, pps []byte, hasSPS, hasPPS bool, size int) ([][]byte, int) {
-	out := make([][]byte, 0, len(nalus)+2)
-	if !hasSPS {
-		out = append(out, sps)
+// withParameterSets puts an IDR's parameter sets first, as decoders
+// expect: SPS before PPS, both before the first slice. Those the unit
+// carries move there (a damaged or unusual stream may send them after
+// the slice); those it lacks come from the cache.
+func withParameterSets(nalus [][]byte, sps, pps []byte, size int) ([][]byte, int) {
+	var ownSPS, ownPPS, rest [][]byte
+	for _, n := range nalus {
+		switch h264.NALUType(n[0] & 0x1f) {
+		case h264.NALUTypeSPS:
+			ownSPS = append(ownSPS, n)
+		case h264.NALUTypePPS:
+			ownPPS = append(ownPPS, n)
+		default:
+			rest = append(rest, n)
+		}
+	}
+	if len(ownSPS) == 0 {
+		ownSPS = [][]byte{sps}
 		size += len(sps)
 	}
-	inserted := hasPPS
-	for _, n := range nalus {
-		typ := h264.NALUType(n[0] & 0x1f)
-		if !inserted && typ != h264.NALUTypeSPS {
-			out = append(out, pps)
-			size += len(pps)
-			inserted = true
-		}
-		out = append(out, n)
+	if len(ownPPS) == 0 {
+		ownPPS = [][]byte{pps}
+		size += len(pps)
 	}
+	out := make([][]byte, 0, len(nalus)+2)
+	out = append(append(append(out, ownSPS...), ownPPS...), rest...)
 	return out, size
 }
 
