@@ -289,22 +289,6 @@ func (d *Demuxer) Run(ctx context.Context, emit func(*av.AccessUnit) error) erro
 	}
 }
 
-func (d *Demuxer) initError(ctx context.Context, err error, mr *meteredReader) error {
-	switch {
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case errors.Is(err, errInitLimit):
-		return fmt.Errorf("none in the first %d bytes: %w", mr.read, ErrNoPMT)
-	case errors.Is(err, errBudget):
-		return tablesBudgetError(d.budget)
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		return fmt.Errorf("stream ended after %d bytes: %w", mr.read, ErrNoPMT)
-	case mr.err != nil:
-		return mr.err // the reader failed: report it unchanged
-	}
-	return fmt.Errorf("reading MPEG-TS program tables: %w", err)
-}
-
 // pickTrack selects the first H.264 track and, when audio is wanted, the
 // first readable audio track; it reports the others once.
 func (d *Demuxer) pickTrack(tr *mpegts.Reader) (*mpegts.Track, error) {
@@ -393,53 +377,3 @@ func (d *Demuxer) writeErrors(kind string, n int, last error) {
 func (d *Demuxer) maybeSummarise() { d.errs.Flush() }
 
 func (d *Demuxer) flushSummary() { d.errs.Close() }
-
-var (
-	errInitLimit = errors.New("PMT search limit reached")
-	errBudget    = errors.New("PMT search budget spent")
-)
-
-// meteredReader counts bytes, bounds the PMT search and observes ctx between
-// reads (a blocked Read is the caller's to unblock by closing the source).
-type meteredReader struct {
-	ctx   context.Context
-	r     io.Reader
-	bytes *atomic.Uint64
-	limit int64 // <0: unlimited
-	read  int64
-	err   error // last non-EOF error of r
-	// budget is charged for every byte read while limit holds, and
-	// given back by endInit.
-	budget *Budget
-}
-
-// endInit ends the PMT search: the bytes it held are handed on (or
-// dropped), so the budget gets them back and the limit is lifted.
-func (m *meteredReader) endInit() {
-	if m.limit >= 0 {
-		m.budget.give(m.read)
-	}
-	m.limit = -1
-}
-
-func (m *meteredReader) Read(p []byte) (int, error) {
-	if err := m.ctx.Err(); err != nil {
-		return 0, err
-	}
-	if m.limit >= 0 && m.read >= m.limit {
-		return 0, errInitLimit
-	}
-	if m.limit >= 0 && !m.budget.take(int64(len(p))) {
-		return 0, errBudget
-	}
-	n, err := m.r.Read(p)
-	if m.limit >= 0 {
-		m.budget.give(int64(len(p) - n)) // reserved the buffer, used n
-	}
-	m.read += int64(n)
-	m.bytes.Add(uint64(n))
-	if err != nil && !errors.Is(err, io.EOF) {
-		m.err = err
-	}
-	return n, err
-}
