@@ -32,12 +32,12 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // event streams and the layer selection mounted as cmd/srtwhep mounts
 // them, and real pion viewers.
 type fixture struct {
-	h       *hub.Hub
-	pub     *hub.Publisher
-	srv     *whep.Server
-	ev      *whepevents.Streams
-	ly      *Layers
-	url     string
+	h   *hub.Hub
+	pub *hub.Publisher
+	srv *whep.Server
+	ev  *whepevents.Streams
+	ly  *Layers
+	url string
 
 	mu      sync.Mutex
 	refused []string // slugs, as the refusal log got them
