@@ -20,6 +20,7 @@ import (
 //
 // Parallel-safe: it asserts what the page shows, not how soon.
 func TestBrowserQualityMenu(t *testing.T) {
+	t.Parallel()
 	b := browserAndServer(t, "10.238.0", "")
 	ctx, srv := b.ctx, b.srv
 	publishWithSound(t, b.srvNS, srv.SRTURL("publish:live/cam1"))
