@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
@@ -58,6 +59,22 @@ func TestBrowserQualityMenu(t *testing.T) {
 		return st
 	}
 	var st pageState
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := json.Marshal(st)
+			t.Logf("the page last read: %s", b)
+		}
+	})
+	// A session takes its path's ladder as it starts, and the ladder is
+	// planned at the end of the source's first whole GOP (2 s here): the
+	// page is loaded again once it has played past that.
+	testkit.WaitFor(t, 20*time.Second, "the page to play 3 s", func() bool {
+		st = read()
+		return st.State == "playing" && st.FramesDecoded > 90
+	})
+	if err := chromedp.Do(ctx, chromedp.Reload()); err != nil {
+		t.Fatalf("reload the player page: %v", err)
+	}
 	testkit.WaitFor(t, 20*time.Second, "the page to play and show its quality menu", func() bool {
 		st = read()
 		return st.State == "playing" && st.FramesDecoded > 0 && st.MenuShown && st.Layer != nil

@@ -38,6 +38,9 @@ func TestLayerPinStays(t *testing.T) {
 	ts := startServer(t, nil)
 	startFFmpeg(t, x264Args("1280x720"), ts.srtURL("publish:live/cam1"))
 	ts.waitPublisher(t, "live/cam1")
+	// A session takes its path's ladder as it starts, and the ladder is
+	// planned at the end of the source's first whole GOP (2 s here).
+	testkit.WaitFor(t, 15*time.Second, "the source's first two GOPs", func() bool { return ts.framesIn("live/cam1") >= 120 })
 	v := dialViewer(t, ts, "live/cam1")
 	v.waitUnits(t, 30, 15*time.Second)
 
