@@ -43,9 +43,9 @@ import (
 	"time"
 
 	"github.com/srtwhep/srtwhep/pkg/admission"
+	"github.com/srtwhep/srtwhep/pkg/ladder"
 	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/refusallog"
-	"github.com/srtwhep/srtwhep/pkg/ladder"
 	"github.com/srtwhep/srtwhep/pkg/rtpsend"
 )
 
