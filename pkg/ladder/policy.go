@@ -61,8 +61,8 @@ type Policy struct {
 	// lowSince is when the estimate went below what the rung needs; zero
 	// while it is not.
 	lowSince time.Time
-	probeAt   time.Time
-	backoff   time.Duration
+	probeAt  time.Time
+	backoff  time.Duration
 	// stayedSince is when the viewer's rung last changed or a try failed:
 	// the wait for the next try counts from it.
 	stayedSince time.Time
