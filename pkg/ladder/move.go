@@ -197,13 +197,14 @@ func (s *Switch) evaluate(now time.Time) {
 		return
 	}
 	s.evaluated = now
+	sent := s.sendRate(now)
 	var target int
 	switch {
 	case s.policy.Pinned() >= 0:
-		target = s.policy.Decide(bwe0, now, now)
+		target = s.policy.Decide(bwe0, sent, now, now)
 	case s.estimate != nil:
 		e, started := s.estimate()
-		target = s.policy.Decide(e, started, now)
+		target = s.policy.Decide(e, sent, started, now)
 	default:
 		return
 	}
@@ -234,3 +235,33 @@ func (s *Switch) evaluate(now time.Time) {
 }
 
 var bwe0 bwe.Estimate // a pinned viewer's policy reads no estimate
+
+// sendRate is what the viewer was sent over the last second or so, in
+// bit/s (CountSent's bytes, audio and retransmissions included): what its
+// link is asked to carry.
+func (s *Switch) sendRate(now time.Time) int64 {
+	b := s.sentBytes.Load()
+	s.samples[s.sampleNext%len(s.samples)] = sample{now, b}
+	s.sampleNext++
+	// The oldest sample at least a second back, or the oldest there is.
+	var from sample
+	for i := range s.samples {
+		c := s.samples[(s.sampleNext+i)%len(s.samples)]
+		if c.at.IsZero() {
+			continue
+		}
+		from = c
+		if now.Sub(c.at) <= 2*time.Second {
+			break
+		}
+	}
+	if d := now.Sub(from.at); !from.at.IsZero() && d >= 500*time.Millisecond {
+		return int64(float64(b-from.bytes) * 8 / d.Seconds())
+	}
+	return 0
+}
+
+type sample struct {
+	at    time.Time
+	bytes uint64
+}

@@ -93,6 +93,11 @@ type Switch struct {
 	// away from it that failed).
 	needIDR   bool
 	evaluated time.Time
+	// sentBytes counts what the viewer's sender wrote (CountSent);
+	// samples of it, one per evaluation, give the rate it is sent.
+	sentBytes  atomic.Uint64
+	samples    [12]sample
+	sampleNext int
 }
 
 // New makes the switch, with the viewer on the source.
@@ -143,7 +148,10 @@ func (s *Switch) Backlog() int {
 }
 
 // CountSent adds to the path's totals.
-func (s *Switch) CountSent(packets, bytes int) { s.cfg.Main.CountSent(packets, bytes) }
+func (s *Switch) CountSent(packets, bytes int) {
+	s.sentBytes.Add(uint64(bytes))
+	s.cfg.Main.CountSent(packets, bytes)
+}
 
 // SkipToIDR drops the viewer's video up to the next IDR of the rung it
 // gets (the congestion rule, for a link that loses even the lowest).
