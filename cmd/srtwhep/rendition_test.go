@@ -99,8 +99,11 @@ func TestRenditionShaped(t *testing.T) {
 	line := ts.logs.WaitLog(t, 20*time.Second, "viewer switched rendition", "direction=down", "session="+sessionID(narrow))
 	t.Logf("%.1f s after the narrow viewer connected: %s", time.Since(start).Seconds(), line)
 	testkit.WaitFor(t, 5*time.Second, "the narrow viewer's first 360p picture", func() bool { return pictureHeight(t, narrow) == 360 })
-	// Then it plays the rendition whole: 150 pictures (5 s of them)
-	// decoded, none broken, in well under 8 s.
+	// Then, once the link has drained what it queued of the source (a
+	// couple of seconds), it plays the rendition whole: 150 pictures (5 s
+	// of them) decoded, none broken, in well under 8 s.
+	settled := narrow.Stats().DecodedAUs + 60
+	testkit.WaitFor(t, 5*time.Second, "the link to settle", func() bool { return narrow.Stats().DecodedAUs >= settled })
 	n0, broken0, t0 := narrow.Stats().DecodedAUs, narrow.Stats().BrokenAUs, time.Now()
 	testkit.WaitFor(t, 8*time.Second, "150 pictures of the rendition", func() bool { return narrow.Stats().DecodedAUs >= n0+150 })
 	elapsed := time.Since(t0)
