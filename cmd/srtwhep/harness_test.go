@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -27,7 +28,10 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		srt.Init()
-	}, srt.Cleanup)
+	}, func() {
+		srt.Cleanup()
+		removeClips()
+	})
 }
 
 type testServer struct {
@@ -102,16 +106,68 @@ func (ts *testServer) apiURL(path string) string {
 	return "http://" + ts.addrs.Load().API + path
 }
 
-// x264Args encode the brief's reference stream: 720p30, no B-frames, a
-// 2-second GOP.
-func x264Args(size string, extra ...string) []string {
+// liveX264Args encode the brief's reference stream live: 30 fps, no
+// B-frames, a 2-second GOP, 2.5 Mbit/s (libx264 ultrafast zerolatency).
+// For a test that needs the encoder itself (other encoder options, a
+// second input); the others take x264Args.
+func liveX264Args(size string, extra ...string) []string {
 	args := []string{"-re", "-f", "lavfi", "-i", "testsrc2=size=" + size + ":rate=30",
 		"-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency",
 		"-bf", "0", "-g", "60", "-b:v", "2500k"}
 	return append(args, extra...)
 }
 
-// startFFmpeg runs a real ffmpeg encoding args into MPEG-TS at output
+// x264Args is the same stream played from a clip that liveX264Args
+// encoded once per size and test binary, in real time and in a loop,
+// copied (-re -stream_loop -1 -c copy): encoding live cost 5 % (320x240)
+// to 14 % (1280x720) of a core per publisher, copying about 2 %, and make
+// test runs some 60 such publishers. The clip is 3 GOPs, so every loop
+// starts at an IDR. extra are output options (-t).
+func x264Args(size string, extra ...string) []string {
+	return append([]string{"-re", "-stream_loop", "-1", "-i", x264Clip(size), "-c", "copy"}, extra...)
+}
+
+var (
+	clipsMu  sync.Mutex
+	clipsDir string
+	clips    = map[string]string{}
+)
+
+// x264Clip returns the MPEG-TS clip of size, encoding it on first use. A
+// failure panics: x264Args has no test to fail, and the panic fails the
+// one that asked, with ffmpeg's output.
+func x264Clip(size string) string {
+	clipsMu.Lock()
+	defer clipsMu.Unlock()
+	if c, ok := clips[size]; ok {
+		return c
+	}
+	if clipsDir == "" {
+		dir, err := os.MkdirTemp("", "srtwhep-clips-")
+		if err != nil {
+			panic(err)
+		}
+		clipsDir = dir
+	}
+	out := filepath.Join(clipsDir, size+".ts")
+	args := append(liveX264Args(size)[1:], "-frames:v", "180", "-f", "mpegts", out)
+	if b, err := exec.Command("ffmpeg", append([]string{"-hide_banner", "-loglevel", "error", "-nostdin", "-y"}, args...)...).CombinedOutput(); err != nil {
+		panic(fmt.Sprintf("encoding the %s reference clip: %v\n%s", size, err, b))
+	}
+	clips[size] = out
+	return out
+}
+
+// removeClips is TestMain's: the clips live as long as the test binary.
+func removeClips() {
+	clipsMu.Lock()
+	defer clipsMu.Unlock()
+	if clipsDir != "" {
+		os.RemoveAll(clipsDir)
+	}
+}
+
+// startFFmpeg runs a real ffmpeg with input args, into MPEG-TS at output,
 // until the test ends (or it exits by itself).
 func startFFmpeg(t *testing.T, args []string, output string) *testkit.Process {
 	t.Helper()
