@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -28,10 +27,7 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		srt.Init()
-	}, func() {
-		srt.Cleanup()
-		removeClips()
-	})
+	}, srt.Cleanup)
 }
 
 type testServer struct {
@@ -118,53 +114,17 @@ func liveX264Args(size string, extra ...string) []string {
 }
 
 // x264Args is the same stream played from a clip that liveX264Args
-// encoded once per size and test binary, in real time and in a loop,
-// copied (-re -stream_loop -1 -c copy): encoding live cost 5 % (320x240)
-// to 14 % (1280x720) of a core per publisher, copying about 2 %, and make
-// test runs some 60 such publishers. The clip is 3 GOPs, so every loop
-// starts at an IDR. extra are output options (-t).
+// encoded once per size and test binary (testkit.MakeClip), in real time
+// and in a loop (testkit.LoopArgs): make test runs some 60 such
+// publishers. The clip is 3 GOPs, so every loop starts at an IDR. extra
+// are output options (-t). A clip that cannot be made panics: x264Args has
+// no test to fail, and the panic fails the one that asked.
 func x264Args(size string, extra ...string) []string {
-	return append([]string{"-re", "-stream_loop", "-1", "-i", x264Clip(size), "-c", "copy"}, extra...)
-}
-
-var (
-	clipsMu  sync.Mutex
-	clipsDir string
-	clips    = map[string]string{}
-)
-
-// x264Clip returns the MPEG-TS clip of size, encoding it on first use. A
-// failure panics: x264Args has no test to fail, and the panic fails the
-// one that asked, with ffmpeg's output.
-func x264Clip(size string) string {
-	clipsMu.Lock()
-	defer clipsMu.Unlock()
-	if c, ok := clips[size]; ok {
-		return c
+	clip, err := testkit.MakeClip(append(liveX264Args(size)[1:], "-frames:v", "180")...)
+	if err != nil {
+		panic(err)
 	}
-	if clipsDir == "" {
-		dir, err := os.MkdirTemp("", "srtwhep-clips-")
-		if err != nil {
-			panic(err)
-		}
-		clipsDir = dir
-	}
-	out := filepath.Join(clipsDir, size+".ts")
-	args := append(liveX264Args(size)[1:], "-frames:v", "180", "-f", "mpegts", out)
-	if b, err := exec.Command("ffmpeg", append([]string{"-hide_banner", "-loglevel", "error", "-nostdin", "-y"}, args...)...).CombinedOutput(); err != nil {
-		panic(fmt.Sprintf("encoding the %s reference clip: %v\n%s", size, err, b))
-	}
-	clips[size] = out
-	return out
-}
-
-// removeClips is TestMain's: the clips live as long as the test binary.
-func removeClips() {
-	clipsMu.Lock()
-	defer clipsMu.Unlock()
-	if clipsDir != "" {
-		os.RemoveAll(clipsDir)
-	}
+	return append(testkit.LoopArgs(clip), extra...)
 }
 
 // startFFmpeg runs a real ffmpeg with input args, into MPEG-TS at output,
