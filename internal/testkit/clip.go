@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -45,7 +44,7 @@ func MakeClip(args ...string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("ffmpeg not found: %s", ffmpegHint)
 	}
-	out := filepath.Join(clips.dir, strconv.Itoa(len(clips.files))+".ts")
+	out := filepath.Join(clips.dir, fmt.Sprintf("%d.ts", len(clips.files)))
 	cmd := exec.Command(path, append(append(append([]string{"-y"}, quiet...), args...), "-f", "mpegts", out)...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("ffmpeg %s: %v\n%s", strings.Join(args, " "), err, b)
