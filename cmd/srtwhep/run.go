@@ -105,7 +105,8 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		},
 		Video: func(path string) ingest.VideoSettings {
 			pc := s.config().PathConfig(path)
-			return ingest.VideoSettings{Mode: pc.Video, MaxKeyframeInterval: time.Duration(pc.MaxKeyframeInterval)}
+			return ingest.VideoSettings{Mode: pc.Video, MaxKeyframeInterval: time.Duration(pc.MaxKeyframeInterval),
+				Ladder: ladderSettings(pc.Renditions)}
 		},
 		Handover: func(path string) ingest.Handover {
 			c := s.config()
@@ -184,6 +185,7 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 			MaxPendingOffers:       cfg.HTTP.MaxPendingOffers,
 		},
 		Source:           hubSource(s.hub),
+		Ladder:           s.hub,
 		Demand:           s.edge.Demand,
 		PublicURL:        cfg.HTTP.PublicURL,
 		MaxResendBitrate: cfg.WebRTC.MaxResendBitrate,
