@@ -376,16 +376,22 @@ func TestBrowserShapedLink(t *testing.T) {
 			t.Errorf("unshaped: live/cam1 runs a transcoder (%+v), want none", *path.Transcode)
 		}
 	}
+	if e := r.ladderEvents(); e != (ladderEvents{}) {
+		t.Errorf("unshaped: %v, want none: a viewer that keeps up needs no transcoder", e)
+	}
 
 	r.link.set(t, 1000)
 	r.open(t)
 	time.Sleep(shapedWarmUp)
 	p = r.play(t, 20*time.Second)
-	msg := fmt.Sprintf("browser behind 1 Mbit/s: %v", p)
+	msg := fmt.Sprintf("browser behind 1 Mbit/s: %v; server: %v", p, r.ladderEvents())
 	t.Log(msg)
 	fmt.Println(msg)
 	if p.fps < 25 || p.frozen > 1.0 || p.concealed > 0.02 || p.reconnectedMid {
 		t.Errorf("behind 1 Mbit/s: %v; want ≥ 25 fps, ≤ 1 s of 20 frozen, ≤ 2 %% of the sound concealed, one session", p)
+	}
+	if p.height >= 720 {
+		t.Errorf("behind 1 Mbit/s the page plays %dx%d, want a lower rendition than the 1280x720 source", p.width, p.height)
 	}
 }
 
@@ -399,6 +405,7 @@ func TestBrowserShapedLinkFigures(t *testing.T) {
 	r := newShapedRig(t, "10.226.0", "")
 	for _, kbit := range []int{0, 2000, 1000} {
 		r.link.set(t, kbit)
+		e0 := r.ladderEvents()
 		r.open(t)
 		time.Sleep(shapedWarmUp)
 		p := r.play(t, 30*time.Second)
@@ -406,8 +413,9 @@ func TestBrowserShapedLinkFigures(t *testing.T) {
 		if kbit > 0 {
 			name = fmt.Sprintf("%g Mbit/s", float64(kbit)/1000)
 		}
-		fmt.Printf("shaped link | %-9s | %v | server: %s\n", name, p, r.pathSummary(t))
+		fmt.Printf("shaped link | %-9s | %v | server: %s; %v (warm-up included)\n", name, p, r.pathSummary(t), r.ladderEvents().since(e0))
 	}
+	r.logLadder(t)
 }
 
 // pathSummary is what the server says of live/cam1's video.
@@ -422,6 +430,37 @@ func (r *shapedRig) pathSummary(t *testing.T) string {
 		}
 	}
 	return "no live/cam1"
+}
+
+// logLadder logs the server's lines about renditions and a viewer's
+// video skipping to keyframes, which explain a long run's figures.
+func (r *shapedRig) logLadder(t *testing.T) {
+	for _, l := range strings.Split(r.srv.Log.String(), "\n") {
+		if strings.Contains(l, "rendition") || strings.Contains(l, "keyframe") || strings.Contains(l, "viewer opened") {
+			t.Log(l)
+		}
+	}
+}
+
+// ladderEvents counts what the server logged of its renditions:
+// transcoders started, and viewers' switches down and up.
+type ladderEvents struct{ started, down, up int }
+
+func (r *shapedRig) ladderEvents() ladderEvents {
+	l := r.srv.Log
+	return ladderEvents{
+		started: len(l.Lines("rendition started")),
+		down:    len(l.Lines("viewer switched rendition", "direction=down")),
+		up:      len(l.Lines("viewer switched rendition", "direction=up")),
+	}
+}
+
+func (e ladderEvents) since(o ladderEvents) ladderEvents {
+	return ladderEvents{e.started - o.started, e.down - o.down, e.up - o.up}
+}
+
+func (e ladderEvents) String() string {
+	return fmt.Sprintf("%d renditions started, %d switches down, %d up", e.started, e.down, e.up)
 }
 
 // TestBrowserShapedLinkChanging, with SHAPED_LONG=1, plays one session
@@ -440,18 +479,32 @@ func TestBrowserShapedLinkChanging(t *testing.T) {
 	time.Sleep(shapedWarmUp)
 	type change struct {
 		at   float64 // page ms
+		wall time.Time
 		kbit int
 	}
-	changes := []change{{r.pageNow(t), 4000}}
+	changes := []change{{r.pageNow(t), time.Now(), 4000}}
 	a := r.stats(t)
 	for _, kbit := range []int{1000, 4000} {
 		time.Sleep(20 * time.Second) // the phase itself
 		r.link.set(t, kbit)
-		changes = append(changes, change{r.pageNow(t), kbit})
+		changes = append(changes, change{r.pageNow(t), time.Now(), kbit})
 	}
 	time.Sleep(20 * time.Second)
 	b := r.stats(t)
-	changes = append(changes, change{b.T, 0})
+	changes = append(changes, change{b.T, time.Now(), 0})
+	// The server's switches, by its log's clock (the same machine's).
+	type switched struct {
+		at   time.Time
+		line string
+	}
+	var switches []switched
+	for _, l := range r.srv.Log.Lines("viewer switched rendition") {
+		if i := strings.Index(l, "time="); i >= 0 && len(l) >= i+5+24 {
+			if at, err := time.Parse(time.RFC3339Nano, l[i+5:i+5+24]); err == nil {
+				switches = append(switches, switched{at, l[strings.Index(l, "direction="):]})
+			}
+		}
+	}
 	rec := r.frames(t)
 	var lines []string
 	for i, c := range changes[:len(changes)-1] {
@@ -460,6 +513,12 @@ func TestBrowserShapedLinkChanging(t *testing.T) {
 		for _, s := range rec.Sizes {
 			if s[0] >= c.at && s[0] < end {
 				lines = append(lines, fmt.Sprintf("%+7.1f s    picture %.0fx%.0f, %.1f s after the link changed", (s[0]-changes[0].at)/1000, s[1], s[2], (s[0]-c.at)/1000))
+			}
+		}
+		for _, sw := range switches {
+			if !sw.at.Before(c.wall) && sw.at.Before(changes[i+1].wall) {
+				lines = append(lines, fmt.Sprintf("%+7.1f s    server: %s, %.1f s after the link changed",
+					sw.at.Sub(changes[0].wall).Seconds(), sw.line, sw.at.Sub(c.wall).Seconds()))
 			}
 		}
 		longest := 0.0
@@ -471,4 +530,5 @@ func TestBrowserShapedLinkChanging(t *testing.T) {
 		lines = append(lines, fmt.Sprintf("           longest gap between frames in this phase: %.0f ms", longest))
 	}
 	fmt.Printf("changing link:\n%s\nover the whole run: %v\n", strings.Join(lines, "\n"), r.between(t, a, b))
+	r.logLadder(t)
 }
