@@ -120,3 +120,10 @@ func ladderSettings(r config.Renditions) ingest.LadderSettings {
 	}
 	return s
 }
+
+// renditionSample is the paths' lower renditions and the viewers' moves
+// between them, for the metrics.
+func (s *server) renditionSample() metrics.RenditionSample {
+	up, down := s.whep.Switches()
+	return metrics.RenditionSample{Renditions: s.ingest.RenditionSamples(), SwitchesUp: up, SwitchesDown: down}
+}

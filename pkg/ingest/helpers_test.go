@@ -39,6 +39,8 @@ type memConn struct {
 	pauseAt        int
 	paused, resume chan struct{}
 	pauseOnce      sync.Once
+	// then is a second pause, after the first: set before serve.
+	then *memPause
 	// lateFrom, lateDrops: once Read has handed out the byte at lateFrom,
 	// Stats reports lateDrops packets dropped, as SRT counts packets that
 	// came after the latency before it hands over the ones behind them.
@@ -56,6 +58,17 @@ type memConn struct {
 	reason    string
 }
 
+// memPause is a pause of memConn's Read at an offset (see pauseAt).
+type memPause struct {
+	at             int
+	paused, resume chan struct{}
+	once           sync.Once
+}
+
+func newMemPause(at int) *memPause {
+	return &memPause{at: at, paused: make(chan struct{}), resume: make(chan struct{})}
+}
+
 func newMemConn(path string, sockID int, data []byte) *memConn {
 	return &memConn{id: srt.StreamID{Mode: srt.ModePublish, Path: path}, remote: "192.0.2.7:4000", sockID: sockID,
 		data: data, paused: make(chan struct{}), resume: make(chan struct{}), closed: make(chan struct{})}
@@ -69,6 +82,13 @@ func (c *memConn) Read(p []byte) (int, error) {
 		c.pauseOnce.Do(func() { close(c.paused) })
 		select {
 		case <-c.resume:
+		case <-c.closed:
+		}
+	}
+	if p := c.then; p != nil && off == p.at {
+		p.once.Do(func() { close(p.paused) })
+		select {
+		case <-p.resume:
 		case <-c.closed:
 		}
 	}
@@ -90,6 +110,9 @@ func (c *memConn) Read(p []byte) (int, error) {
 	end := min(len(c.data), off+srtMessage, off+len(p))
 	if c.pauseAt > off {
 		end = min(end, c.pauseAt)
+	}
+	if p := c.then; p != nil && p.at > off {
+		end = min(end, p.at)
 	}
 	n := copy(p, c.data[off:end])
 	c.mu.Lock()

@@ -38,6 +38,8 @@ type rung struct {
 	unwatchedFrom int64
 	refusedAt     time.Time // the last refusal's log line
 	refusals      int       // refusals since that line
+	// retryAtIDR: refused, tried again at the next IDR, not every picture.
+	retryAtIDR bool
 
 	mu   sync.Mutex
 	tc   *vtranscode.Transcoder // nil while nobody watches
@@ -121,7 +123,9 @@ func (r *rung) write(au *av.AccessUnit, gop []*av.AccessUnit, info av.StreamInfo
 	tc := r.transcoder()
 	switch {
 	case tc == nil && readers > 0:
-		r.start(au, gop, info, l)
+		if !r.retryAtIDR || au.IDR {
+			r.start(au, gop, info, l)
+		}
 		return
 	case tc == nil:
 		return
@@ -190,7 +194,7 @@ func (r *rung) start(au *av.AccessUnit, gop []*av.AccessUnit, info av.StreamInfo
 		r.log.Error("rendition's transcoder failed to start; its viewers stay on the source", "err", err)
 		return
 	}
-	r.res, r.unwatched, r.refusals = res, false, 0
+	r.res, r.unwatched, r.refusals, r.retryAtIDR = res, false, 0, false
 	go tc.Run() // ends with tc.Close, which waits for it
 	for _, g := range gop {
 		tc.Write(g)
@@ -210,7 +214,7 @@ func (r *rung) start(au *av.AccessUnit, gop []*av.AccessUnit, info av.StreamInfo
 // refuse logs a rung the budget has no room for, at most once every
 // refusalSummaryEvery with the count since.
 func (r *rung) refuse(err error, l *ladder) {
-	r.refusals++
+	r.refusals, r.retryAtIDR = r.refusals+1, true
 	if now := time.Now(); now.Sub(r.refusedAt) >= refusalSummaryEvery {
 		r.log.Warn("rendition not started: the transcode CPU budget is used up (transcode.maxCPUPercent); "+
 			"its viewers stay on the source and skip to keyframes when their link cannot carry it",

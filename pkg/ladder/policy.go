@@ -127,7 +127,8 @@ func (p *Policy) Decide(e bwe.Estimate, started, now time.Time) int {
 		return p.cur
 	}
 	rate := p.Rates[p.cur]
-	if sinceCut < CongestedWithin && e.Bitrate < int64(float64(rate)*downShare) && p.cur < len(p.Rates)-1 {
+	congested := !e.LastDecrease.IsZero() && now.Sub(e.LastDecrease) < CongestedWithin
+	if congested && e.Bitrate < int64(float64(rate)*downShare) && p.cur < len(p.Rates)-1 {
 		next := p.cur + 1
 		for next < len(p.Rates)-1 && float64(p.Rates[next]) > float64(e.Bitrate)*fitShare {
 			next++
