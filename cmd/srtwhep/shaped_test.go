@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -371,13 +372,19 @@ func TestBrowserShapedLink(t *testing.T) {
 	if p.width != 1280 || p.height != 720 || p.fps < 25 {
 		t.Errorf("unshaped: %v; want 1280x720 at ≥ 25 fps, the source passed through", p)
 	}
-	for _, path := range r.paths(t) {
-		if path.Name == "live/cam1" && path.Transcode != nil {
-			t.Errorf("unshaped: live/cam1 runs a transcoder (%+v), want none", *path.Transcode)
+	// The ladder is there, and none of it runs: a viewer that keeps up
+	// needs no transcoder.
+	cam := r.path(t)
+	if cam.Transcode != nil || len(cam.Renditions) == 0 {
+		t.Errorf("unshaped: live/cam1 has transcode %+v and renditions %+v; want the source passed through and a ladder below it", cam.Transcode, cam.Renditions)
+	}
+	for _, rd := range cam.Renditions {
+		if rd.Running || rd.Viewers > 0 {
+			t.Errorf("unshaped: rendition %+v runs, want none running", rd)
 		}
 	}
 	if e := r.ladderEvents(); e != (ladderEvents{}) {
-		t.Errorf("unshaped: %v, want none: a viewer that keeps up needs no transcoder", e)
+		t.Errorf("unshaped: %v, want none", e)
 	}
 
 	r.link.set(t, 1000)
@@ -392,6 +399,9 @@ func TestBrowserShapedLink(t *testing.T) {
 	}
 	if p.height >= 720 {
 		t.Errorf("behind 1 Mbit/s the page plays %dx%d, want a lower rendition than the 1280x720 source", p.width, p.height)
+	}
+	if cam := r.path(t); !slices.ContainsFunc(cam.Renditions, func(rd api.Rendition) bool { return rd.Running && rd.Viewers == 1 }) {
+		t.Errorf("behind 1 Mbit/s: renditions %+v, want one running with the page on it", cam.Renditions)
 	}
 }
 
@@ -418,18 +428,30 @@ func TestBrowserShapedLinkFigures(t *testing.T) {
 	r.logLadder(t)
 }
 
-// pathSummary is what the server says of live/cam1's video.
-func (r *shapedRig) pathSummary(t *testing.T) string {
+// path is GET /v1/paths' live/cam1.
+func (r *shapedRig) path(t *testing.T) api.Path {
 	t.Helper()
 	for _, p := range r.paths(t) {
 		if p.Name == "live/cam1" {
-			if p.Transcode == nil {
-				return fmt.Sprintf("%dx%d passthrough, no transcoder, %d dropped", p.Width, p.Height, p.Dropped)
-			}
-			return fmt.Sprintf("%dx%d, transcoder %+v, %d dropped", p.Width, p.Height, *p.Transcode, p.Dropped)
+			return p
 		}
 	}
-	return "no live/cam1"
+	t.Fatal("live/cam1 not in GET /v1/paths")
+	return api.Path{}
+}
+
+// pathSummary is what the server says of live/cam1's video.
+func (r *shapedRig) pathSummary(t *testing.T) string {
+	t.Helper()
+	p := r.path(t)
+	s := fmt.Sprintf("source %dx%d, %d frames dropped", p.Width, p.Height, p.Dropped)
+	if p.Transcode != nil {
+		s += fmt.Sprintf(", transcoded (%s)", p.Transcode.Reason)
+	}
+	for _, rd := range p.Renditions {
+		s += fmt.Sprintf(", %s: %d viewers, running %v, %.1f %% CPU", rd.Name, rd.Viewers, rd.Running, rd.CPUPercent)
+	}
+	return s
 }
 
 // logLadder logs the server's lines about renditions and a viewer's
