@@ -496,6 +496,8 @@ func TestBrowserShapedLinkChanging(t *testing.T) {
 		t.Skip("the changing-link timeline runs with SHAPED_LONG=1")
 	}
 	r := newShapedRig(t, "10.227.0", "")
+	// A viewer of a stream that is on: the ladder is known when it comes.
+	testkit.WaitFor(t, 10*time.Second, "live/cam1's renditions in GET /v1/paths", func() bool { return len(r.path(t).Renditions) > 0 })
 	r.link.set(t, 4000)
 	r.open(t)
 	time.Sleep(shapedWarmUp)
