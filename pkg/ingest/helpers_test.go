@@ -41,6 +41,9 @@ type memConn struct {
 	pauseOnce      sync.Once
 	// then is a second pause, after the first: set before serve.
 	then *memPause
+	// bitrate, when set, paces Read to that many bit/s: a publisher
+	// sending live.
+	bitrate int
 	// lateFrom, lateDrops: once Read has handed out the byte at lateFrom,
 	// Stats reports lateDrops packets dropped, as SRT counts packets that
 	// came after the latency before it hands over the ones behind them.
@@ -114,6 +117,9 @@ func (c *memConn) Read(p []byte) (int, error) {
 	if p := c.then; p != nil && p.at > off {
 		end = min(end, p.at)
 	}
+	if c.bitrate > 0 {
+		time.Sleep(time.Duration(end-off) * 8 * time.Second / time.Duration(c.bitrate))
+	}
 	n := copy(p, c.data[off:end])
 	c.mu.Lock()
 	c.off += n
@@ -172,7 +178,7 @@ type rig struct {
 	onEvent func(events.Event)
 }
 
-func newRig(t *testing.T, cfg Config) *rig {
+func newRig(t testing.TB, cfg Config) *rig {
 	t.Helper()
 	r := &rig{logs: &testkit.LogBuffer{}}
 	log := r.logs.Logger(slog.LevelDebug)
@@ -217,7 +223,7 @@ func (r *rig) seen() []events.Event {
 
 // serve runs c as a publisher on its own goroutine; the channel gets
 // Serve's error.
-func (r *rig) serve(t *testing.T, c *memConn) <-chan error {
+func (r *rig) serve(t testing.TB, c *memConn) <-chan error {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- r.m.serve(t.Context(), c) }()
@@ -228,7 +234,7 @@ func (r *rig) serve(t *testing.T, c *memConn) <-chan error {
 }
 
 // wait returns what done delivers, failing the test after a deadline.
-func wait(t *testing.T, done <-chan error) error {
+func wait(t testing.TB, done <-chan error) error {
 	t.Helper()
 	select {
 	case err := <-done:

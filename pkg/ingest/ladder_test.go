@@ -15,6 +15,61 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/hub"
 )
 
+// BenchmarkRenditionInServer is the 360p rung of a live 720p30 2.5
+// Mbit/s source (OBS's and the README's) as the server measures it and
+// /v1/paths shows it (cpuPercent: the transcoder thread's CPU over its
+// last 4 s), with one viewer on it: goal ≤ 10 % of one core.
+func BenchmarkRenditionInServer(b *testing.B) {
+	out := filepath.Join(b.TempDir(), "720p.ts")
+	testkit.FFmpeg(b, "-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=30", "-t", "12",
+		"-c:v", "libx264", "-preset", "veryfast", "-bf", "0", "-g", "60", "-b:v", "2500k", "-maxrate", "2500k", "-bufsize", "2500k",
+		"-pix_fmt", "yuv420p", "-f", "mpegts", out)
+	data, err := os.ReadFile(out)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var load float64
+	for b.Loop() {
+		r := newRig(b, Config{})
+		c := newMemConn("live/hd", 11, data)
+		c.pauseAt = videoPES(data)[65] // the ladder is planned at the second IDR (60)
+		c.bitrate = 2_800_000          // the stream's rate in TS
+		done := r.serve(b, c)
+		<-c.paused
+		rd, err := r.hub.AddLadderReader("live/hd", "360p", "viewer")
+		if err != nil {
+			b.Fatal(err)
+		}
+		rd.Attach()
+		close(c.resume)
+		// Read the way a viewer does, so its queue never fills.
+		stop := make(chan struct{})
+		go func() {
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(100 * time.Millisecond):
+					drain(rd)
+				}
+			}
+		}()
+		testkit.WaitFor(b, 20*time.Second, "a measured load", func() bool {
+			ps, _ := pathStats(r.m, "live/hd")
+			if len(ps.Renditions) == 1 && ps.Renditions[0].Load > 0 {
+				load = ps.Renditions[0].Load
+				return true
+			}
+			return false
+		})
+		close(stop)
+		rd.Close()
+		c.CloseWith("done")
+		_ = wait(b, done)
+	}
+	b.ReportMetric(100*load, "%core")
+}
+
 // ladderClip is 10 s of 640x480 at 30 fps, 1 Mbit/s, an IDR every
 // second, as MPEG-TS: a source the automatic ladder gives one rung
 // (320x240).

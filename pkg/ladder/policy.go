@@ -34,12 +34,18 @@ var (
 	CongestedWithin = 2 * time.Second
 )
 
-// Down when the estimate falls below this share of the rung's rate; a
-// lower rung is chosen when it fits in fitShare of the estimate.
+// Down when the estimate falls below this share of the rung's rate, for
+// LowFor: GCC cuts to 0.85 of what arrived, so one cut of a link that
+// carries the rung (a scheduling hiccup on a loaded server) stays above
+// it. A lower rung is chosen when it fits in fitShare of the estimate.
 const (
-	downShare = 0.95
+	downShare = 0.8
 	fitShare  = 0.85
 )
+
+// LowFor is how long the estimate must stay low before a move down: one
+// low reading is not a link.
+var LowFor = 500 * time.Millisecond
 
 // Policy is one viewer's choice of rung. Not safe for concurrent use.
 type Policy struct {
@@ -52,6 +58,9 @@ type Policy struct {
 	// A try of the rung above: its start, and the rung to go back to.
 	probing   bool
 	probeFrom int
+	// lowSince is when the estimate went below what the rung needs; zero
+	// while it is not.
+	lowSince time.Time
 	probeAt   time.Time
 	backoff   time.Duration
 	// stayedSince is when the viewer's rung last changed or a try failed:
@@ -128,7 +137,14 @@ func (p *Policy) Decide(e bwe.Estimate, started, now time.Time) int {
 	}
 	rate := p.Rates[p.cur]
 	congested := !e.LastDecrease.IsZero() && now.Sub(e.LastDecrease) < CongestedWithin
-	if congested && e.Bitrate < int64(float64(rate)*downShare) && p.cur < len(p.Rates)-1 {
+	low := congested && e.Bitrate < int64(float64(rate)*downShare)
+	switch {
+	case !low:
+		p.lowSince = time.Time{}
+	case p.lowSince.IsZero():
+		p.lowSince = now
+	}
+	if low && now.Sub(p.lowSince) >= LowFor && p.cur < len(p.Rates)-1 {
 		next := p.cur + 1
 		for next < len(p.Rates)-1 && float64(p.Rates[next]) > float64(e.Bitrate)*fitShare {
 			next++
@@ -146,5 +162,6 @@ func (p *Policy) Decide(e bwe.Estimate, started, now time.Time) int {
 func (p *Policy) set(i int, now time.Time) {
 	if i != p.cur {
 		p.cur, p.switched, p.stayedSince = i, now, now
+		p.lowSince = time.Time{}
 	}
 }

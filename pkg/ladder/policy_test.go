@@ -64,6 +64,22 @@ func TestPolicyQuietSceneIsNoDrop(t *testing.T) {
 	}
 }
 
+func TestPolicyOneCutOfAFullLinkIsNoDrop(t *testing.T) {
+	// GCC cuts to 0.85 of what arrived: a link that carried the source
+	// and saw one delay spike (a loaded server) reads 2.1 Mbit/s for a
+	// moment, and recovers.
+	p := NewPolicy([]int{2_500_000, 700_000}, t0)
+	got := run(p, 0, s(30), func(d time.Duration) bwe.Estimate {
+		if d >= s(10) && d < s(11) {
+			return link(2_125_000, s(10))
+		}
+		return link(3_700_000, s(10))
+	})
+	if len(got) != 0 {
+		t.Fatalf("changes %v after one cut of a link that carries the source; want none", got)
+	}
+}
+
 func TestPolicyUpOnlyAfterHeadroomAndBacksOff(t *testing.T) {
 	p := NewPolicy([]int{2_500_000, 700_000}, t0)
 	// Down at once, then a 1 Mbit/s link: every try of the source is cut
