@@ -34,6 +34,7 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/web"
 	"github.com/srtwhep/srtwhep/pkg/whep"
 	"github.com/srtwhep/srtwhep/pkg/whepevents"
+	"github.com/srtwhep/srtwhep/pkg/wheplayer"
 )
 
 // server is the composition root: the only place that knows every
@@ -51,6 +52,8 @@ type server struct {
 	whep   *whep.Server
 	// events are the WHEP server's server-sent events.
 	events *whepevents.Streams
+	// layers is its layer selection (the layers event goes out on events).
+	layers *wheplayer.Layers
 	// plane is whep's media plane, for its metrics.
 	plane *mediaplane.Plane
 	load  *admission.Controller
@@ -210,6 +213,7 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 	if s.events, err = whepevents.New(whepevents.Config{
 		State:        s.hub.State,
 		Session:      func(path, id string) bool { return s.whep.HasSession(path, id) },
+		Layers:       func(path, id string) ([]byte, bool) { return s.layers.EventData(path, id) },
 		MaxStreams:   cfg.HTTP.MaxEventStreams,
 		PublicURL:    cfg.HTTP.PublicURL,
 		ReconnectURL: cfg.HTTP.ReconnectURL,
@@ -221,7 +225,21 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 	}); err != nil {
 		return s, err
 	}
-	wcfg.Extension = s.events
+	layersRefused := refusallog.New(wcfg.Logger, "layer selection refused")
+	if s.layers, err = wheplayer.New(wheplayer.Config{
+		Sessions:    whepLayers{s},
+		PublicURL:   cfg.HTTP.PublicURL,
+		AllowOrigin: cfg.HTTP.AllowOrigin,
+		Pinned:      func(path, id string) { s.events.LayersChanged(path, id) },
+		Refused: func(r *http.Request, path string, status int, slug, detail string) {
+			layersRefused.Refused(r, path, status, slug, detail, "")
+		},
+		Logger: wcfg.Logger,
+	}); err != nil {
+		return s, err
+	}
+	// The spec lists the events Link with the layer Link it needs.
+	wcfg.Extensions = []whep.Extension{s.events, s.layers}
 	if s.whep, err = whep.New(wcfg); err != nil {
 		return s, err
 	}
@@ -262,7 +280,7 @@ func (s *server) Run(ctx context.Context) error {
 		ExtraConnsPerClient: func(key string) int { return 2 * s.whep.LiveViewers(key) },
 		TrustedProxies:      s.cfg.HTTP.TrustedProxies,
 		TLS:                 web.TLS(s.cfg.HTTP.TLS),
-		WHEP:                func(next http.Handler) http.Handler { return s.whep.Handler(s.events.Handler(next)) },
+		WHEP:                func(next http.Handler) http.Handler { return s.whep.Handler(s.events.Handler(s.layers.Handler(next))) },
 		API:                 api.NotServed(),
 		APIPrefix:           api.Prefix,
 		Player: player.New(player.Config{Logger: s.log.With("component", "player"), ICEServers: s.playerICE, ICEFromEndpoint: s.iceFromEndpoint,

@@ -176,6 +176,7 @@ srtwhep_webrtc_rejected_total{reason="server_full"} 0
 ` + helpOf("srtwhep_sse_streams") + `srtwhep_sse_streams 2
 ` + helpOf("srtwhep_sse_events_total") + `srtwhep_sse_events_total{type="active"} 3
 srtwhep_sse_events_total{type="inactive"} 0
+srtwhep_sse_events_total{type="layers"} 0
 srtwhep_sse_events_total{type="reconnect"} 0
 srtwhep_sse_events_total{type="viewercount"} 5
 ` + helpOf("srtwhep_webrtc_received_datagrams_total") + `srtwhep_webrtc_received_datagrams_total{kind="consent"} 7

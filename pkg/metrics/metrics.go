@@ -128,7 +128,7 @@ var EstimateSources = []string{"transport-cc", "receiver-reports"}
 
 // SSEEventTypes are the srtwhep_sse_events_total types, exported at 0
 // before the first.
-var SSEEventTypes = []string{"active", "inactive", "reconnect", "viewercount"}
+var SSEEventTypes = []string{"active", "inactive", "reconnect", "viewercount", "layers"}
 
 // MediaPlaneSample counts, for the life of the process, what srtwhep's
 // media plane read from viewers on its shared

@@ -7,7 +7,7 @@
 // page on its inference.
 
 const SSE_REL = "urn:ietf:params:whep:ext:core:server-sent-events";
-const SSE_EVENTS = ["active", "inactive", "reconnect", "viewercount"];
+const SSE_EVENTS = ["active", "inactive", "reconnect", "viewercount", "layers"];
 // SWAP_MAX_MS: a new session on reconnect that shows no frame within this
 // takes over anyway; the old one is about to be ended by its server.
 const SWAP_MAX_MS = 4000;
@@ -93,6 +93,7 @@ async function openEvents(att) {
     if (typeof n === "number") att.viewers = n;
     if (state === "playing") setStatus("playing", liveText(att.viewers));
   });
+  es.addEventListener("layers", (ev) => onLayers(att, parseLayers(eventData(ev.data))));
   es.addEventListener("reconnect", (ev) => moveTo(att, reconnectTarget(eventData(ev.data), att.endpoint)));
 }
 

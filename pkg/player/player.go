@@ -35,12 +35,15 @@ var livenessSrc string
 //go:embed events.js
 var eventsSrc string
 
+//go:embed quality.js
+var qualitySrc string
+
 //go:embed player.js
 var mainSrc string
 
 // scriptSrc is the page's one inline script: the files share a function
 // scope so nothing but window.srtwhepStats leaks into the global object.
-var scriptSrc = "(() => {\n\"use strict\";\n" + helpersSrc + "\n" + livenessSrc + "\n" + eventsSrc + "\n" + mainSrc + "})();\n"
+var scriptSrc = "(() => {\n\"use strict\";\n" + helpersSrc + "\n" + livenessSrc + "\n" + eventsSrc + "\n" + qualitySrc + "\n" + mainSrc + "})();\n"
 
 //go:embed player.css
 var styleSrc string

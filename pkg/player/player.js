@@ -104,6 +104,7 @@ function teardown() {
   cur = null;
   release(att);
   setHasAudio(false);
+  drawQuality();
 }
 
 // retryIn connects again after ms; label(secondsLeft), if given, redraws
@@ -234,6 +235,7 @@ async function connect(keep) {
     const loc = resp.headers.get("Location");
     if (loc) att.session = new URL(loc, att.endpoint).href;
     att.sseEntry = sseLink(resp.headers.get("Link"), att.endpoint);
+    att.layerURL = layerLink(resp.headers.get("Link"), att.endpoint);
     const answer = await resp.text();
     if (stale()) return;
     // Decided before the tracks arrive, so the first play() already knows
@@ -243,6 +245,7 @@ async function connect(keep) {
     if (stale()) return;
     att.answered = true;
     openEvents(att);
+    fetchLayers(att);
     watchTransport(att, pc);
     attach(att);
     att.timers.push(setTimeout(() => {
@@ -419,6 +422,7 @@ async function collect() {
     events: !!(cur && cur.events), viewers: cur ? cur.viewers : null,
     session: cur ? cur.session : null, endpoint: endpointNow,
   };
+  Object.assign(out, layerStats());
   if (!pc) return out;
   let report;
   try { report = await pc.getStats(); } catch (e) { return out; }
@@ -469,7 +473,8 @@ async function drawStats() {
   const fps = s.framesPerSecond ? Math.round(s.framesPerSecond) + " fps" : "– fps";
   const rtt = s.rttMs === null ? "–" : s.rttMs + " ms";
   const sound = !s.hasAudio ? "no sound" : s.muted ? "sound muted" : "sound on";
-  statsEl.textContent = res + "  " + fps + "  " + kbps + "  RTT " + rtt + "  " + sound;
+  const layer = s.layerLabel ? "  " + s.layerLabel : "";
+  statsEl.textContent = res + layer + "  " + fps + "  " + kbps + "  RTT " + rtt + "  " + sound;
 }
 
 statsBtn.addEventListener("click", () => {

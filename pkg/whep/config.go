@@ -16,7 +16,7 @@ import (
 )
 
 // Extension is a WHEP extension served beside the sessions
-// (pkg/whepevents).
+// (pkg/whepevents, pkg/wheplayer).
 type Extension interface {
 	// Link is a Link header value for the 201 of session id on path.
 	Link(path, id string) string
@@ -76,10 +76,11 @@ type Config struct {
 	// encoder's fix, instead of "no publisher" or a 201 and a black
 	// screen.
 	Problem func(path string) (StreamProblem, bool)
-	// Extension, when set, is served beside the sessions (the server-sent
-	// events, pkg/whepevents): every 201 carries its Link, and it is told
-	// of every session's end.
-	Extension Extension
+	// Extensions are served beside the sessions (the server-sent events,
+	// pkg/whepevents; the layer selection, pkg/wheplayer): every 201
+	// carries each one's Link, in this order, and each is told of every
+	// session's end.
+	Extensions []Extension
 	// Authorizer decides whether a viewer may watch a path (nil: everyone
 	// may). Its *auth.Denied answers are mapped to HTTP statuses here.
 	Authorizer Authorizer

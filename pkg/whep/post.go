@@ -283,8 +283,8 @@ func (s *Server) created(w http.ResponseWriter, p *offerPost) {
 	h.Set("ETag", etag)
 	h.Set("Accept-Patch", mimeSDPFrag)
 	s.linkHeaders(w, true) // authorize passed
-	if s.cfg.Extension != nil {
-		h.Add("Link", s.cfg.Extension.Link(p.path, sess.id))
+	for _, ext := range s.cfg.Extensions {
+		h.Add("Link", ext.Link(p.path, sess.id))
 	}
 	w.WriteHeader(http.StatusCreated)
 	_, _ = io.WriteString(w, answer)

@@ -215,8 +215,8 @@ func (s *Server) endSession(sess *session, reason error) {
 		s.removeSession(sess.id)
 	}
 	s.ended.add(sess.id, sess.path)
-	if s.cfg.Extension != nil {
-		s.cfg.Extension.SessionEnded(sess.id)
+	for _, ext := range s.cfg.Extensions {
+		ext.SessionEnded(sess.id)
 	}
 	packets, bytes := sess.sent()
 	s.stats.closedPackets.Add(packets)

@@ -68,7 +68,7 @@ func newFixture(t *testing.T, mod func(*Config)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.srv, err = whep.New(whep.Config{Source: whep.SourceFuncs[*hub.Reader]{Add: f.h.AddPendingReader, AddTranscoded: f.h.AddPendingTranscodedReader}, Plane: pl, Extension: f.ev, Logger: cfg.Logger,
+	f.srv, err = whep.New(whep.Config{Source: whep.SourceFuncs[*hub.Reader]{Add: f.h.AddPendingReader, AddTranscoded: f.h.AddPendingTranscodedReader}, Plane: pl, Extensions: []whep.Extension{f.ev}, Logger: cfg.Logger,
 		Limits: admission.ViewerLimits{OfferRate: 1 << 20, OfferBurst: 1 << 20}})
 	if err != nil {
 		t.Fatal(err)

@@ -64,7 +64,7 @@ func (e *Streams) sseURL(path, id string) string {
 
 // Link is the Link header of every 201 (whep.Extension).
 func (e *Streams) Link(path, id string) string {
-	return "<" + e.sseURL(path, id) + `>; rel="` + Rel + `"; events="` + strings.Join(eventTypes[:], ",") + `"`
+	return "<" + e.sseURL(path, id) + `>; rel="` + Rel + `"; events="` + strings.Join(e.sends(), ",") + `"`
 }
 
 // Handler answers the event stream URLs, {path}/whep/{session}/sse and
@@ -145,8 +145,8 @@ func (e *Streams) handleOptions(w http.ResponseWriter, methods string) {
 
 // handlePost creates an event stream for the events the body lists (a
 // JSON array of names; none: all). Names this server does not send are
-// ignored, so a player that asks for layers or scte35 as well still gets
-// the rest.
+// ignored, so a player that asks for scte35 (or layers, without the layer
+// extension) as well still gets the rest.
 func (e *Streams) handlePost(w http.ResponseWriter, r *http.Request, path, session string) {
 	if !e.cfg.Session(path, session) {
 		httpError(w, r, http.StatusNotFound, probNoSession,

@@ -15,11 +15,13 @@ const (
 	evInactive    = "inactive"
 	evReconnect   = "reconnect"
 	evViewerCount = "viewercount"
+	// evLayers goes with the layer selection extension (Config.Layers).
+	evLayers = "layers"
 )
 
 // eventTypes is every type, in the Link's order; the bit of a type in
 // a stream's want mask is its index here.
-var eventTypes = [...]string{evActive, evInactive, evReconnect, evViewerCount}
+var eventTypes = [...]string{evActive, evInactive, evReconnect, evViewerCount, evLayers}
 
 func eventBit(name string) uint8 {
 	for i, t := range eventTypes {
@@ -32,9 +34,8 @@ func eventBit(name string) uint8 {
 
 const allEvents uint8 = 1<<len(eventTypes) - 1
 
-// queueMax bounds one stream's undelivered events. Only viewercount
-// can come in numbers (one a second) and a queued one is replaced by the
-// next, so a stream whose reader stalls holds at most this many state
+// queueMax bounds one stream's undelivered events. Only viewercount and
+// layers can come in numbers and a queued one is replaced by the next, so a stream whose reader stalls holds at most this many state
 // changes before the oldest go; the hub never waits for it.
 const queueMax = 16
 
@@ -63,6 +64,11 @@ type eventStream struct {
 	// its old connection died); nil while nobody reads.
 	reader chan struct{}
 	ended  bool
+	// layersMu serialises sendLayers (the watcher's and a pin's), so the
+	// last ladder read is the last queued; it guards layers, the data of
+	// that event.
+	layersMu sync.Mutex
+	layers   []byte
 
 	// wake has room for one signal: "the queue changed".
 	wake chan struct{}
@@ -77,8 +83,9 @@ func newEventStream(id, session, path string, want uint8) *eventStream {
 }
 
 // push queues ev when the stream asked for its type. It never blocks: a
-// queued viewercount is replaced by the newer count (old counts are
-// worthless), and a full queue loses its oldest active or inactive.
+// queued viewercount or layers is replaced by the newer one (old counts
+// and ladders are worthless), and a full queue loses its oldest active or
+// inactive.
 func (es *eventStream) push(ev event) {
 	if es.want&eventBit(ev.typ) == 0 {
 		return
@@ -88,9 +95,9 @@ func (es *eventStream) push(ev event) {
 		es.mu.Unlock()
 		return
 	}
-	if ev.typ == evViewerCount {
+	if ev.typ == evViewerCount || ev.typ == evLayers {
 		for i := range es.queue {
-			if es.queue[i].typ == evViewerCount {
+			if es.queue[i].typ == ev.typ {
 				es.queue = append(es.queue[:i], es.queue[i+1:]...)
 				break
 			}
@@ -98,11 +105,11 @@ func (es *eventStream) push(ev event) {
 	}
 	if len(es.queue) >= queueMax {
 		// The oldest state change goes: a newer one behind it says where
-		// the path is now. The one viewercount (the latest) and a
-		// reconnect stay.
+		// the path is now. The one viewercount and the one layers (the
+		// latest) and a reconnect stay.
 		drop := 0
 		for i := range es.queue {
-			if t := es.queue[i].typ; t != evViewerCount && t != evReconnect {
+			if t := es.queue[i].typ; t != evViewerCount && t != evLayers && t != evReconnect {
 				drop = i
 				break
 			}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/srtwhep/srtwhep/pkg/hub"
 )
@@ -25,6 +26,10 @@ type Config struct {
 	// Session reports whether id is an open WHEP session on path
 	// (whep.Server.HasSession): event streams belong to one.
 	Session func(path, id string) bool
+	// Layers, when set, is the data of session id's layers event (the
+	// layer selection extension, wheplayer.Layers.EventData); false when
+	// there is no such session. Without it layers is not sent.
+	Layers func(path, id string) ([]byte, bool)
 	// MaxStreams bounds the open event streams; default DefaultMaxStreams.
 	MaxStreams int
 	// PublicURL, as the WHEP server's: the streams' URLs are absolute
@@ -56,6 +61,16 @@ type Streams struct {
 
 	// sent counts events written to readers, by eventTypes index.
 	sent [len(eventTypes)]atomic.Uint64
+	// layersAt is when the watcher last read the sessions' layers.
+	layersAt time.Time
+}
+
+// sends are the event types this server sends, in the Link's order.
+func (e *Streams) sends() []string {
+	if e.cfg.Layers != nil {
+		return eventTypes[:]
+	}
+	return eventTypes[:len(eventTypes)-1]
 }
 
 // New checks cfg and fills in defaults. It starts nothing.

@@ -1,6 +1,7 @@
 package whepevents
 
 import (
+	"bytes"
 	"context"
 	"net/url"
 	"time"
@@ -24,6 +25,12 @@ var (
 	staleAfter = 1500 * time.Millisecond
 	// viewerCountEvery limits viewercount to one a second per path.
 	viewerCountEvery = time.Second
+	// layersEvery is how often the watcher reads the layers of the
+	// sessions whose streams asked for them: a switch the estimator made
+	// shows within it (a pin, at once: LayersChanged). Each read is a
+	// session lookup and a small JSON, so at the bound of open streams
+	// (Config.MaxStreams) this stays a few thousand a second.
+	layersEvery = 500 * time.Millisecond
 )
 
 // maxEventStreamsPerSession: a player needs one; two lets a page reopen
@@ -82,7 +89,58 @@ func (e *Streams) open(session, path string, want uint8) (*eventStream, openResu
 		es.push(newEvent(evActive, struct{}{}))
 	}
 	es.push(viewerCountEvent(count))
+	e.sendLayers(es)
 	return es, opened
+}
+
+// sendLayers queues the session's layers event on es when it asked for
+// layers and they changed since the last one queued.
+func (e *Streams) sendLayers(es *eventStream) {
+	if e.cfg.Layers == nil || es.want&eventBit(evLayers) == 0 {
+		return
+	}
+	es.layersMu.Lock()
+	defer es.layersMu.Unlock()
+	data, ok := e.cfg.Layers(es.path, es.session)
+	if !ok || bytes.Equal(es.layers, data) {
+		return
+	}
+	es.layers = data
+	es.push(event{typ: evLayers, data: data})
+}
+
+// LayersChanged sends the session's layers event now, to its streams
+// that asked for it: a player that pinned a layer sees the pin at once
+// (wheplayer.Config.Pinned).
+func (e *Streams) LayersChanged(path, session string) {
+	e.mu.Lock()
+	list := append([]*eventStream(nil), e.bySession[session]...)
+	e.mu.Unlock()
+	for _, es := range list {
+		if es.path == path {
+			e.sendLayers(es)
+		}
+	}
+}
+
+// pollLayers reads the layers of every session with a stream that asked
+// for them: one goroutine, the watcher's, whatever the number.
+func (e *Streams) pollLayers() {
+	if e.cfg.Layers == nil {
+		return
+	}
+	bit := eventBit(evLayers)
+	e.mu.Lock()
+	list := make([]*eventStream, 0, len(e.byID))
+	for _, es := range e.byID {
+		if es.want&bit != 0 {
+			list = append(list, es)
+		}
+	}
+	e.mu.Unlock()
+	for _, es := range list {
+		e.sendLayers(es)
+	}
 }
 
 func viewerCountEvent(n int) event {
@@ -183,6 +241,10 @@ func (e *Streams) Run(ctx context.Context) error {
 			return nil
 		case now := <-t.C:
 			e.poll(now)
+			if now.Sub(e.layersAt) >= layersEvery {
+				e.layersAt = now
+				e.pollLayers()
+			}
 		}
 	}
 }

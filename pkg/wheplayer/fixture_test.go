@@ -1,0 +1,152 @@
+package wheplayer
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/internal/testkit/h264clip"
+	"github.com/srtwhep/srtwhep/internal/whepclient"
+	"github.com/srtwhep/srtwhep/pkg/admission"
+	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/httpproblem"
+	"github.com/srtwhep/srtwhep/pkg/hub"
+	"github.com/srtwhep/srtwhep/pkg/mediaplane"
+	"github.com/srtwhep/srtwhep/pkg/plane"
+	"github.com/srtwhep/srtwhep/pkg/whep"
+	"github.com/srtwhep/srtwhep/pkg/whepevents"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fixture is a real hub with a live path, a WHEP server on it with the
+// event streams and the layer selection mounted as cmd/srtwhep mounts
+// them, and real pion viewers.
+type fixture struct {
+	h   *hub.Hub
+	pub *hub.Publisher
+	srv *whep.Server
+	ev  *whepevents.Streams
+	ly  *Layers
+	url string
+
+	mu      sync.Mutex
+	refused []string // slugs, as the refusal log got them
+}
+
+func (f *fixture) refusals() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.refused...)
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := &fixture{h: hub.New(hub.Config{})}
+	var err error
+	if f.pub, err = f.h.Publish("live/cam1", "127.0.0.1:5000"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.pub.Close() })
+	// What ingest records from the stream's SPS: the source layer's size.
+	f.pub.SetInfo(av.StreamInfo{Codec: "H264", Width: 320, Height: 240})
+	log := testkit.TestLogger(t, slog.LevelInfo)
+	if f.ly, err = New(Config{
+		Sessions: sessions{f},
+		Pinned:   func(path, id string) { f.ev.LayersChanged(path, id) },
+		Refused: func(r *http.Request, path string, status int, slug, detail string) {
+			f.mu.Lock()
+			f.refused = append(f.refused, slug)
+			f.mu.Unlock()
+		},
+		Logger: log,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if f.ev, err = whepevents.New(whepevents.Config{
+		State:   f.h.State,
+		Session: func(path, id string) bool { return f.srv.HasSession(path, id) },
+		Layers:  f.ly.EventData,
+		Logger:  log,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	pl, err := mediaplane.NewPlane(plane.Config{UDPListen: "127.0.0.1:0", IncludeLoopback: true, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.srv, err = whep.New(whep.Config{Source: whep.SourceFuncs[*hub.Reader]{Add: f.h.AddPendingReader, AddTranscoded: f.h.AddPendingTranscodedReader},
+		Plane: pl, Extensions: []whep.Extension{f.ev, f.ly}, Logger: log,
+		Limits: admission.ViewerLimits{OfferRate: 1 << 20, OfferBurst: 1 << 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	srvDone, evDone := make(chan error, 1), make(chan error, 1)
+	go func() { srvDone <- f.srv.Run(ctx) }()
+	go func() { evDone <- f.ev.Run(ctx) }()
+	<-f.srv.Ready()
+	hs := httptest.NewServer(f.srv.Handler(f.ev.Handler(f.ly.Handler(http.NotFoundHandler()))))
+	f.url = hs.URL
+	t.Cleanup(func() {
+		hs.Close()
+		cancel()
+		if err := <-srvDone; err != nil {
+			t.Errorf("whep Run: %v", err)
+		}
+		<-evDone
+	})
+	h264clip.Feed(t, f.pub, h264clip.Make(t, 30, 30))
+	return f
+}
+
+// sessions is the WHEP server as cmd/srtwhep hands it over: made after
+// the extension.
+type sessions struct{ f *fixture }
+
+func (s sessions) Layers(path, id string) (whep.LayerState, bool) { return s.f.srv.Layers(path, id) }
+func (s sessions) PinLayer(path, id, layer string) (bool, error) {
+	return s.f.srv.PinLayer(path, id, layer)
+}
+func (s sessions) LayerMedia(path, id string) (string, bool) { return s.f.srv.LayerMedia(path, id) }
+
+func (f *fixture) dial(t *testing.T) *whepclient.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	v, err := whepclient.Dial(ctx, f.url+"/live/cam1/whep", whepclient.Options{SettingEngine: testkit.LoopbackOnly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = v.Close() })
+	return v
+}
+
+// problem reads a problem body's slug and detail.
+func problem(t *testing.T, body string) (slug, detail string) {
+	t.Helper()
+	var p httpproblem.Problem
+	if err := json.Unmarshal([]byte(body), &p); err != nil {
+		t.Fatalf("not a problem body: %q", body)
+	}
+	return strings.TrimPrefix(p.Type, httpproblem.TypeBase), p.Detail
+}
+
+// layers reads a layers document (the event's data, GET's body).
+func layers(t *testing.T, body string) whepclient.Layers {
+	t.Helper()
+	ls, err := whepclient.ParseLayers([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ls
+}
