@@ -182,7 +182,7 @@ func (r *rung) start(au *av.AccessUnit, gop []*av.AccessUnit, info av.StreamInfo
 	if b := l.limits.Budget; b != nil {
 		var err error
 		if res, err = b.Reserve(job.Kind(), job.Estimate()); err != nil {
-			r.refuse(err, l)
+			r.refuse(err)
 			return
 		}
 	}
@@ -213,7 +213,7 @@ func (r *rung) start(au *av.AccessUnit, gop []*av.AccessUnit, info av.StreamInfo
 
 // refuse logs a rung the budget has no room for, at most once every
 // refusalSummaryEvery with the count since.
-func (r *rung) refuse(err error, l *ladder) {
+func (r *rung) refuse(err error) {
 	r.refusals, r.retryAtIDR = r.refusals+1, true
 	if now := time.Now(); now.Sub(r.refusedAt) >= refusalSummaryEvery {
 		r.log.Warn("rendition not started: the transcode CPU budget is used up (transcode.maxCPUPercent); "+

@@ -73,7 +73,7 @@ func (s *Switch) pollRung() (hub.Frame, bool, error) {
 		if errors.Is(err, hub.ErrEnded) {
 			// The rung went away (its publisher left, or its transcode
 			// stopped): back to the source at its next IDR.
-			s.cfg.Log.Info("viewer's rendition ended; back to the source", "rendition", s.cfg.Rungs[s.active].ID)
+			s.cfg.Log.Info("viewer's rendition ended; back to the source", "rendition", s.rungs[s.active].ID)
 			s.rung.Close()
 			s.rung, s.active, s.needIDR = nil, 0, true
 			s.policy.Failed(0, s.cfg.Now())
@@ -125,7 +125,7 @@ func (s *Switch) moveDown(now time.Time) (hub.Frame, bool) {
 			// picture and ask for an IDR after it.
 			s.hold, s.heldAt = true, now
 			if s.cfg.RequestIDR != nil {
-				s.cfg.RequestIDR(s.cfg.Rungs[s.target].ID, s.last)
+				s.cfg.RequestIDR(s.rungs[s.target].ID, s.last)
 			}
 		}
 	}
@@ -162,14 +162,14 @@ func (s *Switch) complete(r RungReader, now time.Time) {
 		e, _ := s.estimate()
 		est = e.Bitrate
 	}
-	s.cfg.Log.Info("viewer switched rendition", "direction", dir, "from", s.cfg.Rungs[from].ID, "to", s.cfg.Rungs[s.active].ID,
+	s.cfg.Log.Info("viewer switched rendition", "direction", dir, "from", s.rungs[from].ID, "to", s.rungs[s.active].ID,
 		"estimate", est, "took", now.Sub(s.movedAt).Round(time.Millisecond).String())
 }
 
 // fail gives the move up: the viewer stays where it is (its video goes on
 // from the next IDR of its own rung if it was held).
 func (s *Switch) fail(why string, now time.Time) {
-	s.cfg.Log.Info("viewer's rendition switch given up", "to", s.cfg.Rungs[s.target].ID, "reason", why)
+	s.cfg.Log.Info("viewer's rendition switch given up", "to", s.rungs[s.target].ID, "reason", why)
 	held := s.hold
 	s.cancelMove()
 	if held {
@@ -197,13 +197,22 @@ func (s *Switch) evaluate(now time.Time) {
 		return
 	}
 	s.evaluated = now
+	sent := s.sendRate(now)
+	if len(s.rungs) < 2 {
+		if s.cfg.Refresh == nil {
+			return
+		}
+		if s.setRungs(s.cfg.Refresh(), now); len(s.rungs) < 2 {
+			return
+		}
+	}
 	var target int
 	switch {
 	case s.policy.Pinned() >= 0:
-		target = s.policy.Decide(bwe0, now, now)
+		target = s.policy.Decide(bwe0, sent, now, now)
 	case s.estimate != nil:
 		e, started := s.estimate()
-		target = s.policy.Decide(e, started, now)
+		target = s.policy.Decide(e, sent, started, now)
 	default:
 		return
 	}
@@ -218,7 +227,7 @@ func (s *Switch) evaluate(now time.Time) {
 	if target == 0 {
 		return // the source's next IDR completes it
 	}
-	id := s.cfg.Rungs[target].ID
+	id := s.rungs[target].ID
 	r, err := s.cfg.Open(id)
 	if err != nil {
 		s.cfg.Log.Info("viewer's rendition unavailable", "rendition", id, "err", err)
@@ -234,3 +243,33 @@ func (s *Switch) evaluate(now time.Time) {
 }
 
 var bwe0 bwe.Estimate // a pinned viewer's policy reads no estimate
+
+// sendRate is what the viewer was sent over the last second or so, in
+// bit/s (CountSent's bytes, audio and retransmissions included): what its
+// link is asked to carry.
+func (s *Switch) sendRate(now time.Time) int64 {
+	b := s.sentBytes.Load()
+	s.samples[s.sampleNext%len(s.samples)] = sample{now, b}
+	s.sampleNext++
+	// The oldest sample at least a second back, or the oldest there is.
+	var from sample
+	for i := range s.samples {
+		c := s.samples[(s.sampleNext+i)%len(s.samples)]
+		if c.at.IsZero() {
+			continue
+		}
+		from = c
+		if now.Sub(c.at) <= 2*time.Second {
+			break
+		}
+	}
+	if d := now.Sub(from.at); !from.at.IsZero() && d >= 500*time.Millisecond {
+		return int64(float64(b-from.bytes) * 8 / d.Seconds())
+	}
+	return 0
+}
+
+type sample struct {
+	at    time.Time
+	bytes uint64
+}

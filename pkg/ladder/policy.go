@@ -34,10 +34,13 @@ var (
 	CongestedWithin = 2 * time.Second
 )
 
-// Down when the estimate falls below this share of the rung's rate, for
-// LowFor: GCC cuts to 0.85 of what arrived, so one cut of a link that
-// carries the rung (a scheduling hiccup on a loaded server) stays above
-// it. A lower rung is chosen when it fits in fitShare of the estimate.
+// Down when, after a cut, the estimate stays below this share of what the
+// viewer is being sent, for LowFor: GCC cuts to 0.85 of what arrived, so
+// a cut on a link that carries what it is sent (a scheduling hiccup on a
+// loaded server, or a window of small pictures below the stream's
+// nominal rate) stays above it, while a link narrower than the stream
+// delivers, and so reads, far less. A lower rung is chosen when its
+// nominal rate fits in fitShare of the estimate.
 const (
 	downShare = 0.8
 	fitShare  = 0.85
@@ -61,8 +64,8 @@ type Policy struct {
 	// lowSince is when the estimate went below what the rung needs; zero
 	// while it is not.
 	lowSince time.Time
-	probeAt   time.Time
-	backoff   time.Duration
+	probeAt  time.Time
+	backoff  time.Duration
 	// stayedSince is when the viewer's rung last changed or a try failed:
 	// the wait for the next try counts from it.
 	stayedSince time.Time
@@ -106,9 +109,10 @@ func (p *Policy) Switched(i int, now time.Time) {
 	}
 }
 
-// Decide returns the rung the viewer should get at now for estimate e
-// (started is the sender's start, the origin of an estimate never cut).
-func (p *Policy) Decide(e bwe.Estimate, started, now time.Time) int {
+// Decide returns the rung the viewer should get at now for estimate e,
+// while it is being sent sent bit/s (over the last second or so; started
+// is the sender's start, the origin of an estimate never cut).
+func (p *Policy) Decide(e bwe.Estimate, sent int64, started, now time.Time) int {
 	if p.pinned >= 0 {
 		p.cur = min(p.pinned, len(p.Rates)-1)
 		return p.cur
@@ -119,7 +123,7 @@ func (p *Policy) Decide(e bwe.Estimate, started, now time.Time) int {
 	sinceCut := e.SinceDecrease(now, started)
 	if p.probing {
 		switch {
-		case sinceCut < now.Sub(p.probeAt) && e.Bitrate < int64(float64(p.Rates[p.cur])*downShare):
+		case sinceCut < now.Sub(p.probeAt) && e.Bitrate < int64(float64(sent)*downShare):
 			// Cut since the try began, below what the rung needs: back.
 			p.set(p.probeFrom, now)
 			p.probing = false
@@ -137,7 +141,7 @@ func (p *Policy) Decide(e bwe.Estimate, started, now time.Time) int {
 	}
 	rate := p.Rates[p.cur]
 	congested := !e.LastDecrease.IsZero() && now.Sub(e.LastDecrease) < CongestedWithin
-	low := congested && e.Bitrate < int64(float64(rate)*downShare)
+	low := congested && e.Bitrate < int64(float64(sent)*downShare)
 	switch {
 	case !low:
 		p.lowSince = time.Time{}

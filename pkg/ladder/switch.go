@@ -37,6 +37,11 @@ type Config struct {
 	Main Reader
 	// Rungs is the path's ladder, the source first (hub.Ladder).
 	Rungs []hub.Rung
+	// Refresh, when set, reads the path's ladder again (hub.Ladder): asked
+	// while the switch has none (a viewer that came before the ladder
+	// was planned, at the end of the stream's first GOP) and after a new
+	// publisher took the path on (its ladder is its own).
+	Refresh func() []hub.Rung
 	// Open adds a reader of rung id (hub.Hub.AddLadderReader): asking
 	// for it is what starts the rung's transcoder.
 	Open func(id string) (RungReader, error)
@@ -70,6 +75,7 @@ type Switch struct {
 	cfg Config
 
 	mu       sync.Mutex
+	rungs    []hub.Rung // the ladder; the viewer stays on the source while it has fewer than 2
 	policy   *Policy
 	estimate func() (bwe.Estimate, time.Time)
 	wake     func()
@@ -93,6 +99,11 @@ type Switch struct {
 	// away from it that failed).
 	needIDR   bool
 	evaluated time.Time
+	// sentBytes counts what the viewer's sender wrote (CountSent);
+	// samples of it, one per evaluation, give the rate it is sent.
+	sentBytes  atomic.Uint64
+	samples    [12]sample
+	sampleNext int
 }
 
 // New makes the switch, with the viewer on the source.
@@ -103,11 +114,22 @@ func New(cfg Config) *Switch {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	rates := make([]int, len(cfg.Rungs))
-	for i, r := range cfg.Rungs {
+	s := &Switch{cfg: cfg, policy: NewPolicy(nil, cfg.Now())}
+	s.setRungs(cfg.Rungs, cfg.Now())
+	return s
+}
+
+// setRungs takes the path's ladder: a fresh policy, which keeps the pin.
+func (s *Switch) setRungs(rungs []hub.Rung, now time.Time) {
+	rates := make([]int, len(rungs))
+	for i, r := range rungs {
 		rates[i] = r.Bitrate
 	}
-	return &Switch{cfg: cfg, policy: NewPolicy(rates, cfg.Now())}
+	pin := s.policy.Pinned()
+	s.rungs, s.policy = rungs, NewPolicy(rates, now)
+	if pin >= 0 && len(rungs) > 0 {
+		s.policy.Pin(min(pin, len(rungs)-1), now)
+	}
 }
 
 // SetEstimate gives the switch the viewer's bandwidth estimate and the
@@ -143,7 +165,10 @@ func (s *Switch) Backlog() int {
 }
 
 // CountSent adds to the path's totals.
-func (s *Switch) CountSent(packets, bytes int) { s.cfg.Main.CountSent(packets, bytes) }
+func (s *Switch) CountSent(packets, bytes int) {
+	s.sentBytes.Add(uint64(bytes))
+	s.cfg.Main.CountSent(packets, bytes)
+}
 
 // SkipToIDR drops the viewer's video up to the next IDR of the rung it
 // gets (the congestion rule, for a link that loses even the lowest).
@@ -184,21 +209,26 @@ func (s *Switch) newGeneration(gen uint32) {
 		s.policy.Failed(0, s.cfg.Now())
 	}
 	s.needIDR = false // the timeline waits for the new publisher's IDR itself
+	if s.cfg.Refresh != nil {
+		s.setRungs(nil, s.cfg.Now()) // read again once the new publisher has planned its own
+	}
 }
 
-// State is the rung the viewer gets and the pinned one (-1: none).
-func (s *Switch) State() (active, pinned int) {
+// State is the ladder as the switch knows it (the source first; fewer
+// than 2 rungs while the path has none), the rung the viewer gets and
+// the pinned one (-1: none).
+func (s *Switch) State() (rungs []hub.Rung, active, pinned int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.active, s.policy.Pinned()
+	return s.rungs, s.active, s.policy.Pinned()
 }
 
 // Pin fixes the viewer on rung i from its next move on (-1: its estimate
 // chooses again); asking for a rung starts its transcoder.
 func (s *Switch) Pin(i int) {
 	s.mu.Lock()
-	if i >= len(s.cfg.Rungs) {
-		i = len(s.cfg.Rungs) - 1
+	if i >= len(s.rungs) {
+		i = len(s.rungs) - 1
 	}
 	s.policy.Pin(i, s.cfg.Now())
 	s.evaluated = time.Time{} // at the next Poll

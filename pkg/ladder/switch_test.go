@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/bwe"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 )
 
@@ -91,6 +92,9 @@ func (r *rig) step() {
 		if !ok {
 			return
 		}
+		if f.Video != nil {
+			r.sw.CountSent(8, 10_000) // as the sender does: 2.4 Mbit/s at 30 pictures a second
+		}
 		r.got = append(r.got, f)
 	}
 }
@@ -143,12 +147,12 @@ func TestSwitchDownAndUpAtIDRs(t *testing.T) {
 	r.run(25)
 	r.sw.Pin(1)
 	r.run(10)
-	if a, _ := r.sw.State(); a != 1 {
+	if _, a, _ := r.sw.State(); a != 1 {
 		t.Fatalf("active %d after the pin; want the rung", a)
 	}
 	r.sw.Pin(0)
 	r.run(25)
-	if a, _ := r.sw.State(); a != 0 {
+	if _, a, _ := r.sw.State(); a != 0 {
 		t.Fatalf("active %d after pinning the source", a)
 	}
 	if moves := r.check(); len(moves) != 3 || moves[0] != 0 || moves[1] != 1 || moves[2] != 0 {
@@ -228,16 +232,54 @@ func TestSwitchRungEnds(t *testing.T) {
 	r.run(5)
 	r.sw.Pin(1)
 	r.run(15)
-	if a, _ := r.sw.State(); a != 1 {
+	if _, a, _ := r.sw.State(); a != 1 {
 		t.Fatal("not on the rung")
 	}
 	r.rung.Close()
 	r.rungOff = true
 	r.run(25)
-	if a, _ := r.sw.State(); a != 0 {
+	if _, a, _ := r.sw.State(); a != 0 {
 		t.Fatal("not back on the source")
 	}
 	if moves := r.check(); len(moves) != 3 || moves[2] != 0 {
+		t.Fatalf("rungs in order %v", moves)
+	}
+}
+
+// TestSwitchLadderComesLater: a viewer that came before its path's
+// ladder was planned (the end of the stream's first GOP) is moved once
+// it is, by its estimate.
+func TestSwitchLadderComesLater(t *testing.T) {
+	r := newRig(t)
+	rungs := r.sw.rungs
+	ready := false
+	r.sw = New(Config{
+		Main: r.main,
+		Refresh: func() []hub.Rung {
+			if ready {
+				return rungs
+			}
+			return nil
+		},
+		Open:       func(id string) (RungReader, error) { return r.h.AddLadderReader("live/a", id, "viewer") },
+		RequestIDR: func(id string, after int64) { r.h.RequestLadderIDR("live/a", id, after) },
+		Now:        func() time.Time { return r.now },
+	})
+	t.Cleanup(r.sw.Close)
+	// A link that carries 1 Mbit/s of the 2.4 it is sent, cut again and again.
+	r.sw.SetEstimate(func() (bwe.Estimate, time.Time) {
+		return bwe.Estimate{Bitrate: 1_000_000, LastDecrease: r.now.Add(-100 * time.Millisecond)}, t0
+	})
+	r.run(60)
+	if got, _, _ := r.sw.State(); len(got) != 0 {
+		t.Fatalf("ladder %v before the path has one", got)
+	}
+	ready = true
+	r.run(60)
+	if _, a, _ := r.sw.State(); a != 1 {
+		t.Fatalf("active %d two seconds after the ladder came; want the rung", a)
+	}
+	if moves := r.check(); len(moves) != 2 || moves[1] != 1 {
 		t.Fatalf("rungs in order %v", moves)
 	}
 }

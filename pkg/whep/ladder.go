@@ -28,23 +28,23 @@ func (s *Server) Switches() (up, down uint64) {
 // it.
 type sessionLadder struct {
 	*ladder.Switch
-	rungs []hub.Rung
+	reader Reader
 }
 
-// ladderSource is what the session's sender reads: its reader, or, on a
-// path with renditions, a switch over the reader and the rungs.
+// ladderSource is what the session's sender reads: with renditions
+// configured (Config.Ladder), a switch over its reader and its path's
+// rungs, which stays on the source while the path has none (its ladder
+// is planned at the end of the stream's first GOP, and a path whose
+// video is transcoded whole has none).
 func (s *Server) ladderSource(sess *session) rtpsend.Source {
 	if s.cfg.Ladder == nil {
 		return sess.reader
 	}
-	rungs := s.cfg.Ladder.Ladder(sess.path)
-	if len(rungs) < 2 {
-		return sess.reader
-	}
 	lad, path, id := s.cfg.Ladder, sess.path, sess.id
 	sw := ladder.New(ladder.Config{
-		Main:  sess.reader,
-		Rungs: rungs,
+		Main:    sess.reader,
+		Rungs:   lad.Ladder(path),
+		Refresh: func() []hub.Rung { return lad.Ladder(path) },
 		Open: func(rung string) (ladder.RungReader, error) {
 			r, err := lad.AddLadderReader(path, rung, id)
 			if err != nil {
@@ -56,20 +56,23 @@ func (s *Server) ladderSource(sess *session) rtpsend.Source {
 		Switches:   &s.switches,
 		Log:        sess.log,
 	})
-	sl := &sessionLadder{Switch: sw, rungs: rungs}
-	sess.sw.Store(sl)
+	sess.sw.Store(&sessionLadder{Switch: sw, reader: sess.reader})
 	return sw
 }
 
 // Layers is the layer extension's view of the switch.
 func (sl *sessionLadder) Layers() LayerState {
-	active, pinned := sl.Switch.State()
-	st := LayerState{Layers: make([]Layer, len(sl.rungs)), Active: sl.rungs[active].ID}
-	for i, r := range sl.rungs {
+	rungs, active, pinned := sl.Switch.State()
+	if len(rungs) < 2 {
+		info := sl.reader.Info()
+		return LayerState{Layers: []Layer{{ID: SourceLayer, Width: info.Width, Height: info.Height}}, Active: SourceLayer}
+	}
+	st := LayerState{Layers: make([]Layer, len(rungs)), Active: rungs[active].ID}
+	for i, r := range rungs {
 		st.Layers[i] = Layer{ID: r.ID, Width: r.Width, Height: r.Height, Bitrate: r.Bitrate}
 	}
 	if pinned >= 0 {
-		st.Pinned = sl.rungs[pinned].ID
+		st.Pinned = rungs[pinned].ID
 	}
 	return st
 }
@@ -80,15 +83,20 @@ func (sl *sessionLadder) Pin(id string) error {
 		sl.Switch.Pin(-1)
 		return nil
 	}
-	for i, r := range sl.rungs {
+	rungs, _, _ := sl.Switch.State()
+	ids := make([]string, len(rungs))
+	for i, r := range rungs {
 		if r.ID == id {
 			sl.Switch.Pin(i)
 			return nil
 		}
-	}
-	ids := make([]string, len(sl.rungs))
-	for i, r := range sl.rungs {
 		ids[i] = r.ID
+	}
+	if len(rungs) < 2 {
+		if id == SourceLayer {
+			return nil
+		}
+		return fmt.Errorf("%w %q: this path has only %q", ErrUnknownLayer, id, SourceLayer)
 	}
 	return fmt.Errorf("%w %q: this path has %q", ErrUnknownLayer, id, ids)
 }
