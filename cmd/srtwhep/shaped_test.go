@@ -369,7 +369,8 @@ const shapedWarmUp = 8 * time.Second
 
 // TestBrowserShapedLink plays the built-in player in headless Chromium
 // behind a 1 Mbit/s link with a 720p30 2.5 Mbit/s source (issue 28: on
-// main it froze 24.7 s of 30): after a warm-up it must decode at least
+// main it froze 24.7 s of 30; behind this rig's link, whose queue a 720p
+// keyframe overflows, main decodes nothing): after a warm-up it must decode at least
 // 25 frames a second, with at most 1 s of 20 frozen (the issue's 1.5 s
 // of 30, scaled to the shorter window) and at most 2 % of its sound
 // concealed. Unshaped, first, the same page plays the source itself,
