@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/bluenviron/mediacommon/v2 v2.5.1
+	github.com/chromedp/cdproto v0.160.1
 	github.com/chromedp/chromedp v0.23.1
 	github.com/haivision/srtgo v0.0.0-20230627061225-a70d53fcd618
 	github.com/pion/dtls/v3 v3.1.15
@@ -35,7 +36,6 @@ require (
 	github.com/asticode/go-astits v1.13.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/chromedp/cdproto v0.160.1 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/kr/text v0.2.0 // indirect

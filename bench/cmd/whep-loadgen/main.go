@@ -88,6 +88,8 @@ type common struct {
 	rcvbuf           int
 	audioPPS         float64
 	cpuProfile       string
+	pin              string
+	pinEvery         int
 	rate             float64
 	criteria         loadgen.Criteria
 	poolCfg          loadgen.Config
@@ -96,6 +98,8 @@ type common struct {
 
 func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.url, "url", "", "WHEP endpoint, e.g. http://127.0.0.1:8889/live/cam1/whep (required)")
+	fs.StringVar(&c.pin, "pin", "", `a layer selection (JSON, e.g. {"maxHeight":360}) that every -pin-every-th session POSTs to its layer Link once connected, as a player's quality menu does; "" pins none`)
+	fs.IntVar(&c.pinEvery, "pin-every", 2, "with -pin, every k-th session pins (2: half of them)")
 	fs.StringVar(&c.token, "token", "", "bearer token sent with each offer")
 	fs.StringVar(&c.ramp, "ramp", "20/s", "how fast new sessions are opened, sessions per second")
 	fs.IntVar(&c.decodeEvery, "decode-every", 10, "every k-th session decodes fully through pion (the first always does); the rest check RTP headers only")
@@ -158,6 +162,8 @@ func (c *common) finish() error {
 		Pace:           paceOrNone(c.pace),
 		Audio:          c.audio,
 		SocketBuffer:   c.rcvbuf,
+		Pin:            c.pin,
+		PinEvery:       max(c.pinEvery, 1),
 		Logger:         slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: level})),
 	}
 	c.poolCfg.ApplyMode(mode)

@@ -71,6 +71,15 @@ type Config struct {
 	// every frame.
 	SocketBuffer int
 
+	// Pin is a layer selection (WHEP layer extension, e.g.
+	// {"maxHeight":360}) that every PinEvery-th session (0: every one)
+	// POSTs to its session's layer Link once connected; "" pins none. A
+	// refused selection fails the session with the server's answer. A ladder with
+	// half its viewers on a lower rendition measures what the renditions
+	// cost per viewer.
+	Pin      string
+	PinEvery int
+
 	Logger *slog.Logger // nil discards
 }
 

@@ -2,10 +2,12 @@ package loadgen
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -145,7 +147,39 @@ func dialSession(ctx context.Context, id int, decode bool, local netip.Addr, r *
 		acc.fb.out.Store(client)
 	}
 	sock.connected()
+	if k := max(cfg.PinEvery, 1); cfg.Pin != "" && id%k == k-1 {
+		if err := pin(ctx, client, cfg, httpc); err != nil {
+			_ = s.Close()
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// pin POSTs cfg.Pin to the session's layer Link.
+func pin(ctx context.Context, client *whepclient.Session, cfg *Config, httpc *http.Client) error {
+	target := whepclient.LayerLink(client.SessionURL(), client.Links())
+	if target == "" {
+		return fmt.Errorf("loadgen: -pin: the server's 201 has no layer Link (rel=%q)", whepclient.LayerRel)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, strings.NewReader(cfg.Pin))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if cfg.BearerToken != "" {
+		req.Header.Set("Authorization", "Bearer "+cfg.BearerToken)
+	}
+	resp, err := httpc.Do(req)
+	if err != nil {
+		return fmt.Errorf("loadgen: -pin: %w", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("loadgen: -pin %s: %s: %s", cfg.Pin, resp.Status, body)
+	}
+	return nil
 }
 
 // Snapshot copies the session's counters.
