@@ -31,7 +31,8 @@
 # offered, plain UDP receive without GRO, because that is what the server
 # meets in the field. EXTRA_MODES adds ladders of other modes (default gro:
 # no RTCP and UDP_GRO receive, which spares the server segmenting its GSO
-# sends on loopback), printed as labelled extras, never as the headline.
+# sends on loopback; and pinned: browser viewers, every second one pinned
+# to the 360p rendition), printed as labelled extras, never as the headline.
 #
 # Everything lands in bench/results/<UTC timestamp>/ (git-ignored) and the
 # report is printed. Tunables (environment): LADDERS ("video audio", one of
@@ -42,8 +43,9 @@
 # (the -bench pattern of step 1, default "."; empty skips it), G2G (how
 # long the glass-to-glass measurement runs, default 20s; 0 skips it),
 # BASE (a git revision) or SERVERS (see 4; default: this tree's server
-# alone, labelled "this"), ROUNDS (default 1), EXTRA_MODES (default gro;
-# empty skips), EXTRA_STEPS (their steps, default 100,200,400), PROFILE_AT
+# alone, labelled "this"), ROUNDS (default 1), EXTRA_MODES (default "gro
+# pinned": viewers receiving with GRO, and browser viewers half of which
+# pin the 360p rendition; empty skips), EXTRA_STEPS (their steps, default 100,200,400), PROFILE_AT
 # (default 400; 0 skips the profile), TRANSCODE_HOLD (seconds the 720p
 # clip is transcoded on the first server for the video transcoder's CPU,
 # default 20; 0 skips it).
@@ -100,7 +102,7 @@ TRANSCODE_HOLD=${TRANSCODE_HOLD:-20}
 BASE=${BASE-}
 SERVERS=${SERVERS-}
 ROUNDS=${ROUNDS:-1}
-EXTRA_MODES=${EXTRA_MODES-gro}
+EXTRA_MODES=${EXTRA_MODES-gro pinned}
 EXTRA_STEPS=${EXTRA_STEPS:-100,200,400}
 PROFILE_AT=${PROFILE_AT:-400}
 SRT_PORT=18890
@@ -488,16 +490,24 @@ for ((round = 1; round <= ROUNDS; round++)); do
 			flags=()
 			profile=0
 			steps=$EXTRA_STEPS
+			viewers=$mode
 			if [[ $mode == browser ]]; then
 				steps=$STEPS
 				case $kind in
 				video) profile=$PROFILE_AT ;;
 				audio) flags=(-audio) ;;
 				esac
+			elif [[ $mode == pinned ]]; then
+				# Half the browser-like viewers pin the 360p rendition (the
+				# layer extension's POST, as the player's quality menu does):
+				# what a viewer on a lower rendition costs beside one on the
+				# source, the transcoder's fixed cost apart.
+				viewers=browser
+				flags=(-pin '{"maxHeight":360}' -pin-every 2)
 			fi
 			audio0=$(audio_cpu_seconds || echo "")
 			t0=$SECONDS
-			ladder "$dir" "$mode" "$steps" "$profile" "$label" "${flags[@]}"
+			ladder "$dir" "$viewers" "$steps" "$profile" "$label" "${flags[@]}"
 			if [[ $kind == audio ]] && audio1=$(audio_cpu_seconds) && [[ -n $audio0 ]] && ((SECONDS > t0)); then
 				transcode+=("$(awk -v a="$audio0" -v b="$audio1" -v s="$((SECONDS - t0))" -v l="$label" -v r="$round" \
 					'BEGIN {printf "- In the server (%s, round %d) during the audio ladder: %.2f %% of one core (srtwhep_path_audio_transcode_cpu_seconds_total over %d s)", l, r, 100*(b-a)/s, s}')")
