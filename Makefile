@@ -51,7 +51,10 @@ run: ## build and start the server (embedded defaults, or CONFIG=FILE)
 	./bin/srtwhep $(if $(CONFIG),-config $(CONFIG))
 
 test: ## deps, tidy, gofmt, shellcheck, every test binary built once (-race), then side by side: the end-to-end package, the unit packages, go vet, fuzz, each nested module (tools/ ...)
-	scripts/deps.sh test
+	@# While apt installs (a minute and a half on a fresh machine, mostly
+	@# waiting), what needs no Debian package compiles into the build
+	@# cache: see scripts/warm.sh.
+	DEPS_BESIDE="scripts/warm.sh $(MODULES)" scripts/deps.sh test
 	@# The checks that take seconds come before the lines that take
 	@# minutes, so a finding is reported at once. An untidy go.mod (a
 	@# missing, stale or mislabelled requirement) fails here with the diff

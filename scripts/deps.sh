@@ -14,6 +14,9 @@
 #          + srt-tools (srt-live-transmit): the publishers of the
 #          encoders section (TestEncoders)
 #
+# DEPS_BESIDE="COMMAND ARG..." runs COMMAND beside the install, only when
+# there is one (see below).
+#
 # Idempotent and quick when everything is present: dpkg-query only, no
 # apt-get update (and that only when the install needs it). Missing
 # packages are installed as root (or through a password-less sudo);
@@ -112,9 +115,32 @@ install() {
 	"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
 		-o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-unsafe-io "${missing[@]}"
 }
+
+# DEPS_BESIDE (make test: scripts/warm.sh) runs while the packages install,
+# as the calling user, in its own session (so it ends with everything it
+# started) and under SCHED_IDLE (apt's unpacking keeps the CPU it asks
+# for); it is ended when the install ends, whether it finished or not.
+beside=
+if [[ -n ${DEPS_BESIDE:-} ]]; then
+	read -ra beside_cmd <<<"$DEPS_BESIDE"
+	beside_log=$(mktemp)
+	setsid chrt -i 0 "${beside_cmd[@]}" >"$beside_log" 2>&1 &
+	beside=$!
+fi
+end_beside() {
+	[[ -n $beside ]] || return 0
+	kill -TERM -- -"$beside" 2>/dev/null || true
+	wait "$beside" 2>/dev/null || true
+	echo "deps.sh: beside the install: $(tr '\n' ';' <"$beside_log")" >&2
+	rm -f "$beside_log"
+	beside=
+}
+trap end_beside EXIT
+
 echo "deps.sh: installing ${missing[*]}" >&2
 if ! install; then
 	echo "deps.sh: fetching the package lists (apt-get update) and trying again" >&2
 	"${as_root[@]}" apt-get -o DPkg::Lock::Timeout=600 update
 	install
 fi
+end_beside

@@ -56,6 +56,12 @@ norace=" ${NORACE:-tools} "
 nice=" ${NICE:-tools} "
 realtime=" ${REALTIME:-internal/hostile} "
 module_path=github.com/srtwhep/srtwhep
+# The ~75 binaries linked here (test binaries, fuzz builds, the server)
+# are run once and thrown away: no DWARF (-w), which nothing here reads
+# (stack traces and race reports come from the Go symbol table). About a
+# fifth of each link's CPU (e2e binary 6.6 -> 4.6 CPU-s). Linking is not
+# cached, so this changes no cache key.
+export GOFLAGS="${GOFLAGS:-} -ldflags=-w"
 
 cd "$(dirname "$0")/.."
 root=$PWD

@@ -85,7 +85,7 @@ func TestCountersMove(t *testing.T) {
 
 	// Publishers start together; each subtest waits for its own events.
 	pubM := startFFmpeg(t, x264AACArgs, ts.srtURL("publish:live/m"))
-	startFFmpeg(t, x264Args("320x240", "-bf", "2"), ts.srtURL("publish:live/bframes"))
+	startFFmpeg(t, liveX264Args("320x240", "-bf", "2"), ts.srtURL("publish:live/bframes"))
 	startFFmpeg(t, x264Args("320x240"), ts.srtURL("publish:live/tc"))
 	pubNS := newNetns(t, "pub")
 	relay := udpRelay(t, pubNS, ts.srt.Addr())

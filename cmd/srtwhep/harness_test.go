@@ -102,16 +102,32 @@ func (ts *testServer) apiURL(path string) string {
 	return "http://" + ts.addrs.Load().API + path
 }
 
-// x264Args encode the brief's reference stream: 720p30, no B-frames, a
-// 2-second GOP.
-func x264Args(size string, extra ...string) []string {
+// liveX264Args encode the brief's reference stream live: 30 fps, no
+// B-frames, a 2-second GOP, 2.5 Mbit/s (libx264 ultrafast zerolatency).
+// For a test that needs the encoder itself (other encoder options, a
+// second input); the others take x264Args.
+func liveX264Args(size string, extra ...string) []string {
 	args := []string{"-re", "-f", "lavfi", "-i", "testsrc2=size=" + size + ":rate=30",
 		"-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency",
 		"-bf", "0", "-g", "60", "-b:v", "2500k"}
 	return append(args, extra...)
 }
 
-// startFFmpeg runs a real ffmpeg encoding args into MPEG-TS at output
+// x264Args is the same stream played from a clip that liveX264Args
+// encoded once per size and test binary (testkit.MakeClip), in real time
+// and in a loop (testkit.LoopArgs): make test runs some 60 such
+// publishers. The clip is 3 GOPs, so every loop starts at an IDR. extra
+// are output options (-t). A clip that cannot be made panics: x264Args has
+// no test to fail, and the panic fails the one that asked.
+func x264Args(size string, extra ...string) []string {
+	clip, err := testkit.MakeClip(append(liveX264Args(size)[1:], "-frames:v", "180")...)
+	if err != nil {
+		panic(err)
+	}
+	return append(testkit.LoopArgs(clip), extra...)
+}
+
+// startFFmpeg runs a real ffmpeg with input args, into MPEG-TS at output,
 // until the test ends (or it exits by itself).
 func startFFmpeg(t *testing.T, args []string, output string) *testkit.Process {
 	t.Helper()

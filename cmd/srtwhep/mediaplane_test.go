@@ -23,7 +23,7 @@ import (
 func TestCorePathWithSound(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t, nil)
-	args := x264Args("1280x720", "-c:a", "aac", "-ar", "48000", "-b:a", "96k")
+	args := liveX264Args("1280x720", "-c:a", "aac", "-ar", "48000", "-b:a", "96k")
 	// The tone is the second input: inputs come before the encoders.
 	args = append(append(args[:5:5], "-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=48000"), args[5:]...)
 	startFFmpeg(t, args, ts.srtURL("publish:live/cam1"))

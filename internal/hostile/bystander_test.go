@@ -42,9 +42,18 @@ func httpClientFrom(ip net.IP) *http.Client {
 // 1 s GOP to path until the test ends.
 func publishTestPattern(t *testing.T, srv *testkit.Server, path string) *testkit.Process {
 	t.Helper()
-	return testkit.StartFFmpeg(t, "-re", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30",
+	return testkit.StartFFmpeg(t, append(testkit.LoopArgs(testPatternClip(t)),
+		"-f", "mpegts", srv.SRTURL("publish:"+path))...)
+}
+
+// testPatternClip is that pattern encoded once (3 GOPs), played in a loop
+// by every publisher here that needs only a live stream: encoding it live
+// cost each about 5 % of a core.
+func testPatternClip(t *testing.T) string {
+	t.Helper()
+	return testkit.Clip(t, "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30",
 		"-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-bf", "0", "-g", "30",
-		"-f", "mpegts", srv.SRTURL("publish:"+path))
+		"-frames:v", "90")
 }
 
 // bystander is an innocent publisher and viewer on bystanderPath, started

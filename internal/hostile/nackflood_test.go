@@ -42,10 +42,12 @@ func TestNACKFlood(t *testing.T) {
 	b := startBystander(t, srv)
 	const path = "live/nackflood"
 	// About 2.5 Mbit/s: noise keeps x264 from squeezing the test pattern.
-	testkit.StartFFmpeg(t, "-re", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30",
+	// Encoded once (3 GOPs) and played in a loop: the noise filter and
+	// the encode live cost a good part of a core.
+	clip := testkit.Clip(t, "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30",
 		"-vf", "noise=alls=30:allf=t", "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency",
-		"-bf", "0", "-g", "30", "-b:v", "2500k", "-maxrate", "2500k", "-bufsize", "1000k",
-		"-f", "mpegts", srv.SRTURL("publish:"+path))
+		"-bf", "0", "-g", "30", "-b:v", "2500k", "-maxrate", "2500k", "-bufsize", "1000k", "-frames:v", "90")
+	testkit.StartFFmpeg(t, append(testkit.LoopArgs(clip), "-f", "mpegts", srv.SRTURL("publish:"+path))...)
 	plain := dialViewer(t, srv, path, "plain", whepclient.Options{Decode: true})
 	var last atomic.Int32 // the attacker's newest sequence number, -1 before any
 	last.Store(-1)

@@ -26,7 +26,7 @@ type publisherFrom struct {
 }
 
 // publishFrom connects a libsrt caller from ip to the server as
-// streamid and pumps a 30 fps H.264 test pattern into it until the
+// streamid and pumps the 30 fps H.264 test pattern into it until the
 // connection ends or the test does. A refused connect is returned as the
 // caller's error (a *srtcall.RejectedError carries the reject reason).
 func publishFrom(t *testing.T, srv *testkit.Server, ip net.IP, streamid string) (*publisherFrom, error) {
@@ -48,8 +48,8 @@ func publishFrom(t *testing.T, srv *testkit.Server, ip net.IP, streamid string) 
 	if err != nil {
 		t.Fatal("ffmpeg not found: apt-get install -y ffmpeg")
 	}
-	cmd := exec.Command(ffmpeg, "-hide_banner", "-loglevel", "error", "-re", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30",
-		"-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-bf", "0", "-g", "30", "-f", "mpegts", "pipe:1")
+	cmd := exec.Command(ffmpeg, append(append([]string{"-hide_banner", "-loglevel", "error"},
+		testkit.LoopArgs(testPatternClip(t))...), "-f", "mpegts", "pipe:1")...)
 	cmd.Stdout = pw
 	logs := &testkit.LogBuffer{}
 	cmd.Stderr = logs
