@@ -63,30 +63,13 @@ func LintDockerfile(name string, data, dockerignore []byte) ([]string, error) {
 			lint.Run(&linter.RuleNoEmptyContinuation, []parser.Range{*w.Location}, linter.RuleNoEmptyContinuation.Format())
 		}
 	}
-	stages, metaArgs, err := instructions.Parse(res.AST, lint)
-	if err != nil {
-		return nil, fmt.Errorf("%s would not build: %w", name, err)
-	}
-	if len(stages) == 0 {
-		return nil, fmt.Errorf("%s would not build: it has no FROM", name)
-	}
 	l := &dockerLint{lint: lint, shlex: shell.NewLex(res.EscapeToken)}
-	if len(dockerignore) > 0 {
-		patterns, err := ignorefile.ReadAll(bytes.NewReader(dockerignore))
-		if err != nil {
-			return nil, fmt.Errorf(".dockerignore: %w", err)
-		}
-		if len(patterns) > 0 {
-			if l.ignore, err = patternmatcher.New(patterns); err != nil {
-				return nil, fmt.Errorf(".dockerignore: %w", err)
-			}
-		}
+	stages, metaArgs, err := instructions.Parse(res.AST, lint)
+	if err == nil && len(stages) == 0 {
+		err = fmt.Errorf("it has no FROM")
 	}
-	checkStageNames(stages, lint)
-	checkCasing(stages, lint)
-	err = l.fromLines(stages, metaArgs)
 	if err == nil {
-		err = l.dispatch(stages)
+		err = l.run(stages, metaArgs, dockerignore)
 	}
 	if err != nil {
 		err = fmt.Errorf("%s would not build: %w", name, err)
@@ -97,6 +80,26 @@ func LintDockerfile(name string, data, dockerignore []byte) ([]string, error) {
 		warnings = append(warnings, fmt.Sprintf("%s (line %d): %s", w.rule, w.line, w.detail))
 	}
 	return warnings, err
+}
+
+func (l *dockerLint) run(stages []instructions.Stage, metaArgs []instructions.ArgCommand, dockerignore []byte) error {
+	if len(dockerignore) > 0 {
+		patterns, err := ignorefile.ReadAll(bytes.NewReader(dockerignore))
+		if err != nil {
+			return fmt.Errorf(".dockerignore: %w", err)
+		}
+		if len(patterns) > 0 {
+			if l.ignore, err = patternmatcher.New(patterns); err != nil {
+				return fmt.Errorf(".dockerignore: %w", err)
+			}
+		}
+	}
+	checkStageNames(stages, l.lint)
+	checkCasing(stages, l.lint)
+	if err := l.fromLines(stages, metaArgs); err != nil {
+		return err
+	}
+	return l.dispatch(stages)
 }
 
 type lintWarning struct {
@@ -238,7 +241,11 @@ func (l *dockerLint) fromLines(stages []instructions.Stage, metaArgs []instructi
 	// every FROM has been read, so the later FROMs' warnings come first.
 	var badBase error
 	names := map[string]bool{}
+	file := l.lint
+	defer func() { l.lint = file }()
 	for _, st := range stages {
+		// A "# check=..." comment right above a FROM applies to its line.
+		l.lint = file.WithMergedConfigFromComments(st.Comments)
 		m, err := l.shlex.ProcessWordWithMatches(st.BaseName, l.global)
 		l.undefinedInFrom(m.Unmatched, st.Location)
 		if err != nil {

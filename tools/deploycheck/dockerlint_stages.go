@@ -68,6 +68,10 @@ func cloneSet(m map[string]struct{}) map[string]struct{} {
 }
 
 func (l *dockerLint) command(s *lintStage, cmd instructions.Command) error {
+	// A "# check=..." comment right above an instruction applies to it.
+	file := l.lint
+	l.lint = file.WithMergedConfigFromComments(cmd.Comments())
+	defer func() { l.lint = file }()
 	loc := cmd.Location()
 	if _, isArg := cmd.(*instructions.ArgCommand); !isArg {
 		if ex, ok := cmd.(instructions.SupportsSingleWordExpansion); ok {

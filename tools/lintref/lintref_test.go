@@ -20,8 +20,8 @@ import (
 	"github.com/srtwhep/srtwhep/tools/deploycheck"
 )
 
-// TestSameAsBuildkit: over every Dockerfile of deploycheck's rule table and
-// the repository's Dockerfile, our lint and buildkit's give the same
+// TestSameAsBuildkit: over every Dockerfile of deploycheck's rule table,
+// testdata/ and the repository's Dockerfile, our lint and buildkit's give the same
 // warnings (rule, line, detail) and fail the same builds.
 //
 // buildkit reads .dockerignore only through a gateway client, which an
@@ -33,7 +33,13 @@ func TestSameAsBuildkit(t *testing.T) {
 	if err != nil || len(files) < 20 {
 		t.Fatalf("rule table: %d files (%v)", len(files), err)
 	}
-	files = append(files, "../../Dockerfile")
+	// and harder cases: rules interacting, stages built on stages,
+	// directives, instruction casing.
+	more, err := filepath.Glob("testdata/*.Dockerfile")
+	if err != nil || len(more) == 0 {
+		t.Fatalf("testdata: %d files (%v)", len(more), err)
+	}
+	files = append(append(files, more...), "../../Dockerfile")
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			data, err := os.ReadFile(file)
