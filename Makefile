@@ -30,7 +30,7 @@ SHELL_SCRIPTS := $(wildcard *.sh scripts/*.sh deploy/*.sh) .ci/run
 # main one.
 MODULES  := $(patsubst %/go.mod,%,$(wildcard */go.mod))
 
-.PHONY: help deps build run test bench fuzz soak clean
+.PHONY: help deps build run test bench fuzz soak lintref clean
 
 help: ## list the targets
 	@echo "srtwhep make targets:"
@@ -73,6 +73,9 @@ test: ## deps, tidy, gofmt, shellcheck, every test binary built once (-race), th
 bench: ## Go benchmarks (video transcoder included) + glass-to-glass passthrough/transcoded + capacity ladders of browser-like viewers (headline; gro as an extra), server on CPU 0, + the publisher matrix (encoders); BASE (compare against a revision's server), ROUNDS, STEPS: see scripts/bench.sh (report in bench/results/)
 	scripts/deps.sh bench
 	scripts/bench.sh
+
+lintref: ## hold tools/deploycheck's Dockerfile lint to buildkit's own (dockerfile2llb.DockerfileLint) over its rule table and the Dockerfile; outside make test, which never compiles the converter
+	cd tools/lintref && $(GO) mod tidy -diff && $(GO) vet ./... && $(GO) test -count=1 -v ./...
 
 fuzz: ## run every Fuzz target for FUZZTIME each, one at a time
 	scripts/deps.sh build

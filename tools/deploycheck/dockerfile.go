@@ -2,19 +2,14 @@ package deploycheck
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/moby/buildkit/client/llb"
-	"github.com/moby/buildkit/client/llb/sourceresolver"
-	"github.com/moby/buildkit/frontend/dockerfile/dockerfile2llb"
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
-	digest "github.com/opencontainers/go-digest"
 )
 
 // Dockerfile holds what the checks need from the final stage of a Dockerfile.
@@ -143,44 +138,4 @@ func checkHealthcheck(df *Dockerfile, cfg *ServerConfig) []string {
 		return []string{fmt.Sprintf("HEALTHCHECK probes %s; want http://%s/healthz (http.listen of configs/srtwhep.yml)", hc[3], want)}
 	}
 	return nil
-}
-
-// offlineResolver answers every base image lookup with an empty linux/amd64
-// config, so linting never contacts a registry.
-type offlineResolver struct{}
-
-func (offlineResolver) ResolveImageConfig(_ context.Context, ref string, _ sourceresolver.Opt) (string, digest.Digest, []byte, error) {
-	return ref, digest.FromString(ref), []byte(`{"architecture":"amd64","os":"linux","config":{},"rootfs":{"type":"layers"}}`), nil
-}
-
-// LintDockerfile runs the rules of `docker build --check` and returns one
-// line per warning ("Rule (line N): detail"). A Dockerfile that would not
-// build is an error.
-func LintDockerfile(ctx context.Context, name string, data []byte) ([]string, error) {
-	st := llb.Scratch()
-	sm := llb.NewSourceMap(&st, name, "Dockerfile", data)
-	def, err := st.Marshal(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("lint source map: %w", err)
-	}
-	sm.Definition = def
-	res, err := dockerfile2llb.DockerfileLint(ctx, data, dockerfile2llb.ConvertOpt{
-		SourceMap:    sm,
-		MetaResolver: offlineResolver{},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("linting %s: %w", name, err)
-	}
-	if res.Error != nil {
-		return nil, fmt.Errorf("%s would not build: %s", name, res.Error.Message)
-	}
-	var warnings []string
-	for _, w := range res.Warnings {
-		line := int32(0)
-		if w.Location != nil && len(w.Location.Ranges) > 0 && w.Location.Ranges[0].Start != nil {
-			line = w.Location.Ranges[0].Start.Line
-		}
-		warnings = append(warnings, fmt.Sprintf("%s (line %d): %s", w.RuleName, line, w.Detail))
-	}
-	return warnings, nil
 }

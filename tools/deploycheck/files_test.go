@@ -120,7 +120,11 @@ func TestDockerfileLintClean(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	warnings, err := LintDockerfile(context.Background(), "Dockerfile", data)
+	ignore, err := os.ReadFile(repoFile(t, ".dockerignore"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	warnings, err := LintDockerfile("Dockerfile", data, ignore)
 	if err != nil {
 		t.Fatal(err)
 	}

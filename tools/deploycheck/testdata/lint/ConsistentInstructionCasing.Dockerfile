@@ -1,0 +1,3 @@
+FROM debian:bookworm-slim
+RUN true
+run true

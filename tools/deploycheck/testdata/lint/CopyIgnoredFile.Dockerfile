@@ -1,0 +1,2 @@
+FROM debian:bookworm-slim
+COPY secret.env /etc/app.env

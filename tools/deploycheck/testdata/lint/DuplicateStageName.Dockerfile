@@ -1,0 +1,4 @@
+FROM debian:bookworm-slim AS a
+RUN true
+FROM debian:bookworm-slim AS a
+RUN true

@@ -1,0 +1,2 @@
+FROM debian:bookworm-slim
+EXPOSE 127.0.0.1:8080:80

@@ -1,0 +1,2 @@
+FROM debian:bookworm-slim
+EXPOSE 8890/UDP

@@ -1,0 +1,3 @@
+ARG TAG
+FROM debian:${TAG}
+RUN true

@@ -1,0 +1,3 @@
+FROM debian:bookworm-slim
+ENTRYPOINT ["/bin/a"]
+ENTRYPOINT ["/bin/b"]

@@ -1,0 +1,2 @@
+FROM --platform=$TARGETPLATFORM debian:bookworm-slim
+RUN true

@@ -1,0 +1,2 @@
+FROM ${REGISTRY}debian:bookworm-slim
+RUN true

@@ -1,0 +1,2 @@
+FROM debian:bookworm-slim
+ENV DIR=/opt/$APPNAME
