@@ -27,7 +27,8 @@
 #          package) compile under SCHED_IDLE, the targets run under nice.
 #   DIR    a nested module's test binaries (-race unless the module is in
 #          NORACE, as tools is: its deploy checks are offline and
-#          single-threaded, and buildkit with -race takes minutes to build).
+#          single-threaded, and the Kubernetes API types and buildkit's
+#          parser would compile a second time, with -race, for nothing).
 #          A module not in NICE (bench) may measure in real time, so it
 #          waits for the e2e tests that run alone, as REALTIME does; one
 #          in NICE (tools: the offline checks) compiles under SCHED_IDLE
