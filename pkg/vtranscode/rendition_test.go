@@ -56,6 +56,49 @@ func TestFollowIDR(t *testing.T) {
 	}
 }
 
+// TestRequestedIDRsBounded: a player that pins and unpins in a loop asks
+// for an IDR before every picture; every viewer of the rendition shares
+// its IDRs, so at most one a second is made for requests (each still
+// answered, a little later), beside the source's.
+func TestRequestedIDRsBounded(t *testing.T) {
+	in := clip(t, 5, "1280x720", renditionArgs...)
+	var s sink
+	tc, err := New(renditionConfig(len(in)), s.emit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go tc.Run()
+	source := map[int64]bool{}
+	for i, au := range in {
+		if au.IDR {
+			source[au.PTS] = true
+		}
+		if i > 0 {
+			tc.RequestIDR(in[i-1].PTS)
+		}
+		tc.Write(au)
+		s.waitFor(t, i+1) // in real time: each request before the next picture is coded
+	}
+	tc.Close()
+	var asked []int64
+	for _, au := range s.aus {
+		if au.IDR && !source[au.PTS] {
+			asked = append(asked, au.PTS)
+		}
+	}
+	for i := 1; i < len(asked); i++ {
+		if d := asked[i] - asked[i-1]; d < 90000 {
+			t.Fatalf("requested IDRs %d ticks apart (at %v), want at least a second (90000)", d, asked)
+		}
+	}
+	// 5 s of requests: about one a second, fewer where the source's own
+	// IDR answered them.
+	if len(asked) < 2 {
+		t.Fatalf("%d requested IDRs in 5 s of requests (at %v): requests must still be answered", len(asked), asked)
+	}
+	t.Logf("%d pictures, %d source IDRs, %d requested IDRs made for %d requests", len(in), len(source), len(asked), len(in)-1)
+}
+
 // BenchmarkRendition360p is issue 28's cost: one 360p rendition (700
 // kbit/s) of a 720p30 2.5 Mbit/s source, 10 s of it, as the share of one
 // core its thread takes (decode, swscale, libx264; goal ≤ 10 %),

@@ -143,7 +143,11 @@ func (t *Transcoder) encodeFrame(f *avcodec.Frame) error {
 	if err != nil {
 		return err
 	}
-	if err := t.enc.EncodeIDR(in, pts, t.cfg.FollowIDR && t.sourceIDR(pts) || t.requestedIDR(pts)); err != nil {
+	key := t.cfg.FollowIDR && t.sourceIDR(pts)
+	if t.requestedIDR(pts, key) {
+		key = true
+	}
+	if err := t.enc.EncodeIDR(in, pts, key); err != nil {
 		return fmt.Errorf("encoding: %w", err)
 	}
 	for {
@@ -193,12 +197,25 @@ func (t *Transcoder) output(data []byte, pts int64, key bool) (*av.AccessUnit, e
 	return au, nil
 }
 
-// requestedIDR reports whether the picture at pts answers RequestIDR.
-func (t *Transcoder) requestedIDR(pts int64) bool {
+// requestedIDRGap is the least PTS distance between two IDRs made for
+// RequestIDR (90 kHz ticks: one second).
+const requestedIDRGap = 90000
+
+// requestedIDR reports whether the picture at pts must be an IDR to
+// answer RequestIDR; idr: it is one anyway (the source's), which answers
+// a pending request without counting against the gap.
+func (t *Transcoder) requestedIDR(pts int64, idr bool) bool {
 	if !t.idrWanted.Load() || pts <= t.idrAfter.Load() {
 		return false
 	}
-	return t.idrWanted.CompareAndSwap(true, false)
+	if !idr && t.askedAny && pts-t.lastAsked < requestedIDRGap {
+		return false // still pending: answered once the gap has passed
+	}
+	if !t.idrWanted.CompareAndSwap(true, false) || idr {
+		return false
+	}
+	t.lastAsked, t.askedAny = pts, true
+	return true
 }
 
 // sourceIDR reports whether the picture presented at pts came from one of

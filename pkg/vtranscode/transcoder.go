@@ -192,20 +192,24 @@ type Transcoder struct {
 	outSize                      atomic.Int64 // width<<32 | height
 
 	// Owned by the run goroutine.
-	rate     int // bit/s the encoder runs at
-	dec      *avcodec.Decoder
-	enc      *avcodec.Encoder
-	annexB   []byte
-	arrived  [arrivals]arrival
-	next     int
-	lastOut  int64
-	haveOut  bool
-	started  bool   // the decoder has had its first IDR
-	encIn    [2]int // the source size the encoder was opened for
-	rateBase int64  // MaxFPS: the PTS slots are counted from
-	lastSlot int64  // the slot of the last picture kept
-	haveSlot bool
-	problems *lograte.Limiter[string, error] // the problem lines
+	rate    int // bit/s the encoder runs at
+	dec     *avcodec.Decoder
+	enc     *avcodec.Encoder
+	annexB  []byte
+	arrived [arrivals]arrival
+	next    int
+	lastOut int64
+	haveOut bool
+	// lastAsked is the PTS of the last IDR made for RequestIDR (askedAny:
+	// there was one).
+	lastAsked int64
+	askedAny  bool
+	started   bool   // the decoder has had its first IDR
+	encIn     [2]int // the source size the encoder was opened for
+	rateBase  int64  // MaxFPS: the PTS slots are counted from
+	lastSlot  int64  // the slot of the last picture kept
+	haveSlot  bool
+	problems  *lograte.Limiter[string, error] // the problem lines
 }
 
 type arrival struct {
@@ -297,6 +301,10 @@ func (t *Transcoder) SetBitrate(bps int) {
 // RequestIDR makes the first picture presented after PTS after an IDR
 // (a later request replaces an earlier one still pending): a viewer that
 // moves onto the output holds its picture at after and goes on from it.
+// Requests are answered at most once per requestedIDRGap of the output:
+// every viewer of a rendition shares its IDRs, so a player that pins and
+// unpins in a loop must not make each of them receive keyframes at the
+// frame rate; its move waits for the next allowed one instead.
 func (t *Transcoder) RequestIDR(after int64) {
 	t.idrAfter.Store(after)
 	t.idrWanted.Store(true)
