@@ -20,6 +20,7 @@ import (
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/internal/whepclient"
 	"github.com/srtwhep/srtwhep/pkg/api"
+	"github.com/srtwhep/srtwhep/pkg/config"
 )
 
 // A viewer's bandwidth estimate from its transport-cc feedback, end to
@@ -101,7 +102,9 @@ func TestEstimateLoopback(t *testing.T) {
 // delays the relay.
 func TestEstimateShaped(t *testing.T) {
 	requireNetns(t, "tc")
-	ts := startServer(t, nil)
+	// Without renditions, so the stream keeps overfilling the link (a
+	// viewer would otherwise be moved to a rendition that fits it).
+	ts := startServer(t, func(c *config.Config) { c.PathDefaults.Renditions = config.Renditions{Off: true} })
 	startFFmpeg(t, x264Args("1280x720"), ts.srtURL("publish:live/cam1"))
 	ts.waitPublisher(t, "live/cam1")
 

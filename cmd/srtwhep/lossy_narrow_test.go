@@ -29,8 +29,13 @@ import (
 // beside it must keep every frame of 720p, which other tests' load can
 // cost them.
 func TestNarrowViewer(t *testing.T) {
-	// A short queue overflows soon after the writer blocks.
-	ts := startServer(t, func(c *config.Config) { c.Readers.QueueSize = 20 },
+	// A short queue overflows soon after the writer blocks. Without
+	// renditions: this is what a viewer gets when none fits its link
+	// (TestRenditionShaped moves it to one).
+	ts := startServer(t, func(c *config.Config) {
+		c.Readers.QueueSize = 20
+		c.PathDefaults.Renditions = config.Renditions{Off: true}
+	},
 		func(_ *whep.Config, c *plane.Config) { c.TCPListen = "127.0.0.1:0" })
 	startFFmpeg(t, x264Args("1280x720"), ts.srtURL("publish:live/cam1"))
 	ts.waitPublisher(t, "live/cam1")
@@ -94,7 +99,8 @@ func TestNarrowViewer(t *testing.T) {
 // Not parallel: like TestNarrowViewer.
 func TestNarrowUDPViewer(t *testing.T) {
 	requireNetns(t)
-	ts := startServer(t, nil)
+	// Without renditions, as TestNarrowViewer.
+	ts := startServer(t, func(c *config.Config) { c.PathDefaults.Renditions = config.Renditions{Off: true} })
 	startFFmpeg(t, x264Args("1280x720"), ts.srtURL("publish:live/cam1"))
 	ts.waitPublisher(t, "live/cam1")
 	others := []*viewer{dialViewer(t, ts, "live/cam1"), dialViewer(t, ts, "live/cam1")}

@@ -105,7 +105,8 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		},
 		Video: func(path string) ingest.VideoSettings {
 			pc := s.config().PathConfig(path)
-			return ingest.VideoSettings{Mode: pc.Video, MaxKeyframeInterval: time.Duration(pc.MaxKeyframeInterval)}
+			return ingest.VideoSettings{Mode: pc.Video, MaxKeyframeInterval: time.Duration(pc.MaxKeyframeInterval),
+				Ladder: ladderSettings(pc.Renditions)}
 		},
 		Handover: func(path string) ingest.Handover {
 			c := s.config()
@@ -184,6 +185,7 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 			MaxPendingOffers:       cfg.HTTP.MaxPendingOffers,
 		},
 		Source:           hubSource(s.hub),
+		Ladder:           s.hub,
 		Demand:           s.edge.Demand,
 		PublicURL:        cfg.HTTP.PublicURL,
 		MaxResendBitrate: cfg.WebRTC.MaxResendBitrate,
@@ -295,7 +297,8 @@ func (s *server) Run(ctx context.Context) error {
 		// time; the metrics package imports none of them.
 		m := metrics.New(metrics.Sources{Build: metrics.BuildInfo{Version: version.String()}, Profiling: s.cfg.Metrics.Pprof,
 			Paths: s.ingest.PathSamples, SRT: s.ingest.SRTSamples, WebRTC: webRTCSample(s.whep, s.events, s.plane), Hooks: s.hooks.MetricsSource(),
-			MediaPlane: s.mediaPlaneSample, Refusals: s.ingest.Refusals, Panics: panicCounts, Transcode: s.transcodeSample})
+			MediaPlane: s.mediaPlaneSample, Refusals: s.ingest.Refusals, Panics: panicCounts, Transcode: s.transcodeSample,
+			Renditions: s.renditionSample})
 		g.Go(func() error { return m.Serve(ctx, metricsLn, s.log.With("component", "metrics")) })
 	}
 	g.Go(func() error {

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/srtwhep/srtwhep/pkg/api"
+	"github.com/srtwhep/srtwhep/pkg/config"
 	"github.com/srtwhep/srtwhep/pkg/hub"
+	"github.com/srtwhep/srtwhep/pkg/ingest"
 	"github.com/srtwhep/srtwhep/pkg/mediaplane"
 	"github.com/srtwhep/srtwhep/pkg/metrics"
 	"github.com/srtwhep/srtwhep/pkg/whep"
@@ -108,4 +110,20 @@ func webRTCSample(w *whep.Server, ev *whepevents.Streams, pl *mediaplane.Plane) 
 			SSEEvents:          sse.Sent,
 		}
 	}
+}
+
+// ladderSettings is a path's renditions key as pkg/ingest takes it.
+func ladderSettings(r config.Renditions) ingest.LadderSettings {
+	s := ingest.LadderSettings{Off: r.Off}
+	for _, st := range r.Steps {
+		s.Steps = append(s.Steps, ingest.Rendition{Height: st.Height, Bitrate: st.Bitrate})
+	}
+	return s
+}
+
+// renditionSample is the paths' lower renditions and the viewers' moves
+// between them, for the metrics.
+func (s *server) renditionSample() metrics.RenditionSample {
+	up, down := s.whep.Switches()
+	return metrics.RenditionSample{Renditions: s.ingest.RenditionSamples(), SwitchesUp: up, SwitchesDown: down}
 }

@@ -40,6 +40,10 @@ type Path struct {
 	// Transcode is null while the path's video passes through as
 	// published (video: auto for a stream browsers play, or passthrough).
 	Transcode *Transcode `json:"transcode"`
+	// Renditions are the path's lower renditions (renditions), each
+	// transcoded only while viewers are switched to it: empty when the
+	// path has no ladder.
+	Renditions []Rendition `json:"renditions"`
 	// Refused is the path's last refused publisher (null when none in the
 	// last minute, or a publisher since proved its stream playable).
 	Refused *Problem `json:"refused"`
@@ -65,6 +69,23 @@ type Transcode struct {
 	CPUSeconds float64 `json:"cpuSeconds"`
 	// LatencyMs is the mean time a picture spends in the transcoder.
 	LatencyMs float64 `json:"latencyMs"`
+}
+
+// Rendition is one lower rendition of a path's video.
+type Rendition struct {
+	Name    string `json:"name"` // "360p"
+	Width   int    `json:"width"`
+	Height  int    `json:"height"`
+	Bitrate int    `json:"bitrate"` // bit/s, nominal
+	Viewers int    `json:"viewers"`
+	// Running: its transcoder runs (it has viewers, or had within the
+	// last 30 s).
+	Running bool `json:"running"`
+	// CPUPercent is its transcoder's measured share of one core over the
+	// last seconds; 0 while it does not run.
+	CPUPercent float64 `json:"cpuPercent"`
+	// CPUSeconds is what its transcoders spent, all told.
+	CPUSeconds float64 `json:"cpuSeconds"`
 }
 
 // Audio describes a path's audio track.

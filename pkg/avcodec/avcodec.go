@@ -326,6 +326,9 @@ func OpenEncoder(p EncoderParams) (*Encoder, error) {
 		// scenecut=0 keeps IDRs exactly keyint apart, so the GOP cache
 		// and a joining viewer's wait are what the config says.
 		{"x264-params", "scenecut=0:repeat-headers=1:annexb=1"},
+		// A picture EncodeIDR forces is an IDR, not an open-GOP I picture:
+		// a rendition's viewer switches onto it.
+		{"forced-idr", "1"},
 	}
 	for _, o := range opts {
 		k, v := C.CString(o[0]), C.CString(o[1])
@@ -384,10 +387,20 @@ func (e *Encoder) Prepare(pic *Frame) (*Frame, error) {
 // Encode sends one picture; the encoder decides its type (an IDR every
 // Keyint pictures).
 func (e *Encoder) Encode(pic *Frame, pts int64) error {
+	return e.EncodeIDR(pic, pts, false)
+}
+
+// EncodeIDR is Encode that, with idr, makes the picture an IDR (and
+// counts the next Keyint from it): a rendition puts its IDRs where its
+// source has them, so a viewer moves between the two at the same picture.
+func (e *Encoder) EncodeIDR(pic *Frame, pts int64, idr bool) error {
 	f := pic.c()
 	f.pts = C.int64_t(pts)
 	// The decoder's picture type must not steer the encoder.
 	f.pict_type = C.AV_PICTURE_TYPE_NONE
+	if idr {
+		f.pict_type = C.AV_PICTURE_TYPE_I
+	}
 	if rc := C.avcodec_send_frame(e.ctx, f); rc < 0 {
 		return Error(rc)
 	}

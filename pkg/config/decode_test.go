@@ -142,7 +142,7 @@ var errorCases = []struct {
 	{"path name empty segment", "paths:\n  live//x: {}\n",
 		`srtwhep.yml:2: paths: "live//x" is not a valid path name: it has an empty segment ('//'); use segments of letters, digits, '.', '_', '~', '-' separated by '/', e.g. live/cam1`},
 	{"path unknown key", "paths:\n  live/cam1:\n    maxReader: 5\n",
-		`srtwhep.yml:3: paths[live/cam1].maxReader: unknown key; did you mean maxReaders? valid keys: maxReaders, passphrase, publishUser, publishPass, readTokens, publishIPs, readIPs, audio, audioBitrate, video, maxKeyframeInterval, overridePublisher, publisherGrace, source, sourceTimeout, sourceLinger, maxUnitBytes, gopCacheDuration, gopCacheBytes`},
+		`srtwhep.yml:3: paths[live/cam1].maxReader: unknown key; did you mean maxReaders? valid keys: maxReaders, passphrase, publishUser, publishPass, readTokens, publishIPs, readIPs, audio, audioBitrate, video, maxKeyframeInterval, renditions, overridePublisher, publisherGrace, source, sourceTimeout, sourceLinger, maxUnitBytes, gopCacheDuration, gopCacheBytes`},
 	{"audio mode", "pathDefaults:\n  audio: aac\n",
 		`srtwhep.yml:2: pathDefaults.audio: "aac" is not an audio mode; use auto (pass Opus, transcode AAC and MP2/MP3 to Opus) or off (video only)`},
 	{"max pulls zero", "srt:\n  maxPulls: 0\n",

@@ -84,7 +84,7 @@ func allKeys(t reflect.Type, prefix string) []string {
 		f, _ := fieldByTag(t, name)
 		key := joinKey(prefix, name)
 		keys = append(keys, key)
-		if f.Type.Kind() == reflect.Struct && f.Type.NumField() > 0 && f.Type != reflect.TypeFor[IP]() {
+		if isSection(f.Type) && f.Type.NumField() > 0 {
 			keys = append(keys, allKeys(f.Type, key)...)
 		}
 	}

@@ -30,6 +30,10 @@ type Path struct {
 	// through: a longer GOP makes a joining viewer wait for its start, so
 	// the path is transcoded to a 2 s GOP instead.
 	MaxKeyframeInterval Duration `yaml:"maxKeyframeInterval" reload:"live"`
+	// Renditions is the path's ladder of lower renditions for viewers on
+	// weak links: auto, off or a list (renditions.go). A rung is
+	// transcoded only while a viewer watches it.
+	Renditions Renditions `yaml:"renditions" reload:"live"`
 	// OverridePublisher says who may take a busy path over (an encoder
 	// reconnecting after a blip must not wait until the server notices
 	// that its old connection died, and a stranger who knows the path

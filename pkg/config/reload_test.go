@@ -57,7 +57,7 @@ func TestLiveKeys(t *testing.T) {
 		"authHook.url", "authHook.timeout", "authHook.cacheTTL",
 		"pathDefaults.maxReaders", "pathDefaults.passphrase", "pathDefaults.publishUser", "pathDefaults.publishPass",
 		"pathDefaults.readTokens", "pathDefaults.publishIPs", "pathDefaults.readIPs",
-		"pathDefaults.audio", "pathDefaults.audioBitrate", "pathDefaults.video", "pathDefaults.maxKeyframeInterval",
+		"pathDefaults.audio", "pathDefaults.audioBitrate", "pathDefaults.video", "pathDefaults.maxKeyframeInterval", "pathDefaults.renditions",
 		"pathDefaults.overridePublisher", "pathDefaults.publisherGrace",
 		"pathDefaults.source", "pathDefaults.sourceTimeout", "pathDefaults.sourceLinger",
 		"pathDefaults.maxUnitBytes", "pathDefaults.gopCacheDuration", "pathDefaults.gopCacheBytes"}

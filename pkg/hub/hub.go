@@ -194,6 +194,9 @@ func (h *Hub) release(r *Reader) {
 		r.p.counted--
 		h.total--
 	}
+	if r.extra {
+		r.p.extra--
+	}
 	// slices.Delete zeroes the vacated tail, so the reader can be collected.
 	if i := slices.Index(r.p.members, r); i >= 0 {
 		r.p.members = slices.Delete(r.p.members, i, i+1)
@@ -240,7 +243,7 @@ func (h *Hub) Paths() []PathStats {
 			Publisher:     p.pub != nil,
 			Remote:        p.remote,
 			Info:          info,
-			Readers:       p.counted,
+			Readers:       p.counted + p.extra,
 			FramesIn:      p.framesIn.Load(),
 			BytesIn:       p.bytesIn.Load(),
 			FramesDropped: p.dropped[kindVideo].Load() + p.dropped[kindAudio].Load(),
@@ -248,7 +251,7 @@ func (h *Hub) Paths() []PathStats {
 			Sessions:      make([]ReaderStats, 0, p.counted),
 		}
 		for _, r := range p.members {
-			if !r.counted {
+			if !r.counted && !r.extra {
 				continue // an offer nobody may ever complete is no viewer
 			}
 			ps.Sessions = append(ps.Sessions, ReaderStats{

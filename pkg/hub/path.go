@@ -32,6 +32,14 @@ type path struct {
 	// them the caps and the counts see (all but the pending ones).
 	members []*Reader
 	counted int
+	// extra counts the members that are a ladder rung's readers
+	// (AddLadderReader): its demand, under no cap.
+	extra int
+	// ladder is the path's rungs (SetLadder); guarded by mu.
+	ladder []Rung
+	// A rung's viewers' request for an IDR (RequestLadderIDR).
+	idrWanted atomic.Bool
+	idrAfter  atomic.Int64
 
 	// wmu is held by fanout (every Write*) for the whole fan-out, and by a
 	// change of generation, so the readers' gates and the "only one
@@ -334,7 +342,7 @@ func (h *Hub) removePathLocked(p *path) []*Reader {
 		}
 	}
 	h.total -= p.counted
-	p.counted = 0
+	p.counted, p.extra = 0, 0
 	return members
 }
 

@@ -44,7 +44,7 @@ func (h *Hub) claim(r *Reader, enforce bool) error {
 	switch {
 	case r.released:
 		return fmt.Errorf("read %q: %w", r.p.name, ErrEnded)
-	case r.counted:
+	case r.counted, r.extra:
 		return nil
 	}
 	if enforce {

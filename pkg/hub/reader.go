@@ -86,6 +86,8 @@ type Reader struct {
 	// counted: the caps and the counts see the reader (AddReader, or a
 	// pending reader once claimed); guarded by Hub.mu.
 	counted bool
+	// extra: a ladder rung's reader (AddLadderReader), never counted.
+	extra bool
 	// gate is only touched by the publisher's goroutine once the reader is
 	// in the readers snapshot; attach sets it under p.mu before that, and
 	// Write takes p.mu to load the snapshot, which orders the two.

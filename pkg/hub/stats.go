@@ -44,7 +44,7 @@ func (p *path) counters() PublisherStats {
 	congested := p.congested.Load()
 	video, audio := p.dropped[kindVideo].Load(), p.dropped[kindAudio].Load()
 	return PublisherStats{
-		Readers:                p.counted,
+		Readers:                p.counted + p.extra,
 		FramesIn:               p.framesIn.Load(),
 		BytesIn:                p.bytesIn.Load(),
 		AudioFramesIn:          p.audioFramesIn.Load(),

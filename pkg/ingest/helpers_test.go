@@ -39,6 +39,11 @@ type memConn struct {
 	pauseAt        int
 	paused, resume chan struct{}
 	pauseOnce      sync.Once
+	// then is a second pause, after the first: set before serve.
+	then *memPause
+	// bitrate, when set, paces Read to that many bit/s: a publisher
+	// sending live.
+	bitrate int
 	// lateFrom, lateDrops: once Read has handed out the byte at lateFrom,
 	// Stats reports lateDrops packets dropped, as SRT counts packets that
 	// came after the latency before it hands over the ones behind them.
@@ -56,6 +61,17 @@ type memConn struct {
 	reason    string
 }
 
+// memPause is a pause of memConn's Read at an offset (see pauseAt).
+type memPause struct {
+	at             int
+	paused, resume chan struct{}
+	once           sync.Once
+}
+
+func newMemPause(at int) *memPause {
+	return &memPause{at: at, paused: make(chan struct{}), resume: make(chan struct{})}
+}
+
 func newMemConn(path string, sockID int, data []byte) *memConn {
 	return &memConn{id: srt.StreamID{Mode: srt.ModePublish, Path: path}, remote: "192.0.2.7:4000", sockID: sockID,
 		data: data, paused: make(chan struct{}), resume: make(chan struct{}), closed: make(chan struct{})}
@@ -69,6 +85,13 @@ func (c *memConn) Read(p []byte) (int, error) {
 		c.pauseOnce.Do(func() { close(c.paused) })
 		select {
 		case <-c.resume:
+		case <-c.closed:
+		}
+	}
+	if p := c.then; p != nil && off == p.at {
+		p.once.Do(func() { close(p.paused) })
+		select {
+		case <-p.resume:
 		case <-c.closed:
 		}
 	}
@@ -90,6 +113,12 @@ func (c *memConn) Read(p []byte) (int, error) {
 	end := min(len(c.data), off+srtMessage, off+len(p))
 	if c.pauseAt > off {
 		end = min(end, c.pauseAt)
+	}
+	if p := c.then; p != nil && p.at > off {
+		end = min(end, p.at)
+	}
+	if c.bitrate > 0 {
+		time.Sleep(time.Duration(end-off) * 8 * time.Second / time.Duration(c.bitrate))
 	}
 	n := copy(p, c.data[off:end])
 	c.mu.Lock()
@@ -149,7 +178,7 @@ type rig struct {
 	onEvent func(events.Event)
 }
 
-func newRig(t *testing.T, cfg Config) *rig {
+func newRig(t testing.TB, cfg Config) *rig {
 	t.Helper()
 	r := &rig{logs: &testkit.LogBuffer{}}
 	log := r.logs.Logger(slog.LevelDebug)
@@ -194,7 +223,7 @@ func (r *rig) seen() []events.Event {
 
 // serve runs c as a publisher on its own goroutine; the channel gets
 // Serve's error.
-func (r *rig) serve(t *testing.T, c *memConn) <-chan error {
+func (r *rig) serve(t testing.TB, c *memConn) <-chan error {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- r.m.serve(t.Context(), c) }()
@@ -205,7 +234,7 @@ func (r *rig) serve(t *testing.T, c *memConn) <-chan error {
 }
 
 // wait returns what done delivers, failing the test after a deadline.
-func wait(t *testing.T, done <-chan error) error {
+func wait(t testing.TB, done <-chan error) error {
 	t.Helper()
 	select {
 	case err := <-done:

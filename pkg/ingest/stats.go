@@ -106,6 +106,9 @@ type PathStats struct {
 	// Problem is why the path's viewers get no picture; nil while they
 	// do (refusals.go).
 	Problem *Problem
+	// Renditions are the live publisher's lower renditions (its ladder),
+	// top first; none when the path has no ladder.
+	Renditions []RungStats
 }
 
 // TranscodeStatus is a path's video transcoder as it runs.
@@ -184,6 +187,7 @@ func (m *Manager) Stats() []PathStats {
 			ps.Info = *info
 		}
 		ps.AudioIn, ps.AudioOut = p.audio.codecs()
+		ps.Renditions = p.video.ladder.stats()
 		if vs, why := p.video.stats(); why != "" {
 			ps.Transcode = TranscodeStatus{Reason: why, FramesOut: vs.FramesOut}
 			if vs.LatencyCount > 0 {

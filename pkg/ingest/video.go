@@ -32,6 +32,9 @@ type VideoSettings struct {
 	// Linger is how long the transcoder runs on without a reader of the
 	// path (timed by the stream's PTS); 0 means DefaultLinger.
 	Linger time.Duration
+	// Ladder is the path's lower renditions (ladder.go), for an H.264
+	// path that passes through.
+	Ladder LadderSettings
 }
 
 // TranscodeLimits bound every video transcode the server runs (config's
@@ -141,6 +144,12 @@ type videoPipeline struct {
 	// refuseLogged and refusedSince space the refusal's log line.
 	refuseLogged time.Time
 	refusedSince int
+
+	// ladder is the path's lower renditions while it passes through
+	// (rung.go); gopRate is the bit/s of the last whole source GOP, which
+	// the automatic ladder is planned from.
+	ladder  ladder
+	gopRate int
 }
 
 // refusalSink is where a pipeline's refusals go: note records why the
@@ -174,6 +183,7 @@ func (v *videoPipeline) init(pub *hub.Publisher, s VideoSettings, log *slog.Logg
 		s.Linger = DefaultLinger
 	}
 	v.pub, v.settings, v.log = pub, s, log
+	v.ladder.settings, v.ladder.log = s.Ladder, log
 }
 
 // bframes is the demuxer's OnBFrames: the stream reorders pictures.
@@ -181,6 +191,7 @@ func (v *videoPipeline) bframes() bool {
 	if v.pub == nil || v.settings.Mode == VideoPassthrough {
 		return false // refused with the fix, as before
 	}
+	v.ladder.close() // the source itself is no rung anyone can play
 	if v.rend != nil {
 		// The original cannot be played by anyone: the whole path is
 		// transcoded, and the rendition's few readers (it is the first
@@ -297,6 +308,7 @@ func (v *videoPipeline) write(au *av.AccessUnit) {
 		}
 	}
 	v.pass(au)
+	v.feedLadder(au)
 }
 
 // pass writes au to the path as published.
@@ -361,6 +373,9 @@ func (v *videoPipeline) remember(au *av.AccessUnit) {
 		v.tryAtIDR = false
 		v.measure()
 		v.followRate()
+		if !v.gopFull && len(v.gop) >= 2 {
+			v.gopRate = v.sourceBitrate()
+		}
 		clear(v.gop)
 		v.gop, v.gopSize, v.gopFull = v.gop[:0], 0, false
 		v.lastIDR, v.haveIDR = au.PTS, true
@@ -395,6 +410,8 @@ func (v *videoPipeline) start(r transcodeReason) bool {
 		return v.withheld
 	}
 	v.pub.SetInfo(transcodedInfo(v.info))
+	v.ladder.close() // the path is transcoded: its viewers' top is no longer the source
+	v.pub.SetLadder(nil)
 	v.logStart(r)
 	return true
 }
@@ -633,6 +650,7 @@ func sumTranscode(a, b vtranscode.Stats) vtranscode.Stats {
 // close stops the transcoder before the publisher leaves the hub, so no
 // picture is written after it.
 func (v *videoPipeline) close() {
+	v.ladder.close()
 	v.stopTranscoder()
 	v.rend = nil // closed with the path's publisher, with its grace
 	clear(v.gop)

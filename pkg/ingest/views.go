@@ -21,6 +21,11 @@ func (m *Manager) APIPaths() []api.Path {
 			ap.Transcode = &api.Transcode{Reason: p.Transcode.Reason, FramesOut: t.VideoTranscodedFrames,
 				CPUSeconds: t.VideoTranscodeCPU.Seconds(), LatencyMs: float64(p.Transcode.Latency.Microseconds()) / 1000}
 		}
+		ap.Renditions = make([]api.Rendition, 0, len(p.Renditions))
+		for _, r := range p.Renditions {
+			ap.Renditions = append(ap.Renditions, api.Rendition{Name: r.ID, Width: r.Width, Height: r.Height, Bitrate: r.Bitrate,
+				Viewers: r.Viewers, Running: r.Running, CPUPercent: 100 * r.Load, CPUSeconds: r.CPU.Seconds()})
+		}
 		if p.AudioIn != "" {
 			ap.Audio = &api.Audio{CodecIn: p.AudioIn, CodecOut: p.AudioOut, FramesIn: t.AudioFramesIn,
 				FramesOut: t.AudioFramesOut, Errors: t.AudioErrors, TranscodeCPUSeconds: t.TranscodeCPU.Seconds()}
@@ -38,6 +43,18 @@ func (m *Manager) APIPaths() []api.Path {
 			ap.IngestBitrate = pub.SRT.RecvMbps * 1e6
 		}
 		out = append(out, ap)
+	}
+	return out
+}
+
+// RenditionSamples describes the live paths' lower renditions for a
+// scrape.
+func (m *Manager) RenditionSamples() []metrics.Rendition {
+	var out []metrics.Rendition
+	for _, p := range m.Stats() {
+		for _, r := range p.Renditions {
+			out = append(out, metrics.Rendition{Path: p.Path, Name: r.ID, Viewers: r.Viewers, Running: r.Running, CPUCores: r.Load})
+		}
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"maps"
+	"reflect"
 	"testing"
 	"time"
 
@@ -30,8 +31,8 @@ func TestViews(t *testing.T) {
 		got[p.Name] = p
 	}
 	want := api.Path{Name: "live/old", Codec: "H264", Profile: "Constrained Baseline", Width: 320, Height: 240, FPS: 25,
-		IngestBytes: 1000, IngestFrames: 50, Dropped: 3 + 4 + 5}
-	if g := got["live/old"]; g.Publisher != nil || g.Audio != nil || g != want {
+		IngestBytes: 1000, IngestFrames: 50, Dropped: 3 + 4 + 5, Renditions: []api.Rendition{}}
+	if g := got["live/old"]; g.Publisher != nil || g.Audio != nil || !reflect.DeepEqual(g, want) {
 		t.Errorf("API path\n%+v, want\n%+v", g, want)
 	}
 	if g := got["live/v"]; g.Publisher == nil || g.Publisher.Remote != c.remote || g.Publisher.RTTMs != 40 {

@@ -197,6 +197,9 @@ type Sources struct {
 	Panics func() map[string]uint64
 	// Transcode is the transcode CPU budget's account.
 	Transcode func() TranscodeSample
+	// Renditions are the paths' lower renditions and the viewers' moves
+	// between them (rendition.go).
+	Renditions func() RenditionSample
 	// MediaPlane reports false while the media plane is not running
 	// (before its socket is bound); its series are then left out rather
 	// than exported as zeros that would read as "nothing received".
@@ -256,6 +259,9 @@ func New(src Sources) *Metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewGoCollector(),
 	)
+	if src.Renditions != nil {
+		m.reg.MustRegister(newRenditionCollector(src.Renditions))
+	}
 	return m
 }
 

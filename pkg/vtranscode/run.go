@@ -72,7 +72,7 @@ func (t *Transcoder) process(au *av.AccessUnit) {
 		}
 		t.started = true
 	}
-	t.arrived[t.next%arrivals] = arrival{pts: au.PTS, at: au.Arrival}
+	t.arrived[t.next%arrivals] = arrival{pts: au.PTS, at: au.Arrival, idr: au.IDR}
 	t.next++
 	t.annexB = t.annexB[:0]
 	for _, n := range au.NALUs {
@@ -143,7 +143,7 @@ func (t *Transcoder) encodeFrame(f *avcodec.Frame) error {
 	if err != nil {
 		return err
 	}
-	if err := t.enc.Encode(in, pts); err != nil {
+	if err := t.enc.EncodeIDR(in, pts, t.cfg.FollowIDR && t.sourceIDR(pts) || t.requestedIDR(pts)); err != nil {
 		return fmt.Errorf("encoding: %w", err)
 	}
 	for {
@@ -191,6 +191,25 @@ func (t *Transcoder) output(data []byte, pts int64, key bool) (*av.AccessUnit, e
 		t.idrsOut.Add(1)
 	}
 	return au, nil
+}
+
+// requestedIDR reports whether the picture at pts answers RequestIDR.
+func (t *Transcoder) requestedIDR(pts int64) bool {
+	if !t.idrWanted.Load() || pts <= t.idrAfter.Load() {
+		return false
+	}
+	return t.idrWanted.CompareAndSwap(true, false)
+}
+
+// sourceIDR reports whether the picture presented at pts came from one of
+// the source's IDRs.
+func (t *Transcoder) sourceIDR(pts int64) bool {
+	for _, a := range t.arrived {
+		if a.idr && a.pts == pts {
+			return true
+		}
+	}
+	return false
 }
 
 // fail counts a skipped picture and notes why.

@@ -129,6 +129,11 @@ type Config struct {
 	// not see a picture twice or a PTS go back.
 	After    int64
 	HasAfter bool
+	// FollowIDR makes every picture that was an IDR in the source an IDR
+	// of the output too (KeyframeInterval then only bounds a source GOP
+	// longer than it): a rendition of a path whose viewers switch between
+	// it and the source at IDRs.
+	FollowIDR bool
 }
 
 // Stats is a snapshot of a Transcoder's counters.
@@ -174,6 +179,10 @@ type Transcoder struct {
 	queued  atomic.Int64 // bytes in the queue (in)
 
 	bitrate atomic.Int64 // requested by SetBitrate; 0: none
+	// An IDR requested by RequestIDR, for the first picture after
+	// idrAfter.
+	idrWanted atomic.Bool
+	idrAfter  atomic.Int64
 
 	framesIn, framesOut, idrsOut atomic.Uint64
 	dropped, errors, skipped     atomic.Uint64
@@ -202,6 +211,7 @@ type Transcoder struct {
 type arrival struct {
 	pts int64
 	at  time.Time
+	idr bool // the source's access unit was an IDR
 }
 
 // New opens the decoder; it starts nothing until Run. The encoder opens
@@ -282,6 +292,14 @@ func (t *Transcoder) Write(au *av.AccessUnit) {
 // encoder restarts with it: the next picture is an IDR.
 func (t *Transcoder) SetBitrate(bps int) {
 	t.bitrate.Store(int64(min(max(bps, minBitrate), maxBitrate)))
+}
+
+// RequestIDR makes the first picture presented after PTS after an IDR
+// (a later request replaces an earlier one still pending): a viewer that
+// moves onto the output holds its picture at after and goes on from it.
+func (t *Transcoder) RequestIDR(after int64) {
+	t.idrAfter.Store(after)
+	t.idrWanted.Store(true)
 }
 
 // Stats returns a snapshot of the counters.

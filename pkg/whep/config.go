@@ -52,6 +52,10 @@ type Config struct {
 	Limits admission.ViewerLimits
 
 	Source Source
+	// Ladder, when set, gives the paths' renditions (*hub.Hub): a viewer
+	// of a path with a ladder is moved between them (pkg/ladder) from its
+	// bandwidth estimate, or as its player pins (Server.PinLayer).
+	Ladder LadderSource
 	// Demand, when set, is asked before a viewer's reader is added, so an
 	// edge can pull the path from its source first (pkg/edge); the POST
 	// waits meanwhile. An error is the answer: Timeout() → 504, wrapping

@@ -77,4 +77,9 @@ func (s *Server) PinLayer(path, id, layer string) (bool, error) {
 
 // layerSwitch is the session's switch between renditions, nil while its
 // path has only one.
-func (sess *session) layerSwitch() layerSwitch { return nil }
+func (sess *session) layerSwitch() layerSwitch {
+	if sw := sess.sw.Load(); sw != nil {
+		return sw
+	}
+	return nil
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pion/rtcp"
 
+	"github.com/srtwhep/srtwhep/pkg/bwe"
 	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/rtpsend"
 	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
@@ -38,6 +39,9 @@ type session struct {
 	// snd is the session's sender (pkg/rtpsend), set once the viewer is
 	// connected; RTCP before that has nothing to act on.
 	snd atomic.Pointer[rtpsend.Sender]
+	// sw moves the viewer between its path's renditions, nil when the
+	// path had no ladder when the viewer connected (ladder.go).
+	sw atomic.Pointer[sessionLadder]
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -157,8 +161,9 @@ func (s *Server) startSender(sess *session) *rtpsend.Sender {
 	// The same decision the plane's answer wrote down.
 	tcc := sess.offer.TransportCC(pt, audioPT)
 	sess.sigMu.Unlock()
+	src := s.ladderSource(sess)
 	cfg := rtpsend.Config{
-		Out: sess.tr, Src: sess.reader,
+		Out: sess.tr, Src: src,
 		VideoSSRC: videoSSRC, AudioSSRC: audioSSRC, VideoPT: pt, AudioPT: audioPT,
 		Session:          sess.ctx,
 		Log:              sess.log,
@@ -176,6 +181,9 @@ func (s *Server) startSender(sess *session) *rtpsend.Sender {
 	}
 	snd := rtpsend.New(cfg)
 	sess.snd.Store(snd)
+	if sw := sess.sw.Load(); sw != nil {
+		sw.SetEstimate(func() (bwe.Estimate, time.Time) { return snd.Estimate(), snd.Started() })
+	}
 	// Attach only now, so a viewer still in ICE never fills a queue. What
 	// the attach queues (the cached GOP) waits for the first Step, which
 	// every driver runs at once.
@@ -200,6 +208,9 @@ func (s *Server) endSession(sess *session, reason error) {
 	reason = context.Cause(sess.ctx)
 	sess.tr.Close()
 	sess.reader.Close()
+	if sw := sess.sw.Load(); sw != nil {
+		sw.Close()
+	}
 	if cur := s.lookupSession(sess.id); cur == sess {
 		s.removeSession(sess.id)
 	}
