@@ -69,7 +69,7 @@ func (c *ProbeCluster) Result() ProbeResult {
 	if len(c.acks) < 2 || 2*len(c.acks) < c.Packets {
 		return r
 	}
-	first, last := c.acks[0], c.acks[0]       // by departure
+	first, last := c.acks[0], c.acks[0]      // by departure
 	earliest, latest := c.acks[0], c.acks[0] // by arrival
 	total := 0
 	for _, a := range c.acks {
