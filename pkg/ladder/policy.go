@@ -34,6 +34,12 @@ var (
 	// what the stream sends beside it both fit only in a link wider).
 	ProbeOver   = 1.25
 	ProbeMargin = 1.1
+	// ProbeFailedMax caps the wait after failed clusters: one cost the
+	// viewer nothing but a moment's queue (tens of kB), where a failed
+	// timed try cost it a second of broken pictures, so the link is asked
+	// again within seconds of recovering (ProbeAfter still times the
+	// first cluster after a move down).
+	ProbeFailedMax = 8 * time.Second
 	// CongestedWithin: a cut this recent is congestion the estimate's
 	// level may be trusted for; without one a low estimate is only a
 	// quiet scene (the estimate never claims much more than what the
@@ -211,7 +217,7 @@ func (p *Policy) ProbeRefused() { p.awaiting, p.probeWant = false, 0 }
 // reports whether the viewer is moved up on it: only if the cluster
 // arrived at ProbeMargin times the rate of the rung above, with little
 // loss. A cluster that did not is a failed try that cost the viewer
-// nothing: the wait for the next one doubles.
+// nothing: the wait for the next one doubles, up to ProbeFailedMax.
 func (p *Policy) Probed(r bwe.ProbeResult, now time.Time) bool {
 	if !p.awaiting {
 		return false
@@ -225,7 +231,7 @@ func (p *Policy) Probed(r bwe.ProbeResult, now time.Time) bool {
 		return true
 	}
 	p.stayedSince = now
-	p.backoff = min(2*p.backoff, ProbeAfterMax)
+	p.backoff = min(2*p.backoff, ProbeFailedMax)
 	return false
 }
 
