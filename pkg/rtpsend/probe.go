@@ -84,16 +84,18 @@ type prober struct {
 	clusters atomic.Uint64
 }
 
-// Probe asks for a probe cluster at bps bit/s, which Step sends from its
-// next run, and reports whether it will be sent: not without transport-cc
-// or before the first video packet, while a cluster is under way or its
-// result unread, within ProbeEvery of the last, or within two seconds of
-// a cut of the estimate. Probes do not draw on the retransmission budget
+// Probe asks for a probe cluster at bps bit/s and reports whether it
+// will be sent: not without transport-cc, before the first video packet
+// or while the viewer catches up to the live edge, while a cluster is
+// under way or its result unread, within ProbeEvery of the last, or
+// within two seconds of a cut of the estimate. It is called from Step
+// (the viewer's switch asks from its source's Poll), which starts the
+// cluster before it returns. Probes do not draw on the retransmission budget
 // (webrtc.maxResendBitrate): they are bounded on their own, to one
 // cluster of at most 40 kB per viewer every ProbeEvery.
 func (w *Sender) Probe(bps int) bool {
 	p := &w.probe
-	if w.est.id == 0 || bps <= 0 || w.packets.Load() == 0 || p.busy.Load() {
+	if w.est.id == 0 || bps <= 0 || w.packets.Load() == 0 || w.catchingUp || p.busy.Load() {
 		return false
 	}
 	now := w.now()
@@ -105,9 +107,6 @@ func (w *Sender) Probe(bps int) bool {
 	}
 	p.busy.Store(true)
 	p.want.Store(int64(bps))
-	if w.wake != nil {
-		w.wake()
-	}
 	return true
 }
 
