@@ -48,6 +48,8 @@ type receiver struct {
 	gotIDR    bool
 	keyTSSet  bool
 	lastKeyTS uint32
+	// lostBeforePadding: packets went missing before a padding-only one.
+	lostBeforePadding bool
 
 	asm assembler
 }
@@ -120,6 +122,16 @@ func (r *receiver) handle(pkt []byte) {
 		st.seqGaps.Add(uint64(res.Missing))
 	}
 
+	if len(payload) == 0 {
+		// Padding only (a sender's bandwidth probe): it keeps the
+		// sequence whole and carries nothing; a loss just before it
+		// belongs to the next picture's packets.
+		r.lostBeforePadding = r.lostBeforePadding || res.Missing > 0
+		return
+	}
+	lost := res.Missing > 0 || r.lostBeforePadding
+	r.lostBeforePadding = false
+
 	if r.hdr.Marker {
 		st.frames.Add(1)
 	}
@@ -134,7 +146,7 @@ func (r *receiver) handle(pkt []byte) {
 
 	// A late packet belongs to a picture the assembler already gave up on.
 	if r.decode && !res.Late {
-		r.assemble(payload, res.Missing > 0)
+		r.assemble(payload, lost)
 	}
 }
 

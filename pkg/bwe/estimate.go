@@ -17,8 +17,9 @@
 // feedback; the tests check the estimates against pion's on the same
 // feedback.
 //
-// A server sending one live stream does not probe: it sends what the
-// stream is, whatever the estimate. So the estimator starts from the rate
+// A server sending one live stream sends what the stream is, whatever
+// the estimate (what the link would carry beyond it, a probe cluster
+// asks: probe.go). So the estimator starts from the rate
 // the viewer actually received instead of a guessed start rate that
 // GCC would ramp up from for tens of seconds, and it never claims more
 // than 1.5 times what was received (GCC's own cap): the estimate says

@@ -14,6 +14,9 @@ type Ack struct {
 	// Size is the packet's size on the wire: RTP header and payload.
 	Size     int
 	Received bool
+	// Probe marks a packet of a probe cluster (SendLog.RecordProbe):
+	// its result is the cluster's (ProbeCluster), not GCC's.
+	Probe bool
 }
 
 const (

@@ -14,11 +14,15 @@ const SendLogSize = 1024
 // sent is one packet in the log: 8 bytes.
 type sent struct {
 	at   uint32 // microseconds on the log's clock, modulo 2^32 (71 minutes)
-	size uint16 // bytes on the wire; the top bit marks it acknowledged
+	size uint16 // bytes on the wire; the top bit marks it acknowledged, the next a probe
 	seq  uint16
 }
 
-const ackedBit = 1 << 15
+const (
+	ackedBit = 1 << 15
+	probeBit = 1 << 14
+	sizeMask = probeBit - 1
+)
 
 // SendLog remembers when each of a viewer's latest packets left and how
 // big it was, by transport-wide sequence number, in a fixed ring, and
@@ -37,9 +41,19 @@ type SendLog struct {
 // Record notes packet seq of size bytes sent at at (since any fixed
 // origin, e.g. the sender's start).
 func (l *SendLog) Record(seq uint16, at time.Duration, size int) {
+	l.record(seq, at, size, 0)
+}
+
+// RecordProbe is Record for a packet of a probe cluster: its Ack says
+// Probe.
+func (l *SendLog) RecordProbe(seq uint16, at time.Duration, size int) {
+	l.record(seq, at, size, probeBit)
+}
+
+func (l *SendLog) record(seq uint16, at time.Duration, size int, flag uint16) {
 	us := int64(at / time.Microsecond)
 	l.last = max(l.last, us)
-	l.recs[seq%SendLogSize] = sent{at: uint32(us), size: uint16(min(size, ackedBit-1)), seq: seq}
+	l.recs[seq%SendLogSize] = sent{at: uint32(us), size: uint16(min(size, sizeMask)) | flag, seq: seq}
 }
 
 // departure unwraps a record's time against the latest one.
@@ -73,7 +87,8 @@ func (l *SendLog) Acks(fb *rtcp.TransportLayerCC, dst []Ack) []Ack {
 		}
 		r := &l.recs[seq%SendLogSize]
 		if r.seq == seq && r.size&ackedBit == 0 {
-			dst = append(dst, Ack{Sent: l.departure(*r), Arrival: arrival, Size: int(r.size), Received: received})
+			dst = append(dst, Ack{Sent: l.departure(*r), Arrival: arrival, Size: int(r.size & sizeMask),
+				Received: received, Probe: r.size&probeBit != 0})
 			if received {
 				r.size |= ackedBit
 			}

@@ -206,6 +206,14 @@ func (s *Switch) evaluate(now time.Time) {
 			return
 		}
 	}
+	s.policy.Probes = s.prober != nil
+	if s.prober != nil {
+		if r, ok := s.prober.ProbeResult(); ok {
+			up := s.policy.Probed(r, now)
+			s.cfg.Log.Info("viewer's link probed", "rate_sent", r.Sent, "rate_received", r.Received,
+				"packets", r.Packets, "lost", r.Lost, "valid", r.Valid, "move_up", up)
+		}
+	}
 	var target int
 	switch {
 	case s.policy.Pinned() >= 0:
@@ -215,6 +223,9 @@ func (s *Switch) evaluate(now time.Time) {
 		target = s.policy.Decide(e, sent, started, now)
 	default:
 		return
+	}
+	if bps := s.policy.TakeProbe(); bps > 0 && !s.prober.Probe(bps) {
+		s.policy.ProbeRefused()
 	}
 	if s.moving && target == s.target || !s.moving && target == s.active {
 		return

@@ -27,6 +27,19 @@ var (
 	ProbeAfterMax = 2 * time.Minute
 	// ProbeHold is how long a try must go without a cut to hold.
 	ProbeHold = 5 * time.Second
+	// ProbeOver is the rate of the probe cluster that asks whether the
+	// link carries the rung above, as a multiple of the rung's rate, and
+	// ProbeMargin what the cluster must arrive at for the move: the
+	// rung's rate with a tenth to spare (the cluster's own rate and
+	// what the stream sends beside it both fit only in a link wider).
+	ProbeOver   = 1.25
+	ProbeMargin = 1.1
+	// ProbeFailedMax caps the wait after failed clusters: one cost the
+	// viewer nothing but a moment's queue (tens of kB), where a failed
+	// timed try cost it a second of broken pictures, so the link is asked
+	// again within seconds of recovering (ProbeAfter still times the
+	// first cluster after a move down).
+	ProbeFailedMax = 8 * time.Second
 	// CongestedWithin: a cut this recent is congestion the estimate's
 	// level may be trusted for; without one a low estimate is only a
 	// quiet scene (the estimate never claims much more than what the
@@ -69,6 +82,17 @@ type Policy struct {
 	// stayedSince is when the viewer's rung last changed or a try failed:
 	// the wait for the next try counts from it.
 	stayedSince time.Time
+
+	// Probes says the viewer's sender can send probe clusters (the
+	// switch sets it): with it, and a transport-cc estimate, the rung
+	// above is tried only once a cluster at its rate arrived at it;
+	// without (a receiver with no transport-cc), after the wait alone.
+	Probes bool
+	// A cluster asked for: its rate until the switch takes it, and the
+	// rung it was asked from while its result is awaited.
+	probeWant int
+	awaiting  bool
+	probeFor  int
 }
 
 // NewPolicy starts a viewer on the top rung at now.
@@ -79,7 +103,7 @@ func NewPolicy(rates []int, now time.Time) *Policy {
 // Pin fixes the viewer on rung i (-1 hands the choice back).
 func (p *Policy) Pin(i int, now time.Time) {
 	p.pinned = i
-	p.probing = false
+	p.probing, p.awaiting, p.probeWant = false, false, 0
 	if i < 0 {
 		p.stayedSince = now
 	}
@@ -157,10 +181,58 @@ func (p *Policy) Decide(e bwe.Estimate, sent int64, started, now time.Time) int 
 		return p.cur
 	}
 	if p.cur > 0 && sinceCut >= p.backoff && now.Sub(p.stayedSince) >= p.backoff && e.Bitrate >= int64(rate) {
-		p.probing, p.probeFrom, p.probeAt = true, p.cur, now
-		p.set(p.cur-1, now)
+		if p.Probes && e.Source == bwe.SourceTransportCC {
+			// Ask the link first (Probed moves).
+			if !p.awaiting {
+				p.awaiting, p.probeFor = true, p.cur
+				p.probeWant = int(float64(p.Rates[p.cur-1]) * ProbeOver)
+			}
+			return p.cur
+		}
+		p.try(now)
 	}
 	return p.cur
+}
+
+// try moves to the rung above as a try, abandoned at the first cut.
+func (p *Policy) try(now time.Time) {
+	p.probing, p.probeFrom, p.probeAt = true, p.cur, now
+	p.set(p.cur-1, now)
+}
+
+// TakeProbe returns the rate of the probe cluster the policy asks for,
+// once; 0: none.
+func (p *Policy) TakeProbe() int {
+	r := p.probeWant
+	p.probeWant = 0
+	return r
+}
+
+// ProbeRefused: the sender would not send the cluster now (too soon
+// after its last one, or the estimate was just cut); the policy asks
+// again at a later Decide.
+func (p *Policy) ProbeRefused() { p.awaiting, p.probeWant = false, 0 }
+
+// Probed tells the policy what the cluster it asked for found, and
+// reports whether the viewer is moved up on it: only if the cluster
+// arrived at ProbeMargin times the rate of the rung above, with little
+// loss. A cluster that did not is a failed try that cost the viewer
+// nothing: the wait for the next one doubles, up to ProbeFailedMax.
+func (p *Policy) Probed(r bwe.ProbeResult, now time.Time) bool {
+	if !p.awaiting {
+		return false
+	}
+	p.awaiting = false
+	if p.pinned >= 0 || p.cur != p.probeFor || p.cur == 0 {
+		return false // the viewer moved meanwhile
+	}
+	if r.Carries(int64(float64(p.Rates[p.cur-1]) * ProbeMargin)) {
+		p.try(now)
+		return true
+	}
+	p.stayedSince = now
+	p.backoff = min(2*p.backoff, ProbeFailedMax)
+	return false
 }
 
 func (p *Policy) set(i int, now time.Time) {

@@ -189,3 +189,94 @@ func TestPolicyPinnedStaysPinned(t *testing.T) {
 		t.Fatalf("changes %v; unpinned, the estimate chooses again", got)
 	}
 }
+
+// runProbed is run for a viewer whose sender probes: every cluster the
+// policy asks for is answered half a second later as a link of
+// linkRate(d) bit/s would answer it (it arrives at the lesser of its
+// rate and the link's). It returns the changes and when clusters were
+// asked for.
+func runProbed(p *Policy, to time.Duration, linkRate func(time.Duration) int64, est func(time.Duration) bwe.Estimate) (changes []change, probes []time.Duration) {
+	p.Probes = true
+	prev := p.Current()
+	var pending *bwe.ProbeResult
+	var due time.Duration
+	for d := time.Duration(0); d <= to; d += 250 * time.Millisecond {
+		if pending != nil && d >= due {
+			p.Probed(*pending, t0.Add(d))
+			pending = nil
+		}
+		if r := p.Decide(est(d), int64(p.Rates[p.Current()]), t0, t0.Add(d)); r != prev {
+			changes = append(changes, change{d, r})
+			prev = r
+		}
+		if bps := p.TakeProbe(); bps > 0 {
+			probes = append(probes, d)
+			pending = &bwe.ProbeResult{Sent: int64(bps), Received: min(int64(bps), linkRate(d)), Packets: 110, Valid: true}
+			due = d + 500*time.Millisecond
+		}
+	}
+	return changes, probes
+}
+
+// Behind 1 Mbit/s for two minutes: the viewer goes down and never up;
+// its clusters, which cost it nothing, come every ProbeFailedMax.
+func TestPolicyBadProbeNoTry(t *testing.T) {
+	p := NewPolicy([]int{2_500_000, 700_000}, t0)
+	got, probes := runProbed(p, s(120), func(time.Duration) int64 { return 1_000_000 },
+		func(time.Duration) bwe.Estimate { return link(1_000_000, s(0.5)) })
+	t.Logf("changes %v, clusters at %v", got, probes)
+	if len(got) != 1 || got[0].rung != 1 {
+		t.Fatalf("changes %v; want one move down and no try of the source", got)
+	}
+	if len(probes) < 2 || probes[0]-got[0].at < ProbeAfter {
+		t.Fatalf("clusters at %v; want the first %v after the move down, then more", probes, ProbeAfter)
+	}
+	for i := 1; i < len(probes); i++ {
+		if gap := probes[i] - probes[i-1]; gap < ProbeFailedMax || gap > ProbeFailedMax+s(1) {
+			t.Fatalf("clusters at %v: %v between two, want the wait after a failed one (%v)", probes, gap, ProbeFailedMax)
+		}
+	}
+}
+
+// The link recovers to 4 Mbit/s at 30 s: the next cluster arrives at its
+// rate and the viewer moves up on it, not before.
+func TestPolicyUpOnlyAfterGoodProbe(t *testing.T) {
+	p := NewPolicy([]int{2_500_000, 700_000}, t0)
+	linkRate := func(d time.Duration) int64 {
+		if d < s(30) {
+			return 1_000_000
+		}
+		return 4_000_000
+	}
+	got, probes := runProbed(p, s(90), linkRate, func(d time.Duration) bwe.Estimate { return link(1_000_000, s(0.5)) })
+	t.Logf("changes %v, clusters at %v", got, probes)
+	if len(got) != 2 || got[0].rung != 1 || got[1].rung != 0 {
+		t.Fatalf("changes %v; want down, then up once", got)
+	}
+	var good time.Duration = -1
+	for _, at := range probes {
+		if at >= s(30) {
+			good = at
+			break
+		}
+	}
+	if good < 0 || got[1].at != good+500*time.Millisecond || got[1].at > s(30)+ProbeFailedMax+s(1) {
+		t.Fatalf("up at %v; want it when the first cluster after the recovery (asked at %v) came back", got[1].at, good)
+	}
+}
+
+// A viewer without transport-cc has nothing to probe with: the timed
+// try it always had.
+func TestPolicyNoTransportCCTimedTry(t *testing.T) {
+	p := NewPolicy([]int{2_500_000, 700_000}, t0)
+	p.Probes = true
+	rr := func(d time.Duration) bwe.Estimate {
+		e := link(1_050_000, s(0.5))
+		e.Source = bwe.SourceReceiverReports
+		return e
+	}
+	got := run(p, 0, s(20), rr)
+	if len(got) != 2 || got[1].rung != 0 || p.TakeProbe() != 0 {
+		t.Fatalf("changes %v; want down, then a timed try up without a cluster", got)
+	}
+}

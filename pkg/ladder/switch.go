@@ -78,6 +78,7 @@ type Switch struct {
 	rungs    []hub.Rung // the ladder; the viewer stays on the source while it has fewer than 2
 	policy   *Policy
 	estimate func() (bwe.Estimate, time.Time)
+	prober   Prober
 	wake     func()
 	active   int        // the rung whose video the viewer gets
 	rung     RungReader // active's reader when it is a rung
@@ -137,6 +138,22 @@ func (s *Switch) setRungs(rungs []hub.Rung, now time.Time) {
 func (s *Switch) SetEstimate(f func() (bwe.Estimate, time.Time)) {
 	s.mu.Lock()
 	s.estimate = f
+	s.mu.Unlock()
+}
+
+// Prober sends the viewer probe clusters (*rtpsend.Sender): a move up
+// waits for one that shows the link carries the rung above.
+type Prober interface {
+	// Probe asks for a cluster at bps bit/s; false: not now.
+	Probe(bps int) bool
+	// ProbeResult is the last cluster's result, once it is in.
+	ProbeResult() (bwe.ProbeResult, bool)
+}
+
+// SetProber gives the switch the viewer's sender as its prober.
+func (s *Switch) SetProber(p Prober) {
+	s.mu.Lock()
+	s.prober = p
 	s.mu.Unlock()
 }
 

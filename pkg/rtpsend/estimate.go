@@ -48,6 +48,8 @@ type estimator struct {
 	rr    bwe.ReportLoss
 	acks  []bwe.Ack
 	epoch time.Time
+	// probe collects the acknowledgements of a probe cluster (probe.go).
+	probe probeState
 	// The receiver-report window: when the last video report came and
 	// the bytes sent by then.
 	rrAt    time.Time
@@ -73,7 +75,9 @@ func (e *estimator) headerLen(audio bool) int {
 
 // stamp numbers pkts and logs them as sent at now; nothing without
 // transport-cc.
-func (e *estimator) stamp(pkts []rtp.Packet, now time.Time) {
+func (e *estimator) stamp(pkts []rtp.Packet, now time.Time) { e.stampAs(pkts, now, false) }
+
+func (e *estimator) stampAs(pkts []rtp.Packet, now time.Time, probe bool) {
 	if e.id == 0 || len(pkts) == 0 {
 		return
 	}
@@ -92,7 +96,11 @@ func (e *estimator) stamp(pkts []rtp.Packet, now time.Time) {
 		// place, with no allocation.
 		h.Extension, h.Extensions = false, e.ext[i:i:i+1]
 		_ = h.SetExtension(e.id, b) // an ID of 1 to 14 and 2 bytes always fit
-		e.log.Record(e.seq, at, tccHeaderLen+len(pkts[i].Payload))
+		if probe {
+			e.log.RecordProbe(e.seq, at, tccHeaderLen+len(pkts[i].Payload))
+		} else {
+			e.log.Record(e.seq, at, tccHeaderLen+len(pkts[i].Payload))
+		}
 		e.seq++
 	}
 	e.mu.Unlock()
@@ -104,7 +112,7 @@ func (e *estimator) onFeedback(fb *rtcp.TransportLayerCC, now time.Time, rtt tim
 		return
 	}
 	e.mu.Lock()
-	e.acks = e.log.Acks(fb, e.acks[:0])
+	e.acks = e.takeProbeAcks(e.log.Acks(fb, e.acks[:0]))
 	if len(e.acks) > 0 {
 		e.gcc.Update(now, e.acks, rtt)
 	}

@@ -32,6 +32,8 @@ type sentRecord struct {
 	seq    uint16
 	ts     uint32
 	marker bool
+	// padding: a probe's padding-only packet (probe.go), resent as one.
+	padding bool
 	// resentAt is when the packet was last resent, in milliseconds since
 	// the sender started plus one; 0: never.
 	resentAt uint32
@@ -58,14 +60,33 @@ func (h *history) record(au *av.AccessUnit, pkts []rtp.Packet) {
 	h.mu.Unlock()
 }
 
+// recordPadding notes a probe cluster's padding packets, so a NACK for
+// one that was lost is answered like any other: a receiver that waits
+// for a sequence number to assemble the next picture gets it.
+func (h *history) recordPadding(pkts []rtp.Packet) {
+	h.mu.Lock()
+	for i := range pkts {
+		p := &pkts[i]
+		h.recs[p.SequenceNumber%historySize] = sentRecord{seq: p.SequenceNumber, ts: p.Timestamp, padding: true}
+	}
+	h.mu.Unlock()
+}
+
 // lookup rebuilds packet seq if it is still in the history and was not
 // resent since notBefore (same unit as sentRecord.resentAt).
 func (h *history) lookup(seq uint16, notBefore uint32, pkt *rtp.Packet) bool {
 	h.mu.Lock()
 	r := h.recs[seq%historySize]
 	h.mu.Unlock()
-	if r.au == nil || r.seq != seq || r.resentAt > notBefore {
+	if r.au == nil && !r.padding || r.seq != seq || r.resentAt > notBefore {
 		return false
+	}
+	if r.padding {
+		*pkt = rtp.Packet{
+			Header:  rtp.Header{Version: 2, Padding: true, SequenceNumber: r.seq, Timestamp: r.ts},
+			Payload: padBlock,
+		}
+		return true
 	}
 	*pkt = rtp.Packet{
 		Header: rtp.Header{

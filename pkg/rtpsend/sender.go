@@ -147,6 +147,9 @@ type Sender struct {
 	// est is the viewer's bandwidth estimate and, with transport-cc,
 	// the packets' transport-wide numbers (estimate.go).
 	est *estimator
+	// probe sends the probe clusters the viewer's switch asks for
+	// (probe.go).
+	probe prober
 
 	packets, bytes, retransmit atomic.Uint64
 }
@@ -298,6 +301,21 @@ func (w *Sender) Step(now time.Time) (at time.Time, done bool) {
 	if w.cfg.Session.Err() != nil {
 		return w.finish(context.Cause(w.cfg.Session))
 	}
+	w.sendProbe(now)
+	at, done = w.step(now)
+	if done {
+		return at, done
+	}
+	// A cluster asked for during the step (the switch asks from its
+	// source's Poll) starts now; one under way wants its next packet on
+	// time.
+	if next := w.sendProbe(now); !next.IsZero() && (at.IsZero() || next.Before(at)) {
+		at = next
+	}
+	return at, false
+}
+
+func (w *Sender) step(now time.Time) (at time.Time, done bool) {
 	w.resendNACKed(now)
 	if w.hold != nil {
 		select {

@@ -123,6 +123,29 @@ func (s *Stamper) StampAt(dst []rtp.Packet, au *av.AccessUnit, pts int64, catchU
 	return dst
 }
 
+// Padding appends n padding-only packets to dst[:0]: the next sequence
+// numbers, the last timestamp, the padding bit, and payload as the
+// padding itself (its last byte must be its length, at most 255). A
+// receiver keeps them for the sequence's continuity and drops them
+// before its depacketizer. Nothing before the first access unit.
+func (s *Stamper) Padding(dst []rtp.Packet, n int, payload []byte) []rtp.Packet {
+	dst = dst[:0]
+	if !s.started {
+		return dst
+	}
+	for range n {
+		dst = append(dst, rtp.Packet{
+			Header: rtp.Header{
+				Version: 2, Padding: true, PayloadType: s.payloadType,
+				SequenceNumber: s.seq, Timestamp: s.lastTS, SSRC: s.ssrc,
+			},
+			Payload: payload,
+		})
+		s.seq++
+	}
+	return dst
+}
+
 // NextSeq returns the sequence number the next packet will carry.
 func (s *Stamper) NextSeq() uint16 { return s.seq }
 
@@ -140,14 +163,14 @@ func HeaderSize(h *rtp.Header) int {
 }
 
 // MarshalHeader writes h as an RTP header into buf and returns its size
-// (HeaderSize), or 0 when buf is shorter than that. CSRCs and padding are
-// not written: a Stamper never sets them. A header without extensions,
+// (HeaderSize), or 0 when buf is shorter than that. CSRCs are not
+// written: a Stamper never sets them. A header without extensions,
 // what a Stamper makes, is written by hand; one a sender gave an
 // extension (the transport-wide sequence number) is written by pion. It
 // does not allocate, so an owned send path can build packets in a reused
 // buffer.
 func MarshalHeader(buf []byte, h *rtp.Header) int {
-	if h.Extension {
+	if h.Extension || h.Padding {
 		n, err := h.MarshalTo(buf)
 		if err != nil {
 			return 0

@@ -183,6 +183,7 @@ func (s *Server) startSender(sess *session) *rtpsend.Sender {
 	sess.snd.Store(snd)
 	if sw := sess.sw.Load(); sw != nil {
 		sw.SetEstimate(func() (bwe.Estimate, time.Time) { return snd.Estimate(), snd.Started() })
+		sw.SetProber(snd)
 	}
 	// Attach only now, so a viewer still in ICE never fills a queue. What
 	// the attach queues (the cached GOP) waits for the first Step, which

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"github.com/pion/webrtc/v4"
+
+	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/internal/whepclient"
+)
+
+// window is what a viewer played between two of its stats: pictures
+// decoded and broken, sequence numbers missing, and the longest wait
+// between two decoded pictures.
+type window struct {
+	decoded, broken, gaps uint64
+	fps                   float64
+	freeze                time.Duration
+}
+
+func played(v *viewer, from whepclient.Stats, start time.Time) window {
+	st := v.Stats()
+	w := window{decoded: st.DecodedAUs - from.DecodedAUs, broken: st.BrokenAUs - from.BrokenAUs, gaps: st.SeqGaps - from.SeqGaps}
+	w.fps = float64(w.decoded) / time.Since(start).Seconds()
+	prev := start
+	for _, au := range v.units() {
+		if au.Received.Before(start) {
+			continue
+		}
+		w.freeze = max(w.freeze, au.Received.Sub(prev))
+		prev = au.Received
+	}
+	w.freeze = max(w.freeze, time.Since(prev))
+	return w
+}
+
+// TestRenditionProbe: a viewer behind 1 Mbit/s (tc tbf in a network
+// namespace, as TestRenditionShaped, with a 16 kB bucket: a cluster
+// smaller than the bucket would pass it at its send rate) is moved down
+// to 360p and stays there: the clusters its sender sends to ask whether
+// the link carries the 2.5 Mbit/s source arrive at about the link's
+// rate, so no move up is tried, and the picture goes on whole beside
+// them. Then the link widens to 4 Mbit/s: the next cluster arrives at
+// its rate and the viewer moves back up to the source.
+//
+// Not parallel: the link's rate is what it measures.
+func TestRenditionProbe(t *testing.T) {
+	requireNetns(t, "tc")
+	ts := startServer(t, nil)
+	startFFmpeg(t, x264Args("1280x720"), ts.srtURL("publish:live/cam1"))
+	ts.waitPublisher(t, "live/cam1")
+	feedback := func(o *whepclient.Options) { o.TransportCC, o.NACK, o.ReceiverReports = true, true, true }
+
+	vNS := newNetns(t, "viewer")
+	tbf := func(verb, rate string) {
+		vNS.exec(t, "tc", "qdisc", verb, "dev", "lo", "root", "tbf", "rate", rate, "burst", "16kb", "latency", "500ms")
+	}
+	tbf("add", "1mbit")
+	mediaPort := addrPort(t, ts.addrs.Load().WebRTCUDP)
+	relayIn := listenUDPIn(t, vNS)
+	udpLink(t, relayIn, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: mediaPort}, linkOpts{})
+	mux := webrtc.NewICEUDPMux(nil, listenUDPIn(t, vNS))
+	t.Cleanup(func() { mux.Close() })
+	narrow := dialViewer(t, ts, "live/cam1", feedback, func(o *whepclient.Options) {
+		o.RewriteAnswer = candidatePort("udp", mediaPort, relayIn.LocalAddr().(*net.UDPAddr).Port)
+		o.SettingEngine = func(se *webrtc.SettingEngine) {
+			testkit.LoopbackOnly(se)
+			se.SetICEUDPMux(mux)
+		}
+	})
+	id := "session=" + sessionID(narrow)
+	ts.logs.WaitLog(t, 20*time.Second, "viewer switched rendition", "direction=down", id)
+	testkit.WaitFor(t, 5*time.Second, "the narrow viewer's first 360p picture", func() bool { return pictureHeight(t, narrow) == 360 })
+	settled := narrow.Stats().DecodedAUs + 60
+	testkit.WaitFor(t, 5*time.Second, "the link to settle", func() bool { return narrow.Stats().DecodedAUs >= settled })
+
+	// 30 s behind 1 Mbit/s, probed.
+	from, start := narrow.Stats(), time.Now()
+	time.Sleep(30 * time.Second) // the span measured
+	w := played(narrow, from, start)
+	probes := ts.logs.Lines("viewer's link probed", id)
+	for _, l := range probes {
+		t.Logf("1 Mbit/s: %s", l)
+	}
+	t.Logf("1 Mbit/s, 30 s on 360p: %.1f fps, %d broken, %d sequence numbers missing, longest wait for a picture %v",
+		w.fps, w.broken, w.gaps, w.freeze.Round(time.Millisecond))
+	if ups := ts.logs.Lines("viewer switched rendition", "direction=up", id); len(ups) > 0 {
+		t.Errorf("moved up through 1 Mbit/s: %q", ups)
+	}
+	if len(probes) == 0 {
+		t.Errorf("no probe cluster in 30 s on the rendition")
+	}
+	if w.broken > 0 || w.gaps > 0 || w.fps < 25 || w.freeze > time.Second {
+		t.Errorf("the rendition beside the clusters: %+v; want every picture whole, ≥ 25 fps, no wait over 1 s", w)
+	}
+
+	// The link widens.
+	tbf("change", "4mbit")
+	widened := time.Now()
+	line := ts.logs.WaitLog(t, 20*time.Second, "viewer switched rendition", "direction=up", id)
+	up := time.Since(widened)
+	for _, l := range ts.logs.Lines("viewer's link probed", id)[len(probes):] {
+		t.Logf("4 Mbit/s: %s", l)
+	}
+	t.Logf("moved up %.1f s after the link widened: %s", up.Seconds(), line)
+	testkit.WaitFor(t, 5*time.Second, "the source's first picture", func() bool { return pictureHeight(t, narrow) == 720 })
+	from, start = narrow.Stats(), time.Now()
+	time.Sleep(5 * time.Second) // the span measured
+	w = played(narrow, from, start)
+	t.Logf("4 Mbit/s, 5 s on the source: %.1f fps, %d broken, %d sequence numbers missing, longest wait for a picture %v",
+		w.fps, w.broken, w.gaps, w.freeze.Round(time.Millisecond))
+	if up > 12*time.Second {
+		t.Errorf("moved up %v after the link widened; want within 10 s and the source's next IDR", up)
+	}
+	if w.broken > 0 || w.fps < 25 || w.freeze > time.Second {
+		t.Errorf("the source after the move up: %+v", w)
+	}
+}
