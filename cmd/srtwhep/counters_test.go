@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/internal/whepclient"
 	"github.com/srtwhep/srtwhep/pkg/config"
+	"github.com/srtwhep/srtwhep/pkg/whep"
 )
 
 // notProducible lists the counters this test cannot make move, with why.
@@ -74,6 +76,8 @@ func TestCountersMove(t *testing.T) {
 			// would transcode).
 			"live/bframes": {Video: config.VideoPassthrough},
 			"live/tc":      {Video: config.VideoTranscode},
+			// A ladder below its 320x240 source, for the switches.
+			"live/rung": {Renditions: config.Renditions{Steps: []config.Rendition{{Height: 144, Bitrate: 150_000}}}},
 		}
 	})
 	ts := held.ts
@@ -87,6 +91,7 @@ func TestCountersMove(t *testing.T) {
 	pubM := startFFmpeg(t, x264AACArgs, ts.srtURL("publish:live/m"))
 	startFFmpeg(t, liveX264Args("320x240", "-bf", "2"), ts.srtURL("publish:live/bframes"))
 	startFFmpeg(t, x264Args("320x240"), ts.srtURL("publish:live/tc"))
+	startFFmpeg(t, x264Args("320x240"), ts.srtURL("publish:live/rung"))
 	pubNS := newNetns(t, "pub")
 	relay := udpRelay(t, pubNS, ts.srt.Addr())
 	ffmpegInNetns(t, pubNS, "320x240",
@@ -237,6 +242,22 @@ func TestCountersMove(t *testing.T) {
 		// Last: a refusal makes the next attempts from loopback wait.
 		post("live/priv", offer, http.StatusUnauthorized)
 		w.waitAbove(t, "srtwhep_webrtc_rejected_total", "reason", "auth")
+	})
+
+	t.Run("rendition switches", func(t *testing.T) {
+		// A session takes its path's ladder as it starts; the ladder is
+		// planned at the end of the source's first whole GOP.
+		testkit.WaitFor(t, 15*time.Second, "live/rung's first two GOPs", func() bool { return ts.framesIn("live/rung") >= 120 })
+		v := ts.dialOne(t, "live/rung")
+		v.waitUnits(t, 10, 15*time.Second)
+		target := whepclient.LayerLink(v.SessionURL(), v.Links())
+		for _, c := range []struct{ layer, direction string }{{"144p", "down"}, {whep.SourceLayer, "up"}} {
+			resp, body := testkit.Do(t, http.MethodPost, target, "application/json", fmt.Sprintf(`{"encodingId":%q}`, c.layer), nil)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("pin %q: %d %s", c.layer, resp.StatusCode, body)
+			}
+			w.waitAbove(t, "srtwhep_rendition_switches_total", "direction", c.direction)
+		}
 	})
 
 	t.Run("publisher left", func(t *testing.T) {

@@ -20,7 +20,7 @@ type window struct {
 	freeze                time.Duration
 }
 
-func played(v *viewer, from whepclient.Stats, start time.Time) window {
+func playedSince(v *viewer, from whepclient.Stats, start time.Time) window {
 	st := v.Stats()
 	w := window{decoded: st.DecodedAUs - from.DecodedAUs, broken: st.BrokenAUs - from.BrokenAUs, gaps: st.SeqGaps - from.SeqGaps}
 	w.fps = float64(w.decoded) / time.Since(start).Seconds()
@@ -79,7 +79,7 @@ func TestRenditionProbe(t *testing.T) {
 	// 30 s behind 1 Mbit/s, probed.
 	from, start := narrow.Stats(), time.Now()
 	time.Sleep(30 * time.Second) // the span measured
-	w := played(narrow, from, start)
+	w := playedSince(narrow, from, start)
 	probes := ts.logs.Lines("viewer's link probed", id)
 	for _, l := range probes {
 		t.Logf("1 Mbit/s: %s", l)
@@ -108,7 +108,7 @@ func TestRenditionProbe(t *testing.T) {
 	testkit.WaitFor(t, 5*time.Second, "the source's first picture", func() bool { return pictureHeight(t, narrow) == 720 })
 	from, start = narrow.Stats(), time.Now()
 	time.Sleep(5 * time.Second) // the span measured
-	w = played(narrow, from, start)
+	w = playedSince(narrow, from, start)
 	t.Logf("4 Mbit/s, 5 s on the source: %.1f fps, %d broken, %d sequence numbers missing, longest wait for a picture %v",
 		w.fps, w.broken, w.gaps, w.freeze.Round(time.Millisecond))
 	if up > 12*time.Second {
