@@ -75,9 +75,12 @@ func TestBrowserQualityMenu(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Reload()); err != nil {
 		t.Fatalf("reload the player page: %v", err)
 	}
-	testkit.WaitFor(t, 20*time.Second, "the page to play and show its quality menu", func() bool {
+	// The 720p source has a 360p rendition below it (renditions: auto);
+	// under load the session may learn its path's ladder after it plays,
+	// and a menu read before that would offer the source alone.
+	testkit.WaitFor(t, 20*time.Second, "the page to play and show its quality menu with the 360p rendition", func() bool {
 		st = read()
-		return st.State == "playing" && st.FramesDecoded > 0 && st.MenuShown && st.Layer != nil
+		return st.State == "playing" && st.FramesDecoded > 0 && st.MenuShown && st.Layer != nil && len(st.Layers) > 1
 	})
 	if want := append([]string{"auto"}, st.Layers...); !slices.Equal(st.Menu, want) || st.Layers[0] != "source" {
 		t.Fatalf("menu %q, ladder %q: want Auto then each layer, the source on top", st.Menu, st.Layers)
