@@ -1,11 +1,8 @@
 package main
 
 import (
-	"net"
 	"testing"
 	"time"
-
-	"github.com/pion/webrtc/v4"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/internal/whepclient"
@@ -53,23 +50,7 @@ func TestRenditionProbe(t *testing.T) {
 	ts.waitPublisher(t, "live/cam1")
 	feedback := func(o *whepclient.Options) { o.TransportCC, o.NACK, o.ReceiverReports = true, true, true }
 
-	vNS := newNetns(t, "viewer")
-	tbf := func(verb, rate string) {
-		vNS.exec(t, "tc", "qdisc", verb, "dev", "lo", "root", "tbf", "rate", rate, "burst", "16kb", "latency", "500ms")
-	}
-	tbf("add", "1mbit")
-	mediaPort := addrPort(t, ts.addrs.Load().WebRTCUDP)
-	relayIn := listenUDPIn(t, vNS)
-	udpLink(t, relayIn, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: mediaPort}, linkOpts{})
-	mux := webrtc.NewICEUDPMux(nil, listenUDPIn(t, vNS))
-	t.Cleanup(func() { mux.Close() })
-	narrow := dialViewer(t, ts, "live/cam1", feedback, func(o *whepclient.Options) {
-		o.RewriteAnswer = candidatePort("udp", mediaPort, relayIn.LocalAddr().(*net.UDPAddr).Port)
-		o.SettingEngine = func(se *webrtc.SettingEngine) {
-			testkit.LoopbackOnly(se)
-			se.SetICEUDPMux(mux)
-		}
-	})
+	narrow, setRate := dialBehindTBF(t, ts, "live/cam1", "16kb", "500ms", feedback)
 	id := "session=" + sessionID(narrow)
 	ts.logs.WaitLog(t, 20*time.Second, "viewer switched rendition", "direction=down", id)
 	testkit.WaitFor(t, 5*time.Second, "the narrow viewer's first 360p picture", func() bool { return pictureHeight(t, narrow) == 360 })
@@ -97,7 +78,7 @@ func TestRenditionProbe(t *testing.T) {
 	}
 
 	// The link widens.
-	tbf("change", "4mbit")
+	setRate("4mbit")
 	widened := time.Now()
 	line := ts.logs.WaitLog(t, 20*time.Second, "viewer switched rendition", "direction=up", id)
 	up := time.Since(widened)

@@ -81,20 +81,7 @@ func TestRenditionShaped(t *testing.T) {
 		t.Fatalf("the open link's viewer gets %d lines, want the source's 720", h)
 	}
 
-	vNS := newNetns(t, "viewer")
-	vNS.exec(t, "tc", "qdisc", "add", "dev", "lo", "root", "tbf", "rate", "1mbit", "burst", "32kb", "latency", "200ms")
-	mediaPort := addrPort(t, ts.addrs.Load().WebRTCUDP)
-	relayIn := listenUDPIn(t, vNS)
-	udpLink(t, relayIn, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: mediaPort}, linkOpts{})
-	mux := webrtc.NewICEUDPMux(nil, listenUDPIn(t, vNS))
-	t.Cleanup(func() { mux.Close() })
-	narrow := dialViewer(t, ts, "live/cam1", feedback, func(o *whepclient.Options) {
-		o.RewriteAnswer = candidatePort("udp", mediaPort, relayIn.LocalAddr().(*net.UDPAddr).Port)
-		o.SettingEngine = func(se *webrtc.SettingEngine) {
-			testkit.LoopbackOnly(se)
-			se.SetICEUDPMux(mux)
-		}
-	})
+	narrow, _ := dialBehindTBF(t, ts, "live/cam1", "32kb", "200ms", feedback)
 	start := time.Now()
 	line := ts.logs.WaitLog(t, 20*time.Second, "viewer switched rendition", "direction=down", "session="+sessionID(narrow))
 	t.Logf("%.1f s after the narrow viewer connected: %s", time.Since(start).Seconds(), line)
@@ -120,4 +107,31 @@ func TestRenditionShaped(t *testing.T) {
 	if h := pictureHeight(t, wide); h != 720 {
 		t.Errorf("the open link's viewer moved to %d lines", h)
 	}
+}
+
+// dialBehindTBF dials a pion viewer of path that sits in a network
+// namespace of its own behind `tc tbf` at 1 Mbit/s with burst and
+// latency (its media reaches the server through a relay in that
+// namespace, so every packet the server sends it crosses the qdisc).
+// setRate changes the link's rate ("4mbit") mid-test.
+func dialBehindTBF(t *testing.T, ts *testServer, path, burst, latency string, opts ...func(*whepclient.Options)) (v *viewer, setRate func(rate string)) {
+	t.Helper()
+	vNS := newNetns(t, "viewer")
+	tbf := func(verb, rate string) {
+		vNS.exec(t, "tc", "qdisc", verb, "dev", "lo", "root", "tbf", "rate", rate, "burst", burst, "latency", latency)
+	}
+	tbf("add", "1mbit")
+	mediaPort := addrPort(t, ts.addrs.Load().WebRTCUDP)
+	relayIn := listenUDPIn(t, vNS)
+	udpLink(t, relayIn, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: mediaPort}, linkOpts{})
+	mux := webrtc.NewICEUDPMux(nil, listenUDPIn(t, vNS))
+	t.Cleanup(func() { mux.Close() })
+	opts = append(opts, func(o *whepclient.Options) {
+		o.RewriteAnswer = candidatePort("udp", mediaPort, relayIn.LocalAddr().(*net.UDPAddr).Port)
+		o.SettingEngine = func(se *webrtc.SettingEngine) {
+			testkit.LoopbackOnly(se)
+			se.SetICEUDPMux(mux)
+		}
+	})
+	return dialViewer(t, ts, path, opts...), func(rate string) { tbf("change", rate) }
 }
