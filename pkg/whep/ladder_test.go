@@ -157,16 +157,23 @@ func TestLadderSwitchContinuity(t *testing.T) {
 		if b.FirstSeq != a.LastSeq+1 {
 			t.Fatalf("picture %d: sequence %d after %d", i, b.FirstSeq, a.LastSeq)
 		}
-		if d := b.RTPTimestamp - a.RTPTimestamp; d == 0 || d > 3*3000 {
-			t.Fatalf("picture %d: timestamp %d after %d", i, b.RTPTimestamp, a.RTPTimestamp)
+		d := b.RTPTimestamp - a.RTPTimestamp
+		if d == 0 || d >= 1<<31 {
+			t.Fatalf("picture %d: timestamp %d after %d, want it to go on", i, b.RTPTimestamp, a.RTPTimestamp)
 		}
 		// Only IDRs carry an SPS here; that the move itself comes at the
 		// new rendition's IDR is pkg/ladder's test, which knows which
-		// rendition each picture came from.
+		// rendition each picture came from. A switch holds the picture
+		// for at most a few frames' time; elsewhere a loaded machine may
+		// make the hub skip a slow reader's frames (its sequence numbers
+		// stay contiguous), which is no switch's doing.
 		if b.IDR {
 			if hgt := spsHeight(t, b); hgt != size {
 				switches++
 				size = hgt
+				if d > 3*3000 {
+					t.Fatalf("switch at picture %d: timestamp %d after %d, want at most 3 frames on", i, b.RTPTimestamp, a.RTPTimestamp)
+				}
 			}
 		}
 	}
