@@ -104,29 +104,46 @@ else
 	exit 1
 fi
 
-# One apt-get install for everything missing. It waits for the dpkg lock
-# (another deps.sh, or unattended upgrades) rather than failing at once,
-# and skips dpkg's fsync after every file (--force-unsafe-io): that is
-# most of its time on a small disk, and a machine that dies mid-install
-# runs the install again anyway. The package lists are fetched only when
-# the install cannot go on without them: none yet (a fresh machine), or
-# a version the mirror no longer has.
+# apt-get install PACKAGE...: waits for the dpkg lock (another deps.sh,
+# or unattended upgrades) rather than failing at once, and skips dpkg's
+# fsync after every file (--force-unsafe-io): that is most of its time on
+# a small disk, and a machine that dies mid-install runs the install
+# again anyway. The package lists are fetched only when the install
+# cannot go on without them: none yet (a fresh machine), or a version the
+# mirror no longer has.
 install() {
+	echo "deps.sh: installing $*" >&2
+	if ! apt_install "$@"; then
+		echo "deps.sh: fetching the package lists (apt-get update) and trying again" >&2
+		"${as_root[@]}" apt-get -o DPkg::Lock::Timeout=600 update
+		apt_install "$@"
+	fi
+}
+apt_install() {
 	"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-		-o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-unsafe-io "${missing[@]}"
+		-o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-unsafe-io "$@"
 }
 
 # DEPS_BESIDE (make test: scripts/warm.sh) runs while the packages install,
 # as the calling user, in its own session (so it ends with everything it
 # started) and under SCHED_IDLE (apt's unpacking keeps the CPU it asks
 # for); it is ended when the install ends, whether it finished or not.
-beside=
+# The packages the compiler needs (build_pkgs: the cgo headers) are
+# installed first, on their own, so that it can compile the whole server,
+# cgo included, while the rest (the browser, ffmpeg, GStreamer: most of
+# the download and of dpkg's time) installs.
+first=() rest=("${missing[@]}")
 if [[ -n ${DEPS_BESIDE:-} ]]; then
-	read -ra beside_cmd <<<"$DEPS_BESIDE"
-	beside_log=$(mktemp)
-	setsid chrt -i 0 "${beside_cmd[@]}" >"$beside_log" 2>&1 &
-	beside=$!
+	rest=()
+	for p in "${missing[@]}"; do
+		if [[ " ${build_pkgs[*]} " == *" $p "* ]]; then
+			first+=("$p")
+		else
+			rest+=("$p")
+		fi
+	done
 fi
+beside=
 end_beside() {
 	[[ -n $beside ]] || return 0
 	kill -TERM -- -"$beside" 2>/dev/null || true
@@ -137,10 +154,12 @@ end_beside() {
 }
 trap end_beside EXIT
 
-echo "deps.sh: installing ${missing[*]}" >&2
-if ! install; then
-	echo "deps.sh: fetching the package lists (apt-get update) and trying again" >&2
-	"${as_root[@]}" apt-get -o DPkg::Lock::Timeout=600 update
-	install
+[[ ${#first[@]} -eq 0 ]] || install "${first[@]}"
+if [[ -n ${DEPS_BESIDE:-} ]]; then
+	read -ra beside_cmd <<<"$DEPS_BESIDE"
+	beside_log=$(mktemp)
+	setsid chrt -i 0 "${beside_cmd[@]}" >"$beside_log" 2>&1 &
+	beside=$!
 fi
+[[ ${#rest[@]} -eq 0 ]] || install "${rest[@]}"
 end_beside

@@ -9,7 +9,12 @@
 #
 #   e2e    cmd/srtwhep, verbose into its log. Most of its time is
 #          real-time media (ffmpeg publishers, browsers), not CPU, so it
-#          starts first and the other lines use the CPU it leaves.
+#          starts first and the other lines use the CPU it leaves. Its
+#          binary is built without -race: the server it tests runs in
+#          processes of its own, built without it as users run it, so
+#          the detector would watch only the harness and the pion
+#          viewers (whose packages' unit tests run with it), at several
+#          times their CPU, on the line that decides make test's time.
 #   unit   the -race test binary of every other package of the main
 #          module, UNIT_PARALLEL (2) at a time, each run from its package
 #          directory as go test runs it: under nice while the e2e tests
@@ -17,10 +22,11 @@
 #          (REALTIME: internal/hostile's bystanders keeping their frame
 #          rate under attack) only once those are done, beside the
 #          parallel e2e tests.
-#   vet    go vet -race (the variant the tests were built with, so it
-#          compiles nothing again) of the main module and of each nested
-#          module built with it, under SCHED_IDLE. A module in NICE is
-#          vetted on its own line, after its build.
+#   vet    go vet (without -race: the variant the server, the e2e binary
+#          and the fuzz builds were built with, so it compiles almost
+#          nothing again) of the main module and of each nested module
+#          built with it, under SCHED_IDLE. A module in NICE is vetted on
+#          its own line, after its build.
 #   fuzz   scripts/fuzz.sh: every fuzz target for FUZZTIME_TEST (2s) from its
 #          checked-in corpus: no panic, no 5xx, no broken invariant on what
 #          has been found so far. Its instrumented builds (one binary per
@@ -35,16 +41,17 @@
 #          and runs under nice.
 #
 # Before any line starts, at full priority: the server binary (go build)
-# and the e2e test binary (go test -race -c ./cmd/srtwhep), the critical
-# path: the e2e tests take the longest, mostly in real time. Everything
-# else compiles under SCHED_IDLE (chrt -i 0) beside them, so no compiler
-# at normal priority shares the two cores with the real-time checks: the
-# unit line first builds every other -race test binary at once (go test
-# -race -c -o DIR/, the main module then the nested modules in its build);
-# go vet -race waits for that build, whose packages it reads; the fuzz
-# builds (our packages instrumented over the server's plain build) and the
-# modules in NICE (their own dependencies) compile beside it. Nothing is
-# linked twice: the binaries are run directly.
+# and the e2e test binary (go test -c ./cmd/srtwhep), one build without
+# -race (scripts/warm.sh compiled most of it while apt installed), the
+# critical path: the e2e tests take the longest, mostly in real time.
+# Everything else compiles under SCHED_IDLE (chrt -i 0) beside them, so no
+# compiler at normal priority shares the two cores with the real-time
+# checks: the unit line first builds every other -race test binary at
+# once (go test -race -c -o DIR/, the main module then the nested modules
+# in its build); go vet reads the build without -race, as the fuzz builds
+# (our packages instrumented over it) do; the modules in NICE compile
+# their own dependencies. Nothing is linked twice: the binaries are run
+# directly.
 # shellcheck disable=SC2317 # cleanup and the lines run through trap and start's "$@"
 set -euo pipefail
 
@@ -67,7 +74,7 @@ export GOFLAGS="${GOFLAGS:-} -ldflags=-w"
 cd "$(dirname "$0")/.."
 root=$PWD
 work=$(mktemp -d)
-mkdir "$work/out"
+mkdir "$work/out" "$work/cpu"
 declare -A pid_line=() line_start=() line_secs=() line_rc=()
 lines=()
 
@@ -168,7 +175,7 @@ run_tests() {
 		us=$(($(now_us) - job_start[$pid]))
 		p=${job_pkg[$pid]}
 		unset "job_pkg[$pid]" "job_start[$pid]"
-		echo "$(secs "$us") $line $p $([[ $rc == 0 ]] && echo ok || echo FAIL)" >>"$work/times"
+		echo "$(secs "$us") $(cat "$work/cpu/${p//\//_}" 2>/dev/null || echo -) $line $p $([[ $rc == 0 ]] && echo ok || echo FAIL)" >>"$work/times"
 		if [[ $rc == 0 ]]; then
 			printf 'ok  \t%s\t%ss\n' "$p" "$(secs "$us")"
 		else
@@ -187,11 +194,14 @@ run_tests() {
 		done
 		if [[ ! -x $bin ]]; then
 			echo "FAIL	$pkg [build failed]"
-			echo "0.000 $line $pkg FAIL" >>"$work/times"
+			echo "0.000 - $line $pkg FAIL" >>"$work/times"
 			failed=1
 			continue
 		fi
-		(cd "$dir" && exec "$bin" -test.paniconexit0 -test.timeout="$timeout") >"$work/out/${pkg//\//_}.log" 2>&1 &
+		(
+			cd "$dir" || exit
+			cpu "$work/cpu/${pkg//\//_}" "$bin" -test.paniconexit0 -test.timeout="$timeout"
+		) >"$work/out/${pkg//\//_}.log" 2>&1 &
 		job_pkg[$!]=$pkg
 		job_start[$!]=$(now_us)
 	done <"$list"
@@ -206,10 +216,10 @@ e2e() {
 	local rc=0 start
 	start=$(now_us)
 	cd "$root/cmd/srtwhep"
-	"$work/test/e2e/srtwhep.test" -test.paniconexit0 -test.v=true -test.timeout=15m \
+	cpu "$work/cpu/e2e" "$work/test/e2e/srtwhep.test" -test.paniconexit0 -test.v=true -test.timeout=15m \
 		-test.parallel="$e2e_parallel" || rc=$?
 	touch "$work/e2e.done"
-	echo "$(secs $(($(now_us) - start))) e2e $module_path/cmd/srtwhep $([[ $rc == 0 ]] && echo ok || echo FAIL)" >>"$work/times"
+	echo "$(secs $(($(now_us) - start))) $(cat "$work/cpu/e2e") e2e $module_path/cmd/srtwhep $([[ $rc == 0 ]] && echo ok || echo FAIL)" >>"$work/times"
 	return "$rc"
 }
 
@@ -237,16 +247,15 @@ unit() {
 
 vet() {
 	local dir rc=0
-	wait_race_build
-	if step vet-main idle "$go" vet -race ./...; then
-		echo "ok   go vet -race ./..."
+	if step vet-main idle "$go" vet ./...; then
+		echo "ok   go vet ./..."
 	else
 		cat "$work/vet-main.log"
 		rc=1
 	fi
 	for dir in "${race_modules[@]}"; do
-		if (cd "$root/$dir" && step "vet-$dir" idle "$go" vet -race ./...); then
-			echo "ok   go vet -race ./... in $dir/"
+		if (cd "$root/$dir" && step "vet-$dir" idle "$go" vet ./...); then
+			echo "ok   go vet ./... in $dir/"
 		else
 			cat "$work/vet-$dir.log"
 			rc=1
@@ -260,7 +269,11 @@ fuzz() {
 		cat "$work/build-fuzz.log"
 		return 1
 	}
-	FUZZ_BINDIR=$work/fuzzbin scripts/fuzz.sh "$fuzztime" 0 fresh
+	local rc=0 start
+	start=$(now_us)
+	FUZZ_BINDIR=$work/fuzzbin cpu "$work/cpu/fuzz" scripts/fuzz.sh "$fuzztime" 0 fresh || rc=$?
+	echo "$(secs $(($(now_us) - start))) $(cat "$work/cpu/fuzz") fuzz (every-target) $([[ $rc == 0 ]] && echo ok || echo FAIL)" >>"$work/times"
+	return "$rc"
 }
 
 module() {
@@ -323,6 +336,17 @@ report() {
 	esac
 }
 
+# cpu FILE COMMAND...: runs COMMAND and writes the CPU seconds it and
+# the processes it waited for (ffmpeg, browsers, the server) took into
+# FILE, for the table.
+cpu() {
+	local file=$1 TIMEFORMAT='%U %S' rc=0
+	shift
+	{ time "$@" 2>&4; } 4>&2 2>"$file.time" || rc=$?
+	awk '{ printf "%.1f", $1 + $2 }' "$file.time" >"$file"
+	return "$rc"
+}
+
 # step NAME COMMAND...: runs a compile step into $work/NAME.log and adds
 # its wall and CPU seconds (its own and its children's) to $work/build.times.
 step() {
@@ -337,7 +361,7 @@ race_modules=()
 for dir in "$@"; do
 	[[ $norace == *" $dir "* || $nice == *" $dir "* ]] || race_modules+=("$dir")
 done
-echo "== compiling the server (go build) and the e2e test binary (go test -race -c ./cmd/srtwhep)"
+echo "== compiling the server (go build) and the e2e test binary (go test -c ./cmd/srtwhep)"
 mkdir -p "$work/bin" "$work/test"
 # The server binary the tests run is built once here for every test
 # process (testkit.BuildBinary and tools/kubecheck take it from
@@ -347,9 +371,8 @@ step build-server "$go" build -o "$work/bin/" ./cmd/srtwhep &
 server=$!
 # The e2e binary is on the critical path (its tests take the longest and
 # most of that is real time), so it is all that is built at full
-# priority besides the server; it compiles most of the -race build the
-# other test binaries share.
-step build-e2e "$go" test -race -c -o "$work/test/e2e/" ./cmd/srtwhep &
+# priority besides the server, whose build it shares.
+step build-e2e "$go" test -c -o "$work/test/e2e/" ./cmd/srtwhep &
 e2ebin=$!
 build_failed=0
 wait "$server" || build_failed=1
@@ -415,8 +438,8 @@ while [[ ${#pid_line[@]} -gt 0 ]]; do
 	[[ $rc == 0 ]] || failed=1
 done
 
-echo "==== per package: seconds its test binary ran (wall), longest first"
-sort -rn "$work/times" | awk '{ printf "  %8.1f s  %-6s %-4s %s\n", $1, $2, $4, $3 }'
+echo "==== per package: seconds its test binary ran (wall), longest first, and the CPU seconds it and what it started (ffmpeg, browsers, the server) took"
+sort -rn "$work/times" | awk '{ printf "  %8.1f s %7s CPU-s  %-6s %-4s %s\n", $1, $2, $3, $5, $4 }'
 echo "==== compile steps: wall, and the CPU seconds of the step and its children (build-server, build-main and the -race modules before the lines; vet, fuzz and the modules in NICE under SCHED_IDLE beside them)"
 cat "$work/build.times"
 echo "==== timings (wall clock from the start of each line; the compile took the first $((line_start[e2e] - began)) s)"

@@ -1,24 +1,24 @@
 #!/usr/bin/env bash
-# warm.sh [MODULE_DIR...] — fills the Go module and build caches with what
-# compiles without the Debian packages: make test runs it beside
-# deps.sh's apt-get install (deps.sh starts it only when it installs
-# something, and ends it when the install ends), whose minute and a half on
-# a fresh machine is mostly waiting on the network and the disk. What it
-# finished stays in GOCACHE, so test.sh's builds find it there instead of
-# compiling it on the two cores the tests need; what it had not finished is
-# compiled there as before. MODULE_DIRs are the nested modules (tools,
-# bench, ...).
+# warm.sh [MODULE_DIR...] — fills the Go module and build caches while
+# deps.sh's apt-get install runs: make test runs it beside the install
+# (deps.sh starts it only when it installs something, once the cgo
+# headers are in, and ends it when the install ends), whose minute and a
+# half on a fresh machine is mostly waiting on the network and the disk.
+# What it finished stays in GOCACHE, so test.sh's builds find it there
+# instead of compiling it on the two cores the tests need; what it had
+# not finished is compiled there as before. MODULE_DIRs are the nested
+# modules (tools, bench, ...).
 #
-# In the order test.sh needs them, each a plain build whose output is
-# dropped (the cache is the point):
+# In the order test.sh needs them, each a build whose output is dropped
+# (the cache is the point):
 #   1. every module's downloads (go mod download);
-#   2. the standard library and the dependencies of the main module's test
-#      binaries with -race (the e2e and unit binaries), then without (the
-#      server binary, the fuzz builds): everything but this repository's
-#      packages and the cgo ones that need a Debian header (libsrt, libav*,
-#      opus), which fail here and are compiled by test.sh;
-#   3. the nested modules in NORACE (tools): their test binaries and go vet
-#      (nothing there needs a Debian package).
+#   2. what test.sh compiles first, the critical path: the server and the
+#      end-to-end test binary (go build, go test -c ./cmd/srtwhep; the
+#      standard library, every dependency and this repository's packages
+#      without -race, the build the fuzz targets and tools/ share);
+#   3. the standard library and the dependencies of the other test
+#      binaries with -race (the unit line's);
+#   4. the nested modules in NORACE (tools): their test binaries and go vet.
 # A package that fails to build here is not an error: test.sh builds it
 # again and reports it.
 set -uo pipefail
@@ -34,8 +34,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 trap 'exit 143' TERM
 
-# step NAME COMMAND...: runs COMMAND, its output dropped (a failure is
-# expected for the cgo packages), and says how long it took.
+# step NAME COMMAND...: runs COMMAND, its output dropped, and says how long
+# it took.
 step() {
 	local name=$1 t=$SECONDS
 	shift
@@ -47,12 +47,13 @@ for dir in . "$@"; do
 	(cd "$root/$dir" && step "go mod download in $dir/" "$go" mod download)
 done
 
+step "the e2e test binary" "$go" test -c -o "$work/e2e/" ./cmd/srtwhep
+step "the server" "$go" build -o "$work/bin/" ./cmd/srtwhep
 # deps: the packages the main module's test binaries import, this
 # repository's own left out (and go list's test variants, "P [P.test]").
 mapfile -t deps < <("$go" list -deps -test -f '{{.ImportPath}}' ./... 2>/dev/null |
 	grep -v -e ' ' -e '\.test$' -e "^$module_path\(/\|$\)")
 step "${#deps[@]} dependencies with -race" "$go" build -race "${deps[@]}"
-step "${#deps[@]} dependencies" "$go" build "${deps[@]}"
 
 for dir in "$@"; do
 	[[ $norace == *" $dir "* ]] || continue

@@ -184,7 +184,7 @@ func TestRogueSRTFlood(t *testing.T) {
 	for _, n := range sent {
 		total += n
 	}
-	// The race detector slows the senders down; 8,000 a second is still
+	// A loaded machine slows the senders down; 8,000 a second is still
 	// a flood that used to mean 8,000 log lines a second.
 	if total < 40000 {
 		t.Fatalf("only %d datagrams sent in %v; the flood is too weak to test anything", total, elapsed)

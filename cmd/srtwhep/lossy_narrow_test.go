@@ -31,7 +31,7 @@ import (
 func TestNarrowViewer(t *testing.T) {
 	// A short queue overflows soon after the writer blocks. Without
 	// renditions: this is what a viewer gets when none fits its link
-	// (TestRenditionShaped moves it to one).
+	// (TestRenditionProbe moves it to one).
 	ts := startServer(t, func(c *config.Config) {
 		c.Readers.QueueSize = 20
 		c.PathDefaults.Renditions = config.Renditions{Off: true}

@@ -240,7 +240,7 @@ func TestLossySRTIngest(t *testing.T) {
 	})
 
 	// The recommendation follows the RTT SRT measures, which the relay's
-	// scheduling (and -race) stretch to 100-130 ms here: the README's rule
+	// scheduling stretches to 100-130 ms here: the README's rule
 	// for the path, not its example figure for exactly 100 ms.
 	t.Run("recommended latency delivers every frame", func(t *testing.T) {
 		publish(relay5, "live/lossy2", fmt.Sprintf("&latency=%d", recommended.Microseconds()))

@@ -33,14 +33,17 @@ func playedSince(v *viewer, from whepclient.Stats, start time.Time) window {
 	return w
 }
 
-// TestRenditionProbe: a viewer behind 1 Mbit/s (tc tbf in a network
-// namespace, as TestRenditionShaped, with a 16 kB bucket: a cluster
-// smaller than the bucket would pass it at its send rate) is moved down
-// to 360p and stays there: the clusters its sender sends to ask whether
-// the link carries the 2.5 Mbit/s source arrive at about the link's
-// rate, so no move up is tried, and the picture goes on whole beside
-// them. Then the link widens to 4 Mbit/s: the next cluster arrives at
-// its rate and the viewer moves back up to the source.
+// TestRenditionProbe: a 720p30 2.5 Mbit/s stream with the default
+// ladder. A viewer on an open link plays the source and starts no
+// transcoder. A viewer behind 1 Mbit/s (tc tbf in a network namespace,
+// as TestEstimateShaped, with a 16 kB bucket: a cluster smaller than the
+// bucket would pass it at its send rate) is moved down to the 360p
+// rendition, which starts for it, and stays there, playing it whole: the
+// clusters its sender sends to ask whether the link carries the source
+// arrive at about the link's rate, so no move up is tried. The open
+// link's viewer stays on the source. Then the link widens to 4 Mbit/s:
+// the next cluster arrives at its rate and the viewer moves back up to
+// the source.
 //
 // Not parallel: the link's rate is what it measures.
 func TestRenditionProbe(t *testing.T) {
@@ -50,37 +53,64 @@ func TestRenditionProbe(t *testing.T) {
 	ts.waitPublisher(t, "live/cam1")
 	feedback := func(o *whepclient.Options) { o.TransportCC, o.NACK, o.ReceiverReports = true, true, true }
 
+	wide := dialViewer(t, ts, "live/cam1", feedback)
+	wide.waitLive(t, 150, 20*time.Second)
+	rs := renditionsOf(t, ts, "live/cam1")
+	if len(rs) != 1 || rs[0].Name != "360p" || rs[0].Width != 640 || rs[0].Running || rs[0].Viewers != 0 {
+		t.Fatalf("renditions with one viewer on an open link: %+v; want 360p, not running", rs)
+	}
+	if h := pictureHeight(t, wide); h != 720 {
+		t.Fatalf("the open link's viewer gets %d lines, want the source's 720", h)
+	}
+
 	narrow, setRate := dialBehindTBF(t, ts, "live/cam1", "16kb", "500ms", feedback)
 	id := "session=" + sessionID(narrow)
-	ts.logs.WaitLog(t, 20*time.Second, "viewer switched rendition", "direction=down", id)
+	start := time.Now()
+	line := ts.logs.WaitLog(t, 20*time.Second, "viewer switched rendition", "direction=down", id)
+	t.Logf("%.1f s after the narrow viewer connected: %s", time.Since(start).Seconds(), line)
 	testkit.WaitFor(t, 5*time.Second, "the narrow viewer's first 360p picture", func() bool { return pictureHeight(t, narrow) == 360 })
+	// Once the link has drained what it queued of the source (a couple of
+	// seconds), the rendition plays whole.
 	settled := narrow.Stats().DecodedAUs + 60
 	testkit.WaitFor(t, 5*time.Second, "the link to settle", func() bool { return narrow.Stats().DecodedAUs >= settled })
+	rs = renditionsOf(t, ts, "live/cam1")
+	if len(rs) != 1 || !rs[0].Running || rs[0].Viewers != 1 {
+		t.Fatalf("renditions with the narrow viewer on 360p: %+v; want it running with one viewer", rs)
+	}
+	t.Logf("rendition as /v1/paths shows it: %+v", rs[0])
 
-	// 30 s behind 1 Mbit/s, probed.
+	// 20 s behind 1 Mbit/s, probed: the first cluster goes out once the
+	// estimate has gone 12 s without a cut (ladder.ProbeAfter), and a
+	// link this full cuts it now and then (the rendition's keyframes
+	// against a 16 kB bucket): it came 24 to 38 s after the move down
+	// here, so it is waited for past the window.
 	from, start := narrow.Stats(), time.Now()
-	time.Sleep(30 * time.Second) // the span measured
+	time.Sleep(20 * time.Second) // the span measured
 	w := playedSince(narrow, from, start)
+	testkit.WaitFor(t, 30*time.Second, "a probe cluster on the rendition", func() bool {
+		return len(ts.logs.Lines("viewer's link probed", id)) > 0
+	})
+	time.Sleep(2 * time.Second) // a move up follows its cluster's result within milliseconds
 	probes := ts.logs.Lines("viewer's link probed", id)
 	for _, l := range probes {
 		t.Logf("1 Mbit/s: %s", l)
 	}
-	t.Logf("1 Mbit/s, 30 s on 360p: %.1f fps, %d broken, %d sequence numbers missing, longest wait for a picture %v",
+	t.Logf("1 Mbit/s, 20 s on 360p: %.1f fps, %d broken, %d sequence numbers missing, longest wait for a picture %v",
 		w.fps, w.broken, w.gaps, w.freeze.Round(time.Millisecond))
 	if ups := ts.logs.Lines("viewer switched rendition", "direction=up", id); len(ups) > 0 {
 		t.Errorf("moved up through 1 Mbit/s: %q", ups)
 	}
-	if len(probes) == 0 {
-		t.Errorf("no probe cluster in 30 s on the rendition")
-	}
 	if w.broken > 0 || w.gaps > 0 || w.fps < 25 || w.freeze > time.Second {
 		t.Errorf("the rendition beside the clusters: %+v; want every picture whole, ≥ 25 fps, no wait over 1 s", w)
+	}
+	if h := pictureHeight(t, wide); h != 720 {
+		t.Errorf("the open link's viewer moved to %d lines", h)
 	}
 
 	// The link widens.
 	setRate("4mbit")
 	widened := time.Now()
-	line := ts.logs.WaitLog(t, 20*time.Second, "viewer switched rendition", "direction=up", id)
+	line = ts.logs.WaitLog(t, 20*time.Second, "viewer switched rendition", "direction=up", id)
 	up := time.Since(widened)
 	for _, l := range ts.logs.Lines("viewer's link probed", id)[len(probes):] {
 		t.Logf("4 Mbit/s: %s", l)

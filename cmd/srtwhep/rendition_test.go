@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/h264"
 	"github.com/pion/webrtc/v4"
@@ -55,58 +54,6 @@ func pictureHeight(t *testing.T, v *viewer) int {
 		}
 	}
 	return 0
-}
-
-// TestRenditionShaped: a 720p30 2.5 Mbit/s stream with the default
-// ladder. A viewer on an open link plays the source and starts no
-// transcoder; a viewer behind 1 Mbit/s (tc tbf in a network namespace,
-// as TestEstimateShaped) is moved to the 360p rendition, which starts for
-// it, and plays it whole, while the first stays on the source.
-//
-// Not parallel: the link's rate is what it measures.
-func TestRenditionShaped(t *testing.T) {
-	requireNetns(t, "tc")
-	ts := startServer(t, nil)
-	startFFmpeg(t, x264Args("1280x720"), ts.srtURL("publish:live/cam1"))
-	ts.waitPublisher(t, "live/cam1")
-	feedback := func(o *whepclient.Options) { o.TransportCC, o.NACK, o.ReceiverReports = true, true, true }
-
-	wide := dialViewer(t, ts, "live/cam1", feedback)
-	wide.waitLive(t, 150, 20*time.Second)
-	rs := renditionsOf(t, ts, "live/cam1")
-	if len(rs) != 1 || rs[0].Name != "360p" || rs[0].Width != 640 || rs[0].Running || rs[0].Viewers != 0 {
-		t.Fatalf("renditions with one viewer on an open link: %+v; want 360p, not running", rs)
-	}
-	if h := pictureHeight(t, wide); h != 720 {
-		t.Fatalf("the open link's viewer gets %d lines, want the source's 720", h)
-	}
-
-	narrow, _ := dialBehindTBF(t, ts, "live/cam1", "32kb", "200ms", feedback)
-	start := time.Now()
-	line := ts.logs.WaitLog(t, 20*time.Second, "viewer switched rendition", "direction=down", "session="+sessionID(narrow))
-	t.Logf("%.1f s after the narrow viewer connected: %s", time.Since(start).Seconds(), line)
-	testkit.WaitFor(t, 5*time.Second, "the narrow viewer's first 360p picture", func() bool { return pictureHeight(t, narrow) == 360 })
-	// Then, once the link has drained what it queued of the source (a
-	// couple of seconds), it plays the rendition whole: 150 pictures (5 s
-	// of them) decoded, none broken, in well under 8 s.
-	settled := narrow.Stats().DecodedAUs + 60
-	testkit.WaitFor(t, 5*time.Second, "the link to settle", func() bool { return narrow.Stats().DecodedAUs >= settled })
-	n0, broken0, t0 := narrow.Stats().DecodedAUs, narrow.Stats().BrokenAUs, time.Now()
-	testkit.WaitFor(t, 8*time.Second, "150 pictures of the rendition", func() bool { return narrow.Stats().DecodedAUs >= n0+150 })
-	elapsed := time.Since(t0)
-	st := narrow.Stats()
-	t.Logf("behind 1 Mbit/s: %.1f fps decoded at %dx%d, %d broken", float64(st.DecodedAUs-n0)/elapsed.Seconds(), st.Width, st.Height, st.BrokenAUs-broken0)
-	if st.BrokenAUs-broken0 > 5 {
-		t.Errorf("%d pictures broken on the rendition through a link that carries it", st.BrokenAUs-broken0)
-	}
-	rs = renditionsOf(t, ts, "live/cam1")
-	if len(rs) != 1 || !rs[0].Running || rs[0].Viewers != 1 {
-		t.Fatalf("renditions with the narrow viewer on 360p: %+v; want it running with one viewer", rs)
-	}
-	t.Logf("rendition as /v1/paths shows it: %+v", rs[0])
-	if h := pictureHeight(t, wide); h != 720 {
-		t.Errorf("the open link's viewer moved to %d lines", h)
-	}
 }
 
 // dialBehindTBF dials a pion viewer of path that sits in a network

@@ -35,12 +35,14 @@ func TestBrowserShapedLink(t *testing.T) {
 
 	r.open(t)
 	time.Sleep(3 * time.Second) // past the cached GOP's catch-up burst
-	// 10 s, not 5: one scheduling hiccup of the loaded machine (a 0.5 s
-	// gap) took a 5 s window below 25 fps with the source playing.
-	p := r.play(t, 10*time.Second)
+	// What this half asks is whether a viewer that keeps up is left on
+	// the source; TestBrowserPlays holds the unshaped page to 25 fps. One
+	// scheduling hiccup of the loaded machine (a 0.5 s gap) takes a 5 s
+	// window below that, not below 20.
+	p := r.play(t, 5*time.Second)
 	t.Logf("unshaped: %v", p)
-	if p.width != 1280 || p.height != 720 || p.fps < 25 {
-		t.Errorf("unshaped: %v; want 1280x720 at ≥ 25 fps, the source passed through", p)
+	if p.width != 1280 || p.height != 720 || p.fps < 20 {
+		t.Errorf("unshaped: %v; want 1280x720 at ≥ 20 fps, the source passed through", p)
 	}
 	// The ladder is there, and none of it runs: a viewer that keeps up
 	// needs no transcoder.
