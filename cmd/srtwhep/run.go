@@ -52,7 +52,8 @@ type server struct {
 	whep   *whep.Server
 	// events are the WHEP server's server-sent events.
 	events *whepevents.Streams
-	// layers is its layer selection (the layers event goes out on events).
+	// layers is its layer selection and each session's switch between
+	// renditions (the layers event goes out on events).
 	layers *wheplayer.Layers
 	// plane is whep's media plane, for its metrics.
 	plane *mediaplane.Plane
@@ -188,7 +189,6 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 			MaxPendingOffers:       cfg.HTTP.MaxPendingOffers,
 		},
 		Source:           hubSource(s.hub),
-		Ladder:           s.hub,
 		Demand:           s.edge.Demand,
 		PublicURL:        cfg.HTTP.PublicURL,
 		MaxResendBitrate: cfg.WebRTC.MaxResendBitrate,
@@ -227,7 +227,7 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 	}
 	layersRefused := refusallog.New(wcfg.Logger, "layer selection refused")
 	if s.layers, err = wheplayer.New(wheplayer.Config{
-		Sessions:    whepLayers{s},
+		Renditions:  s.hub,
 		PublicURL:   cfg.HTTP.PublicURL,
 		AllowOrigin: cfg.HTTP.AllowOrigin,
 		Pinned:      func(path, id string) { s.events.LayersChanged(path, id) },
@@ -240,6 +240,7 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 	}
 	// The spec lists the events Link with the layer Link it needs.
 	wcfg.Extensions = []whep.Extension{s.events, s.layers}
+	wcfg.SenderSource = s.layers.Source
 	if s.whep, err = whep.New(wcfg); err != nil {
 		return s, err
 	}

@@ -124,6 +124,6 @@ func ladderSettings(r config.Renditions) ingest.LadderSettings {
 // renditionSample is the paths' lower renditions and the viewers' moves
 // between them, for the metrics.
 func (s *server) renditionSample() metrics.RenditionSample {
-	up, down := s.whep.Switches()
+	up, down := s.layers.Switches()
 	return metrics.RenditionSample{Renditions: s.ingest.RenditionSamples(), SwitchesUp: up, SwitchesDown: down}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/srtwhep/srtwhep/pkg/httpcors"
@@ -35,27 +36,48 @@ func (s *Server) Handler(fallback http.Handler) http.Handler {
 				return
 			}
 		}
-		if i := strings.LastIndex(p, "/whep/"); i > 0 {
-			path, id := p[1:i], p[i+len("/whep/"):]
-			if id != "" && !strings.Contains(id, "/") {
-				switch r.Method {
-				case http.MethodPatch:
-					httpcors.Allow(w.Header(), s.cfg.AllowOrigin)
-					s.handlePatch(w, r, path, id)
-					return
-				case http.MethodDelete:
-					httpcors.Allow(w.Header(), s.cfg.AllowOrigin)
-					s.handleDelete(w, r, path, id)
-					return
-				case http.MethodOptions:
-					httpcors.Allow(w.Header(), s.cfg.AllowOrigin)
-					s.handleOptions(w, r, path, false)
-					return
-				}
+		if path, id, sub, ok := SplitSessionURL(p); ok && sub == "" {
+			switch r.Method {
+			case http.MethodPatch:
+				httpcors.Allow(w.Header(), s.cfg.AllowOrigin)
+				s.handlePatch(w, r, path, id)
+				return
+			case http.MethodDelete:
+				httpcors.Allow(w.Header(), s.cfg.AllowOrigin)
+				s.handleDelete(w, r, path, id)
+				return
+			case http.MethodOptions:
+				httpcors.Allow(w.Header(), s.cfg.AllowOrigin)
+				s.handleOptions(w, r, path, false)
+				return
 			}
 		}
 		fallback.ServeHTTP(w, r)
 	})
+}
+
+// SessionURL is the URL of session id on path (sub ""), its Location, or
+// of what an extension serves under it (sub "/sse", "/layer"): relative,
+// or absolute under publicURL (Config.PublicURL).
+func SessionURL(publicURL, path, id, sub string) string {
+	return publicURL + (&url.URL{Path: "/" + path + "/whep/" + id + sub}).EscapedPath()
+}
+
+// SplitSessionURL is SessionURL's inverse on a request's URL path:
+// /{path}/whep/{id}{sub}, sub "" for the session itself or "/" and what
+// follows it. False when p is no session's URL nor under one.
+func SplitSessionURL(p string) (path, id, sub string, ok bool) {
+	i := strings.LastIndex(p, "/whep/")
+	if i <= 0 {
+		return "", "", "", false
+	}
+	path, rest := p[1:i], p[i+len("/whep/"):]
+	if j := strings.IndexByte(rest, '/'); j >= 0 {
+		id, sub = rest[:j], rest[j:]
+	} else {
+		id = rest
+	}
+	return path, id, sub, id != ""
 }
 
 // handleOptions answers preflights and the OPTIONS a WHEP client sends to

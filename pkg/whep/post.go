@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -275,11 +274,15 @@ func (s *Server) created(w http.ResponseWriter, p *offerPost) {
 	s.stats.opened.Add(1)
 	// Read before the session runs: a PATCH may change them from then on.
 	etag, answer := sess.etag, sess.answeredSDP
+	if s.cfg.SenderSource != nil {
+		sess.src = s.cfg.SenderSource(Viewer{Path: sess.path, ID: sess.id, Reader: sess.reader,
+			VideoMedia: p.offer.Video, Log: sess.log})
+	}
 	go s.runSession(sess)
 
 	h := w.Header()
 	h.Set("Content-Type", mimeSDP)
-	h.Set("Location", s.sessionURL(p.path, sess.id))
+	h.Set("Location", SessionURL(s.cfg.PublicURL, p.path, sess.id, ""))
 	h.Set("ETag", etag)
 	h.Set("Accept-Patch", mimeSDPFrag)
 	s.linkHeaders(w, true) // authorize passed
@@ -288,12 +291,6 @@ func (s *Server) created(w http.ResponseWriter, p *offerPost) {
 	}
 	w.WriteHeader(http.StatusCreated)
 	_, _ = io.WriteString(w, answer)
-}
-
-// sessionURL is the Location of a session: relative, or absolute under
-// Config.PublicURL.
-func (s *Server) sessionURL(path, id string) string {
-	return s.cfg.PublicURL + (&url.URL{Path: "/" + path + "/whep/" + id}).EscapedPath()
 }
 
 // authorize asks the policy whether the viewer may watch the path. A

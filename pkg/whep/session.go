@@ -13,7 +13,6 @@ import (
 
 	"github.com/pion/rtcp"
 
-	"github.com/srtwhep/srtwhep/pkg/bwe"
 	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/rtpsend"
 	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
@@ -39,9 +38,10 @@ type session struct {
 	// snd is the session's sender (pkg/rtpsend), set once the viewer is
 	// connected; RTCP before that has nothing to act on.
 	snd atomic.Pointer[rtpsend.Sender]
-	// sw moves the viewer between its path's renditions, nil when the
-	// path had no ladder when the viewer connected (ladder.go).
-	sw atomic.Pointer[sessionLadder]
+	// src is what the sender reads in place of reader
+	// (Config.SenderSource), nil for the reader itself; set before the
+	// session runs and never changed.
+	src SenderSource
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -161,7 +161,10 @@ func (s *Server) startSender(sess *session) *rtpsend.Sender {
 	// The same decision the plane's answer wrote down.
 	tcc := sess.offer.TransportCC(pt, audioPT)
 	sess.sigMu.Unlock()
-	src := s.ladderSource(sess)
+	var src rtpsend.Source = sess.reader
+	if sess.src != nil {
+		src = sess.src
+	}
 	cfg := rtpsend.Config{
 		Out: sess.tr, Src: src,
 		VideoSSRC: videoSSRC, AudioSSRC: audioSSRC, VideoPT: pt, AudioPT: audioPT,
@@ -181,9 +184,8 @@ func (s *Server) startSender(sess *session) *rtpsend.Sender {
 	}
 	snd := rtpsend.New(cfg)
 	sess.snd.Store(snd)
-	if sw := sess.sw.Load(); sw != nil {
-		sw.SetEstimate(func() (bwe.Estimate, time.Time) { return snd.Estimate(), snd.Started() })
-		sw.SetProber(snd)
+	if sess.src != nil {
+		sess.src.SenderStarted(snd)
 	}
 	// Attach only now, so a viewer still in ICE never fills a queue. What
 	// the attach queues (the cached GOP) waits for the first Step, which
@@ -209,8 +211,8 @@ func (s *Server) endSession(sess *session, reason error) {
 	reason = context.Cause(sess.ctx)
 	sess.tr.Close()
 	sess.reader.Close()
-	if sw := sess.sw.Load(); sw != nil {
-		sw.Close()
+	if sess.src != nil {
+		sess.src.Close()
 	}
 	if cur := s.lookupSession(sess.id); cur == sess {
 		s.removeSession(sess.id)

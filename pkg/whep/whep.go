@@ -43,7 +43,6 @@ import (
 	"time"
 
 	"github.com/srtwhep/srtwhep/pkg/admission"
-	"github.com/srtwhep/srtwhep/pkg/ladder"
 	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/refusallog"
 	"github.com/srtwhep/srtwhep/pkg/rtpsend"
@@ -77,8 +76,6 @@ type Server struct {
 	latency rtpsend.Latency
 	// resends is the server-wide retransmission budget (rtpsend.Resends).
 	resends rtpsend.Resends
-	// switches counts the viewers' moves between renditions.
-	switches ladder.Counters
 	// silentClosed logs the sessions closed because their viewer never
 	// started ICE like refusals, one line a second: a flood of such
 	// offers must not flood the log with a line per offer.
