@@ -27,6 +27,7 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/player"
 	"github.com/srtwhep/srtwhep/pkg/refusallog"
+	"github.com/srtwhep/srtwhep/pkg/rtpsend"
 	"github.com/srtwhep/srtwhep/pkg/srt"
 	"github.com/srtwhep/srtwhep/pkg/srtread"
 	"github.com/srtwhep/srtwhep/pkg/turncred"
@@ -57,7 +58,12 @@ type server struct {
 	layers *wheplayer.Layers
 	// plane is whep's media plane, for its metrics.
 	plane *mediaplane.Plane
-	load  *admission.Controller
+	// latency and resends are what every viewer's sender shares: the
+	// server's share of each live frame's delay and the retransmission
+	// budget, for the metrics.
+	latency rtpsend.Latency
+	resends rtpsend.Resends
+	load    *admission.Controller
 	// transcodes is the one CPU budget every transcode draws on.
 	transcodes *cpubudget.Budget
 	hooks      *events.Poster // nil without hooks.url
@@ -176,6 +182,7 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		DisconnectTimeout: time.Duration(cfg.WebRTC.DisconnectTimeout),
 		Logger:            log.With("component", "whep"),
 	}
+	s.resends.SetMaxBitrate(cfg.WebRTC.MaxResendBitrate)
 	wcfg := whep.Config{
 		ICEServers:       servers,
 		HandshakeTimeout: time.Duration(cfg.WebRTC.HandshakeTimeout),
@@ -188,14 +195,15 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 			OfferBurst:             cfg.HTTP.OfferBurst,
 			MaxPendingOffers:       cfg.HTTP.MaxPendingOffers,
 		},
-		Source:           hubSource(s.hub),
-		Demand:           s.edge.Demand,
-		PublicURL:        cfg.HTTP.PublicURL,
-		MaxResendBitrate: cfg.WebRTC.MaxResendBitrate,
-		Authorizer:       s.policy,
-		Problem:          s.streamProblem,
-		Events:           s.hooks.Func(),
-		Logger:           log.With("component", "whep"),
+		Source:     hubSource(s.hub),
+		Demand:     s.edge.Demand,
+		PublicURL:  cfg.HTTP.PublicURL,
+		Latency:    &s.latency,
+		Resends:    &s.resends,
+		Authorizer: s.policy,
+		Problem:    s.streamProblem,
+		Events:     s.hooks.Func(),
+		Logger:     log.With("component", "whep"),
 	}
 	for _, opt := range whepOpts {
 		opt(&wcfg, &pcfg)
@@ -315,7 +323,7 @@ func (s *server) Run(ctx context.Context) error {
 		// Each component describes itself in the metrics' types at scrape
 		// time; the metrics package imports none of them.
 		m := metrics.New(metrics.Sources{Build: metrics.BuildInfo{Version: version.String()}, Profiling: s.cfg.Metrics.Pprof,
-			Paths: s.ingest.PathSamples, SRT: s.ingest.SRTSamples, WebRTC: webRTCSample(s.whep, s.events, s.plane), Hooks: s.hooks.MetricsSource(),
+			Paths: s.ingest.PathSamples, SRT: s.ingest.SRTSamples, WebRTC: webRTCSample(s.whep, s.events, s.plane, &s.latency, &s.resends), Hooks: s.hooks.MetricsSource(),
 			MediaPlane: s.mediaPlaneSample, Refusals: s.ingest.Refusals, Panics: panicCounts, Transcode: s.transcodeSample,
 			Renditions: s.renditionSample})
 		g.Go(func() error { return m.Serve(ctx, metricsLn, s.log.With("component", "metrics")) })

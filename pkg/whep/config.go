@@ -12,6 +12,7 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/admission"
 	"github.com/srtwhep/srtwhep/pkg/auth"
 	"github.com/srtwhep/srtwhep/pkg/events"
+	"github.com/srtwhep/srtwhep/pkg/rtpsend"
 	"github.com/srtwhep/srtwhep/pkg/turncred"
 )
 
@@ -69,9 +70,12 @@ type Config struct {
 	// under it, so behind a load balancer a session's PATCH and DELETE
 	// reach the server that holds it.
 	PublicURL string
-	// MaxResendBitrate bounds what all viewers' NACKs get resent, in
-	// bit/s (rtpsend.Resends); 0: each viewer's own bound only.
-	MaxResendBitrate int64
+	// Latency, when set, observes the server's share of each live frame's
+	// delay in every session's sender; Resends, when set, is the
+	// server-wide budget their NACKs' resends draw on (nil: each viewer's
+	// own bound only). The composition root owns both and reads them.
+	Latency *rtpsend.Latency
+	Resends *rtpsend.Resends
 	// Problem, when set, says why a path's viewers would get no picture:
 	// its last publisher was refused (asked only when the path has no
 	// publisher), or its live one sends nothing a browser can decode. A

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/srtwhep/srtwhep/pkg/httpcors"
 )
@@ -143,10 +144,20 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request, path, id string
 	return sess
 }
 
-// handleDelete ends a session. Teardown is idempotent within endedWindow
-// (endedSessions): a session that already ended answers 200 as well.
+// A DELETE may race the session's own end (the publisher left, ICE
+// failed) or be retried by a client whose first DELETE's answer was lost;
+// either way the session is gone as the client wants, so it gets 200, not
+// a 404 that reads like a wrong URL. The ids of sessions ended within
+// endedWindow are kept for that (Server.ended), at most endedMax of them.
+const (
+	endedWindow = time.Minute
+	endedMax    = 4096
+)
+
+// handleDelete ends a session. Teardown is idempotent within endedWindow:
+// a session that already ended answers 200 as well.
 func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request, path, id string) {
-	if sess := s.lookupSession(id); (sess == nil || sess.path != path) && s.ended.ended(id, path) {
+	if sess := s.lookupSession(id); (sess == nil || sess.path != path) && s.ended.Has(id, path) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
@@ -155,7 +166,7 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request, path, id s
 		return
 	}
 	s.removeSession(id)
-	s.ended.add(id, path)
+	s.ended.Add(id, path)
 	sess.cancel(errDeleted)
 	w.WriteHeader(http.StatusOK)
 }

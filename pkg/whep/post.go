@@ -32,7 +32,7 @@ type offerPost struct {
 	model     *sdpoffer.Offer
 	plane     Plane
 	base      context.Context
-	pending   bool // holds a pending slot
+	held      *admission.Offer // its pending slot, once taken
 	id        string
 	reader    Reader
 	offer     *sdpoffer.Offer // model fitted to the path's stream
@@ -83,8 +83,8 @@ func (s *Server) giveBack(p *offerPost) {
 	if p.reader != nil {
 		p.reader.Close()
 	}
-	if p.pending {
-		s.admission.OfferRefused(p.clientKey)
+	if p.held != nil {
+		p.held.Release()
 	}
 }
 
@@ -169,10 +169,11 @@ func (s *Server) demand(w http.ResponseWriter, r *http.Request, p *offerPost) *d
 }
 
 func (s *Server) takePendingSlot(_ http.ResponseWriter, _ *http.Request, p *offerPost) *denial {
-	if err := s.admission.TakeOffer(p.clientKey); err != nil {
+	held, err := s.admission.TakeOffer(p.clientKey)
+	if err != nil {
 		return &denial{probHandshakes, err.Error()}
 	}
-	p.pending = true
+	p.held = held
 	return nil
 }
 
@@ -239,7 +240,7 @@ func (s *Server) answerOffer(_ http.ResponseWriter, r *http.Request, p *offerPos
 	defer cancel()
 	// Everything the connection's callbacks may read is set before it
 	// exists.
-	sess := &session{id: p.id, path: p.path, remote: r.RemoteAddr, since: time.Now(), clientKey: p.clientKey, reader: p.reader,
+	sess := &session{id: p.id, path: p.path, remote: r.RemoteAddr, since: time.Now(), clientKey: p.clientKey, held: p.held, reader: p.reader,
 		log: s.log.With("path", p.path, "session", p.id, "remote", r.RemoteAddr), offer: p.offer}
 	// Audio is decided now, once: the path's audio at this join and the
 	// offer's. Without it the answer rejects an offered audio section
@@ -310,14 +311,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, p *offerPost)
 		s.log.Error("authorizing a viewer failed", "path", p.path, "remote", r.RemoteAddr, "err", err)
 		return &denial{probInternal, "cannot check access: " + err.Error()}
 	}
-	if d.Delay > 0 {
-		t := time.NewTimer(d.Delay)
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			t.Stop()
-		}
-	}
+	d.Wait(r.Context())
 	w.Header().Set("Access-Control-Expose-Headers", "WWW-Authenticate")
 	// The one table from a policy decision to an HTTP answer.
 	switch d.Reason {
