@@ -3,7 +3,6 @@ package wheplayer
 import (
 	"context"
 	"net/http"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,7 +20,7 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/whep"
 )
 
-// feedLadder writes clip to pub in a loop as h264clip.Feed does and, as
+// feedLadder writes clip to pub in a loop (h264clip.FeedWith) and, as
 // pkg/ingest's rung does, transcodes it with libx264 to rung (IDRs where
 // the source has them, and where a viewer asks for one), until the test
 // ends.
@@ -34,31 +33,17 @@ func feedLadder(t *testing.T, pub, rung *hub.Publisher, clip []*av.AccessUnit, h
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(1)
 	go func() { defer wg.Done(); tc.Run() }()
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for n := 0; ; n++ {
-			au := *clip[n%len(clip)]
-			au.PTS = int64(n) * 3000
-			pub.Write(&au)
-			if after, ok := rung.TakeIDRRequest(); ok {
-				tc.RequestIDR(after)
-			}
-			tc.Write(&au)
-			select {
-			case <-tick.C:
-			case <-ctx.Done():
-				return
-			}
+	stop := h264clip.FeedWith(t, pub, clip, func(au *av.AccessUnit) {
+		if after, ok := rung.TakeIDRRequest(); ok {
+			tc.RequestIDR(after)
 		}
-	}()
+		tc.Write(au)
+	})
 	t.Cleanup(func() {
-		cancel()
+		stop()
 		tc.Close()
 		wg.Wait()
 	})
@@ -101,8 +86,7 @@ func TestLadderSwitchContinuity(t *testing.T) {
 	if err := v.WaitConnected(ctx); err != nil {
 		t.Fatal(err)
 	}
-	u := v.SessionURL()
-	id := u[strings.LastIndex(u, "/")+1:]
+	id := sessionID(v)
 
 	// height is the picture height of the latest IDR received.
 	height := func() int {
