@@ -13,7 +13,7 @@ import (
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/internal/whepclient"
 	"github.com/srtwhep/srtwhep/pkg/config"
-	"github.com/srtwhep/srtwhep/pkg/whep"
+	"github.com/srtwhep/srtwhep/pkg/wheplayer"
 )
 
 // notProducible lists the counters this test cannot make move, with why.
@@ -251,7 +251,7 @@ func TestCountersMove(t *testing.T) {
 		v := ts.dialOne(t, "live/rung")
 		v.waitUnits(t, 10, 15*time.Second)
 		target := whepclient.LayerLink(v.SessionURL(), v.Links())
-		for _, c := range []struct{ layer, direction string }{{"144p", "down"}, {whep.SourceLayer, "up"}} {
+		for _, c := range []struct{ layer, direction string }{{"144p", "down"}, {wheplayer.SourceLayer, "up"}} {
 			resp, body := testkit.Do(t, http.MethodPost, target, "application/json", fmt.Sprintf(`{"encodingId":%q}`, c.layer), nil)
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("pin %q: %d %s", c.layer, resp.StatusCode, body)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/internal/whepclient"
-	"github.com/srtwhep/srtwhep/pkg/whep"
+	"github.com/srtwhep/srtwhep/pkg/wheplayer"
 )
 
 // getLayers reads the session's layers from its layer URL.
@@ -49,7 +49,7 @@ func TestLayerPinStays(t *testing.T) {
 		t.Fatalf("layer Link %q, want %q (links %q)", target, want, v.Links())
 	}
 	ls := getLayers(t, target)
-	if len(ls.List) == 0 || ls.List[0].RID != whep.SourceLayer || ls.List[0].Width != 1280 || ls.List[0].Height != 720 {
+	if len(ls.List) == 0 || ls.List[0].RID != wheplayer.SourceLayer || ls.List[0].Width != 1280 || ls.List[0].Height != 720 {
 		t.Fatalf("ladder %+v, want the 1280x720 source on top", ls.List)
 	}
 	pin := ls.List[len(ls.List)-1]

@@ -27,6 +27,7 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/player"
 	"github.com/srtwhep/srtwhep/pkg/refusallog"
+	"github.com/srtwhep/srtwhep/pkg/rtpsend"
 	"github.com/srtwhep/srtwhep/pkg/srt"
 	"github.com/srtwhep/srtwhep/pkg/srtread"
 	"github.com/srtwhep/srtwhep/pkg/turncred"
@@ -52,11 +53,17 @@ type server struct {
 	whep   *whep.Server
 	// events are the WHEP server's server-sent events.
 	events *whepevents.Streams
-	// layers is its layer selection (the layers event goes out on events).
+	// layers is its layer selection and each session's switch between
+	// renditions (the layers event goes out on events).
 	layers *wheplayer.Layers
 	// plane is whep's media plane, for its metrics.
 	plane *mediaplane.Plane
-	load  *admission.Controller
+	// latency and resends are what every viewer's sender shares: the
+	// server's share of each live frame's delay and the retransmission
+	// budget, for the metrics.
+	latency rtpsend.Latency
+	resends rtpsend.Resends
+	load    *admission.Controller
 	// transcodes is the one CPU budget every transcode draws on.
 	transcodes *cpubudget.Budget
 	hooks      *events.Poster // nil without hooks.url
@@ -175,6 +182,7 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 		DisconnectTimeout: time.Duration(cfg.WebRTC.DisconnectTimeout),
 		Logger:            log.With("component", "whep"),
 	}
+	s.resends.SetMaxBitrate(cfg.WebRTC.MaxResendBitrate)
 	wcfg := whep.Config{
 		ICEServers:       servers,
 		HandshakeTimeout: time.Duration(cfg.WebRTC.HandshakeTimeout),
@@ -187,15 +195,15 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 			OfferBurst:             cfg.HTTP.OfferBurst,
 			MaxPendingOffers:       cfg.HTTP.MaxPendingOffers,
 		},
-		Source:           hubSource(s.hub),
-		Ladder:           s.hub,
-		Demand:           s.edge.Demand,
-		PublicURL:        cfg.HTTP.PublicURL,
-		MaxResendBitrate: cfg.WebRTC.MaxResendBitrate,
-		Authorizer:       s.policy,
-		Problem:          s.streamProblem,
-		Events:           s.hooks.Func(),
-		Logger:           log.With("component", "whep"),
+		Source:     hubSource(s.hub),
+		Demand:     s.edge.Demand,
+		PublicURL:  cfg.HTTP.PublicURL,
+		Latency:    &s.latency,
+		Resends:    &s.resends,
+		Authorizer: s.policy,
+		Problem:    s.streamProblem,
+		Events:     s.hooks.Func(),
+		Logger:     log.With("component", "whep"),
 	}
 	for _, opt := range whepOpts {
 		opt(&wcfg, &pcfg)
@@ -227,7 +235,7 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 	}
 	layersRefused := refusallog.New(wcfg.Logger, "layer selection refused")
 	if s.layers, err = wheplayer.New(wheplayer.Config{
-		Sessions:    whepLayers{s},
+		Renditions:  s.hub,
 		PublicURL:   cfg.HTTP.PublicURL,
 		AllowOrigin: cfg.HTTP.AllowOrigin,
 		Pinned:      func(path, id string) { s.events.LayersChanged(path, id) },
@@ -240,6 +248,7 @@ func newServer(cfg *config.Config, log *slog.Logger, whepOpts ...func(*whep.Conf
 	}
 	// The spec lists the events Link with the layer Link it needs.
 	wcfg.Extensions = []whep.Extension{s.events, s.layers}
+	wcfg.SenderSource = s.layers.Source
 	if s.whep, err = whep.New(wcfg); err != nil {
 		return s, err
 	}
@@ -314,7 +323,7 @@ func (s *server) Run(ctx context.Context) error {
 		// Each component describes itself in the metrics' types at scrape
 		// time; the metrics package imports none of them.
 		m := metrics.New(metrics.Sources{Build: metrics.BuildInfo{Version: version.String()}, Profiling: s.cfg.Metrics.Pprof,
-			Paths: s.ingest.PathSamples, SRT: s.ingest.SRTSamples, WebRTC: webRTCSample(s.whep, s.events, s.plane), Hooks: s.hooks.MetricsSource(),
+			Paths: s.ingest.PathSamples, SRT: s.ingest.SRTSamples, WebRTC: webRTCSample(s.whep, s.events, s.plane, &s.latency, &s.resends), Hooks: s.hooks.MetricsSource(),
 			MediaPlane: s.mediaPlaneSample, Refusals: s.ingest.Refusals, Panics: panicCounts, Transcode: s.transcodeSample,
 			Renditions: s.renditionSample})
 		g.Go(func() error { return m.Serve(ctx, metricsLn, s.log.With("component", "metrics")) })

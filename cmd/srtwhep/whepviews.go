@@ -12,6 +12,7 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/ingest"
 	"github.com/srtwhep/srtwhep/pkg/mediaplane"
 	"github.com/srtwhep/srtwhep/pkg/metrics"
+	"github.com/srtwhep/srtwhep/pkg/rtpsend"
 	"github.com/srtwhep/srtwhep/pkg/whep"
 	"github.com/srtwhep/srtwhep/pkg/whepevents"
 )
@@ -79,9 +80,10 @@ func estimates(infos []whep.SessionInfo) map[string]metrics.Histogram {
 // webRTCSample describes the WHEP server, its event streams and its media
 // plane's socket for a Prometheus scrape. Sessions still in ICE or DTLS
 // count as connecting, whatever pion calls the state.
-func webRTCSample(w *whep.Server, ev *whepevents.Streams, pl *mediaplane.Plane) func() metrics.WebRTCSample {
+func webRTCSample(w *whep.Server, ev *whepevents.Streams, pl *mediaplane.Plane, lat *rtpsend.Latency, rs *rtpsend.Resends) func() metrics.WebRTCSample {
 	return func() metrics.WebRTCSample {
 		st := w.Stats()
+		resent, resendDropped := rs.Counts()
 		sse := ev.Stats()
 		datagrams, refused, receiveDrops := pl.SocketStats()
 		states := map[string]int{"connecting": 0, "connected": 0}
@@ -102,9 +104,9 @@ func webRTCSample(w *whep.Server, ev *whepevents.Streams, pl *mediaplane.Plane) 
 			UDPDatagrams:       datagrams,
 			UDPRefused:         refused,
 			UDPReceiveDrops:    receiveDrops,
-			ServerLatency:      st.Latency,
-			NACKResentBytes:    st.NACKResentBytes,
-			NACKResendDropped:  st.NACKResendDropped,
+			ServerLatency:      lat.Snapshot(),
+			NACKResentBytes:    resent,
+			NACKResendDropped:  resendDropped,
 			EstimatedBitrate:   estimates(w.Sessions()),
 			SSEStreams:         sse.Streams,
 			SSEEvents:          sse.Sent,
@@ -124,6 +126,6 @@ func ladderSettings(r config.Renditions) ingest.LadderSettings {
 // renditionSample is the paths' lower renditions and the viewers' moves
 // between them, for the metrics.
 func (s *server) renditionSample() metrics.RenditionSample {
-	up, down := s.whep.Switches()
+	up, down := s.layers.Switches()
 	return metrics.RenditionSample{Renditions: s.ingest.RenditionSamples(), SwitchesUp: up, SwitchesDown: down}
 }

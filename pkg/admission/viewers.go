@@ -110,29 +110,61 @@ func positiveOr[T int | time.Duration](v *T, d T) {
 	}
 }
 
+// Offer is the place an answered offer holds on its way to a connected
+// viewer (TakeOffer): its client's Unproven slot throughout, and a Pending
+// slot until its viewer's ICE starts, then a Handshakes slot
+// (StartHandshake). Its owner gives it all back with Release, once: when
+// the viewer is connected or gone, or the offer is refused.
+type Offer struct {
+	v    *Viewers
+	key  string
+	slot *Slots // Pending, then Handshakes; nil when it holds neither
+}
+
 // TakeOffer holds a place for an answered offer from client key: the
 // client's share of its offers not yet connected (pending or in their
 // handshake) first, then one of everyone's pending offers. The error says
-// which limit refused it, for the 503's detail. The offer gives both back
-// with OfferRefused if it is refused later, or as it moves on: Pending
-// when ICE starts, Unproven once its viewer is connected or gone.
-func (v *Viewers) TakeOffer(key string) error {
+// which limit refused it, for the 503's detail.
+func (v *Viewers) TakeOffer(key string) (*Offer, error) {
 	switch v.Unproven.Acquire(key) {
 	case SlotsFull:
-		return errors.New("too many WebRTC offers waiting for ICE to start or for their handshake; retry in a moment")
+		return nil, errors.New("too many WebRTC offers waiting for ICE to start or for their handshake; retry in a moment")
 	case ClientSlotsFull:
-		return fmt.Errorf("too many WebRTC offers from your address waiting for ICE to start or for their handshake (limit %d); start ICE on the ones you have, or retry in a moment", v.Unproven.PerClient())
+		return nil, fmt.Errorf("too many WebRTC offers from your address waiting for ICE to start or for their handshake (limit %d); start ICE on the ones you have, or retry in a moment", v.Unproven.PerClient())
 	}
 	if v.Pending.Acquire(key) != SlotTaken {
 		v.Unproven.Release(key)
-		return fmt.Errorf("too many WebRTC offers waiting for ICE to start (limit %d); retry in a moment", v.Limits.MaxPendingOffers)
+		return nil, fmt.Errorf("too many WebRTC offers waiting for ICE to start (limit %d); retry in a moment", v.Limits.MaxPendingOffers)
 	}
+	return &Offer{v: v, key: key, slot: v.Pending}, nil
+}
+
+// ErrNoHandshakeSlot: an offer's viewer started ICE while every
+// handshake slot (or its client's share) was taken. Its viewer is dropped
+// rather than kept waiting: its ICE and DTLS timers run in the browser,
+// the slots free only as fast as handshakes finish, and a player retries
+// a failed connection anyway, where a held one would sit in pending with
+// its reader for seconds.
+var ErrNoHandshakeSlot = errors.New("ICE started while every WebRTC handshake slot was taken")
+
+// StartHandshake trades the offer's pending slot for a handshake slot,
+// as its viewer's ICE starts; ErrNoHandshakeSlot when none is free: the
+// offer then holds only its Unproven slot.
+func (o *Offer) StartHandshake() error {
+	o.slot.Release(o.key)
+	o.slot = nil
+	if o.v.Handshakes.Acquire(o.key) != SlotTaken {
+		return ErrNoHandshakeSlot
+	}
+	o.slot = o.v.Handshakes
 	return nil
 }
 
-// OfferRefused gives back what TakeOffer took for an offer refused before
-// its answer was sent.
-func (v *Viewers) OfferRefused(key string) {
-	v.Pending.Release(key)
-	v.Unproven.Release(key)
+// Release gives back every slot the offer holds.
+func (o *Offer) Release() {
+	if o.slot != nil {
+		o.slot.Release(o.key)
+		o.slot = nil
+	}
+	o.v.Unproven.Release(o.key)
 }

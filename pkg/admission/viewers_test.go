@@ -38,3 +38,40 @@ func TestNewViewers(t *testing.T) {
 		t.Fatal("second offer within the burst of 1 taken")
 	}
 }
+
+// TestOfferHolds: an answered offer holds an Unproven and a Pending slot,
+// trades the Pending one for a Handshakes slot as ICE starts or is
+// refused one (holding only Unproven then), and Release gives back
+// whatever it holds, so the tables return to empty.
+func TestOfferHolds(t *testing.T) {
+	v := NewViewers(ViewerLimits{MaxHandshakes: 1, MaxHandshakesPerClient: 1, MaxPendingOffers: 2}.WithDefaults(time.Second))
+	inFlight := func() [3]int { return [3]int{v.Unproven.InFlight(), v.Pending.InFlight(), v.Handshakes.InFlight()} }
+	a, err := v.TakeOffer("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := v.TakeOffer("b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.TakeOffer("c"); err == nil {
+		t.Fatal("a third offer past 2 pending taken")
+	}
+	if got := inFlight(); got != [3]int{2, 2, 0} {
+		t.Errorf("two offers hold %v, want [2 2 0] (unproven, pending, handshakes)", got)
+	}
+	if err := a.StartHandshake(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.StartHandshake(); err != ErrNoHandshakeSlot {
+		t.Fatalf("second handshake past 1: %v, want ErrNoHandshakeSlot", err)
+	}
+	if got := inFlight(); got != [3]int{2, 0, 1} {
+		t.Errorf("after ICE started hold %v, want [2 0 1]", got)
+	}
+	a.Release()
+	b.Release()
+	if got := inFlight(); got != [3]int{0, 0, 0} {
+		t.Errorf("released, hold %v, want none", got)
+	}
+}

@@ -6,7 +6,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -225,7 +224,7 @@ func (a *handler) guard(next http.Handler) http.Handler {
 			writeError(w, http.StatusInternalServerError, "cannot check access: "+err.Error())
 			return
 		}
-		penalize(r.Context(), d.Delay)
+		d.Wait(r.Context())
 		a.log.Warn("control API request refused", "remote", r.RemoteAddr, "forwarded", client.Forwarded,
 			"method", r.Method, "url", r.URL.Path, "reason", d.Reason.String())
 		// The one table from a policy decision to an HTTP answer.
@@ -241,16 +240,6 @@ func (a *handler) guard(next http.Handler) http.Handler {
 		w.Header().Set("WWW-Authenticate", auth.Challenge(d.TokenPresented))
 		writeError(w, http.StatusUnauthorized, d.Msg)
 	})
-}
-
-// penalize holds the caller's answer for d, or until it goes away.
-func penalize(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }
 
 func (a *handler) listPaths(w http.ResponseWriter, _ *http.Request) {

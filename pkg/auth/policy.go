@@ -68,6 +68,20 @@ func (d *Denied) Error() string {
 
 func (d *Denied) Unwrap() error { return d.Err }
 
+// Wait holds the caller's answer for Delay, or until ctx ends (the
+// client went away): the penalty holds this one request, nobody else's.
+func (d *Denied) Wait(ctx context.Context) {
+	if d.Delay <= 0 {
+		return
+	}
+	t := time.NewTimer(d.Delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
 // AsDenied returns the Denied in err's chain, or nil.
 func AsDenied(err error) *Denied {
 	var d *Denied

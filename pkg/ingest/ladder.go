@@ -17,7 +17,7 @@ import (
 // source. Each rung is a hub path of its own, written by a transcoder
 // that runs while a viewer reads it and LadderLinger after the last one
 // left (rung.go); viewers move between the source and the rungs at IDRs
-// (pkg/ladder).
+// (pkg/abr).
 
 // Rendition is one rung the config asks for.
 type Rendition struct {

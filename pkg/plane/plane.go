@@ -121,6 +121,31 @@ func H265Fmtp(offered map[string]string) string {
 	return strings.Join(append(parts, "tx-mode=SRST"), ";")
 }
 
+// VideoCodec is the video the answer to m sends: the viewer's payload type for
+// the chosen codec, and the fmtp line: for H.264 the viewer's own
+// profile-level-id (of the payload type whose profile matches the
+// stream's), so a strict decoder (Safari) accepts the stream; for H.265
+// the viewer's own profile, tier and level.
+func VideoCodec(m *sdpoffer.Offer) Codec {
+	sent := m.Sent()
+	c := Codec{PayloadType: sent.PT, Video: m.VideoCodec}
+	if m.VideoCodec == av.CodecH265 {
+		c.Fmtp = H265Fmtp(sent.Params)
+	} else {
+		c.Fmtp = H264Fmtp(sent.ProfileLevelID())
+	}
+	return c
+}
+
+// OpusPT is the viewer's payload type for Opus, 0 when it cannot receive
+// it.
+func OpusPT(m *sdpoffer.Offer) uint8 {
+	if a := m.AudioSection(); a != nil {
+		return a.Opus.PT
+	}
+	return 0
+}
+
 // OpusFmtp is what the plane answers for audio: Opus as the transcoder
 // makes it, 48 kHz stereo.
 const OpusFmtp = "minptime=10;useinbandfec=1;stereo=1;sprop-stereo=1"

@@ -10,7 +10,7 @@ import (
 )
 
 // Probing: before a viewer is moved up to a rendition its link has not
-// carried, its switch (pkg/ladder) asks whether the link would carry it.
+// carried, its switch (pkg/abr) asks whether the link would carry it.
 // The sender answers with a probe cluster: a short train of extra packets
 // paced at the rate in question, each with its own transport-wide
 // number, whose arrival times the viewer's transport-cc feedback reports

@@ -12,6 +12,7 @@ import (
 	"github.com/srtwhep/srtwhep/pkg/admission"
 	"github.com/srtwhep/srtwhep/pkg/auth"
 	"github.com/srtwhep/srtwhep/pkg/events"
+	"github.com/srtwhep/srtwhep/pkg/rtpsend"
 	"github.com/srtwhep/srtwhep/pkg/turncred"
 )
 
@@ -52,10 +53,13 @@ type Config struct {
 	Limits admission.ViewerLimits
 
 	Source Source
-	// Ladder, when set, gives the paths' renditions (*hub.Hub): a viewer
-	// of a path with a ladder is moved between them (pkg/ladder) from its
-	// bandwidth estimate, or as its player pins (Server.PinLayer).
-	Ladder LadderSource
+	// SenderSource, when set, makes what each session's sender reads in
+	// place of its reader (nil, or a nil answer: the reader itself): the
+	// layer selection's switch between the path's renditions
+	// (pkg/wheplayer). It is asked once, as the session is made, so what
+	// it keeps per session is bounded by the sessions that exist; each
+	// session's end is told to the Extensions.
+	SenderSource func(Viewer) SenderSource
 	// Demand, when set, is asked before a viewer's reader is added, so an
 	// edge can pull the path from its source first (pkg/edge); the POST
 	// waits meanwhile. An error is the answer: Timeout() → 504, wrapping
@@ -66,9 +70,12 @@ type Config struct {
 	// under it, so behind a load balancer a session's PATCH and DELETE
 	// reach the server that holds it.
 	PublicURL string
-	// MaxResendBitrate bounds what all viewers' NACKs get resent, in
-	// bit/s (rtpsend.Resends); 0: each viewer's own bound only.
-	MaxResendBitrate int64
+	// Latency, when set, observes the server's share of each live frame's
+	// delay in every session's sender; Resends, when set, is the
+	// server-wide budget their NACKs' resends draw on (nil: each viewer's
+	// own bound only). The composition root owns both and reads them.
+	Latency *rtpsend.Latency
+	Resends *rtpsend.Resends
 	// Problem, when set, says why a path's viewers would get no picture:
 	// its last publisher was refused (asked only when the path has no
 	// publisher), or its live one sends nothing a browser can decode. A
@@ -76,10 +83,10 @@ type Config struct {
 	// encoder's fix, instead of "no publisher" or a 201 and a black
 	// screen.
 	Problem func(path string) (StreamProblem, bool)
-	// Extensions are served beside the sessions (the server-sent events,
-	// pkg/whepevents; the layer selection, pkg/wheplayer): every 201
-	// carries each one's Link, in this order, and each is told of every
-	// session's end.
+	// Extensions are served beside the sessions, under their URLs
+	// (SessionURL; the server-sent events, pkg/whepevents; the layer
+	// selection, pkg/wheplayer): every 201 carries each one's Link, in
+	// this order, and each is told of every session's end.
 	Extensions []Extension
 	// Authorizer decides whether a viewer may watch a path (nil: everyone
 	// may). Its *auth.Denied answers are mapped to HTTP statuses here.

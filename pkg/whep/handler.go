@@ -5,7 +5,9 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strings"
+	"time"
 
 	"github.com/srtwhep/srtwhep/pkg/httpcors"
 )
@@ -35,27 +37,48 @@ func (s *Server) Handler(fallback http.Handler) http.Handler {
 				return
 			}
 		}
-		if i := strings.LastIndex(p, "/whep/"); i > 0 {
-			path, id := p[1:i], p[i+len("/whep/"):]
-			if id != "" && !strings.Contains(id, "/") {
-				switch r.Method {
-				case http.MethodPatch:
-					httpcors.Allow(w.Header(), s.cfg.AllowOrigin)
-					s.handlePatch(w, r, path, id)
-					return
-				case http.MethodDelete:
-					httpcors.Allow(w.Header(), s.cfg.AllowOrigin)
-					s.handleDelete(w, r, path, id)
-					return
-				case http.MethodOptions:
-					httpcors.Allow(w.Header(), s.cfg.AllowOrigin)
-					s.handleOptions(w, r, path, false)
-					return
-				}
+		if path, id, sub, ok := SplitSessionURL(p); ok && sub == "" {
+			switch r.Method {
+			case http.MethodPatch:
+				httpcors.Allow(w.Header(), s.cfg.AllowOrigin)
+				s.handlePatch(w, r, path, id)
+				return
+			case http.MethodDelete:
+				httpcors.Allow(w.Header(), s.cfg.AllowOrigin)
+				s.handleDelete(w, r, path, id)
+				return
+			case http.MethodOptions:
+				httpcors.Allow(w.Header(), s.cfg.AllowOrigin)
+				s.handleOptions(w, r, path, false)
+				return
 			}
 		}
 		fallback.ServeHTTP(w, r)
 	})
+}
+
+// SessionURL is the URL of session id on path (sub ""), its Location, or
+// of what an extension serves under it (sub "/sse", "/layer"): relative,
+// or absolute under publicURL (Config.PublicURL).
+func SessionURL(publicURL, path, id, sub string) string {
+	return publicURL + (&url.URL{Path: "/" + path + "/whep/" + id + sub}).EscapedPath()
+}
+
+// SplitSessionURL is SessionURL's inverse on a request's URL path:
+// /{path}/whep/{id}{sub}, sub "" for the session itself or "/" and what
+// follows it. False when p is no session's URL nor under one.
+func SplitSessionURL(p string) (path, id, sub string, ok bool) {
+	i := strings.LastIndex(p, "/whep/")
+	if i <= 0 {
+		return "", "", "", false
+	}
+	path, rest := p[1:i], p[i+len("/whep/"):]
+	if j := strings.IndexByte(rest, '/'); j >= 0 {
+		id, sub = rest[:j], rest[j:]
+	} else {
+		id = rest
+	}
+	return path, id, sub, id != ""
 }
 
 // handleOptions answers preflights and the OPTIONS a WHEP client sends to
@@ -121,10 +144,20 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request, path, id string
 	return sess
 }
 
-// handleDelete ends a session. Teardown is idempotent within endedWindow
-// (endedSessions): a session that already ended answers 200 as well.
+// A DELETE may race the session's own end (the publisher left, ICE
+// failed) or be retried by a client whose first DELETE's answer was lost;
+// either way the session is gone as the client wants, so it gets 200, not
+// a 404 that reads like a wrong URL. The ids of sessions ended within
+// endedWindow are kept for that (Server.ended), at most endedMax of them.
+const (
+	endedWindow = time.Minute
+	endedMax    = 4096
+)
+
+// handleDelete ends a session. Teardown is idempotent within endedWindow:
+// a session that already ended answers 200 as well.
 func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request, path, id string) {
-	if sess := s.lookupSession(id); (sess == nil || sess.path != path) && s.ended.ended(id, path) {
+	if sess := s.lookupSession(id); (sess == nil || sess.path != path) && s.ended.Has(id, path) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
@@ -133,7 +166,7 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request, path, id s
 		return
 	}
 	s.removeSession(id)
-	s.ended.add(id, path)
+	s.ended.Add(id, path)
 	sess.cancel(errDeleted)
 	w.WriteHeader(http.StatusOK)
 }

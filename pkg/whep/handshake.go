@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/srtwhep/srtwhep/pkg/admission"
 	"github.com/srtwhep/srtwhep/pkg/auth"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 	"github.com/srtwhep/srtwhep/pkg/plane"
@@ -15,13 +14,6 @@ import (
 
 // errICENotStarted ends a session whose viewer never sent an ICE check.
 var errICENotStarted = errors.New("no ICE check from the viewer within the ICE start timeout")
-
-// errNoHandshakeSlot ends a session whose viewer started ICE while every
-// handshake slot was taken. It is dropped rather than kept waiting: its
-// ICE and DTLS timers run in the browser, the slots free only as fast as
-// handshakes finish, and a player retries a failed connection anyway,
-// where a held one would sit in pending with its reader for seconds.
-var errNoHandshakeSlot = errors.New("ICE started while every WebRTC handshake slot was taken")
 
 // handshakeKey is the client a POST's token and slots are counted against:
 // the address the HTTP listener derived (the real client behind a trusted
@@ -40,10 +32,8 @@ func handshakeKey(r *http.Request) string {
 // HandshakeTimeout applies, since DTLS and a relayed path may take a
 // while.
 func (s *Server) awaitConnected(sess *session) error {
-	// Held until the viewer is connected or gone (admission.TakeOffer).
-	defer s.admission.Unproven.Release(sess.clientKey)
-	slots := s.admission.Pending
-	defer func() { slots.Release(sess.clientKey) }()
+	// Held until the viewer is connected or gone (admission.Offer).
+	defer sess.held.Release()
 	deadline := time.NewTimer(s.cfg.HandshakeTimeout)
 	defer deadline.Stop()
 	iceStart := time.NewTimer(s.cfg.Limits.ICEStartTimeout)
@@ -64,16 +54,13 @@ func (s *Server) awaitConnected(sess *session) error {
 		if err := s.claimReader(sess); err != nil {
 			return err
 		}
-		slots.Release(sess.clientKey)
-		slots = nil
-		if s.admission.Handshakes.Acquire(sess.clientKey) != admission.SlotTaken {
+		err := sess.held.StartHandshake()
+		if err != nil {
 			s.stats.reject(rejectHandshakeLimit)
 			s.stats.handshakeFailures.Add(1)
-			s.refusals.RefusedFrom(sess.remote, sess.path, http.StatusServiceUnavailable, probHandshakes, errNoHandshakeSlot.Error(), "")
-			return errNoHandshakeSlot
+			s.refusals.RefusedFrom(sess.remote, sess.path, http.StatusServiceUnavailable, probHandshakes, err.Error(), "")
 		}
-		slots = s.admission.Handshakes
-		return nil
+		return err
 	}
 	for {
 		select {

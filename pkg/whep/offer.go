@@ -4,42 +4,15 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/hub"
-	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
 )
 
 // A session keeps the viewer's offer as pkg/sdpoffer's one model, its
 // video fitted to the path's stream (sdpoffer.Offer.ForStream): the plane
-// answers from it (plane.Offer.Model), the sender reads its payload types,
-// and an ICE restart replaces it with a copy that carries the viewer's new
-// credentials (WithICE).
-
-// videoCodec is the video the answer sends: the viewer's payload type for
-// the chosen codec, and the fmtp line: for H.264 the viewer's own
-// profile-level-id (of the payload type whose profile matches the
-// stream's), so a strict decoder (Safari) accepts the stream; for H.265
-// the viewer's own profile, tier and level.
-func videoCodec(m *sdpoffer.Offer) plane.Codec {
-	sent := m.Sent()
-	c := plane.Codec{PayloadType: sent.PT, Video: m.VideoCodec}
-	if m.VideoCodec == av.CodecH265 {
-		c.Fmtp = plane.H265Fmtp(sent.Params)
-	} else {
-		c.Fmtp = plane.H264Fmtp(sent.ProfileLevelID())
-	}
-	return c
-}
-
-// opusPT is the viewer's payload type for Opus, 0 when it cannot receive
-// it.
-func opusPT(m *sdpoffer.Offer) uint8 {
-	if a := m.AudioSection(); a != nil {
-		return a.Opus.PT
-	}
-	return 0
-}
+// answers from it (plane.Offer.Model, plane.VideoCodec), the sender reads
+// its payload types, and an ICE restart replaces it with a copy that
+// carries the viewer's new credentials (WithICE).
 
 // transcodedReader swaps orig, whose video the viewer cannot take
 // (codecErr), for a reader of the path's H.264 rendition when the path

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
+	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
 )
 
@@ -34,12 +35,12 @@ func TestRestartOffer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := videoCodec(m)
+	c := plane.VideoCodec(m)
 	if c.PayloadType != 106 || c.Video != av.CodecH264 || !strings.HasSuffix(c.Fmtp, "profile-level-id=42e01f") ||
-		m.VideoSection().Mid != "0" || opusPT(m) != 0 {
-		t.Fatalf("got %+v, mid %q, Opus payload type %d", c, m.VideoSection().Mid, opusPT(m))
+		m.VideoSection().Mid != "0" || plane.OpusPT(m) != 0 {
+		t.Fatalf("got %+v, mid %q, Opus payload type %d", c, m.VideoSection().Mid, plane.OpusPT(m))
 	}
-	if r := m.WithICE("NEW", "NEWPWD"); videoCodec(r) != c || r.VideoSection().ICE.Ufrag != "NEW" || m.VideoSection().ICE.Ufrag != "EsAw" {
-		t.Fatalf("restarted: %+v, ufrag %q (original's now %q)", videoCodec(r), r.VideoSection().ICE.Ufrag, m.VideoSection().ICE.Ufrag)
+	if r := m.WithICE("NEW", "NEWPWD"); plane.VideoCodec(r) != c || r.VideoSection().ICE.Ufrag != "NEW" || m.VideoSection().ICE.Ufrag != "EsAw" {
+		t.Fatalf("restarted: %+v, ufrag %q (original's now %q)", plane.VideoCodec(r), r.VideoSection().ICE.Ufrag, m.VideoSection().ICE.Ufrag)
 	}
 }

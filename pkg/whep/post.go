@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -33,7 +32,7 @@ type offerPost struct {
 	model     *sdpoffer.Offer
 	plane     Plane
 	base      context.Context
-	pending   bool // holds a pending slot
+	held      *admission.Offer // its pending slot, once taken
 	id        string
 	reader    Reader
 	offer     *sdpoffer.Offer // model fitted to the path's stream
@@ -84,8 +83,8 @@ func (s *Server) giveBack(p *offerPost) {
 	if p.reader != nil {
 		p.reader.Close()
 	}
-	if p.pending {
-		s.admission.OfferRefused(p.clientKey)
+	if p.held != nil {
+		p.held.Release()
 	}
 }
 
@@ -170,10 +169,11 @@ func (s *Server) demand(w http.ResponseWriter, r *http.Request, p *offerPost) *d
 }
 
 func (s *Server) takePendingSlot(_ http.ResponseWriter, _ *http.Request, p *offerPost) *denial {
-	if err := s.admission.TakeOffer(p.clientKey); err != nil {
+	held, err := s.admission.TakeOffer(p.clientKey)
+	if err != nil {
 		return &denial{probHandshakes, err.Error()}
 	}
-	p.pending = true
+	p.held = held
 	return nil
 }
 
@@ -240,7 +240,7 @@ func (s *Server) answerOffer(_ http.ResponseWriter, r *http.Request, p *offerPos
 	defer cancel()
 	// Everything the connection's callbacks may read is set before it
 	// exists.
-	sess := &session{id: p.id, path: p.path, remote: r.RemoteAddr, since: time.Now(), clientKey: p.clientKey, reader: p.reader,
+	sess := &session{id: p.id, path: p.path, remote: r.RemoteAddr, since: time.Now(), clientKey: p.clientKey, held: p.held, reader: p.reader,
 		log: s.log.With("path", p.path, "session", p.id, "remote", r.RemoteAddr), offer: p.offer}
 	// Audio is decided now, once: the path's audio at this join and the
 	// offer's. Without it the answer rejects an offered audio section
@@ -275,11 +275,15 @@ func (s *Server) created(w http.ResponseWriter, p *offerPost) {
 	s.stats.opened.Add(1)
 	// Read before the session runs: a PATCH may change them from then on.
 	etag, answer := sess.etag, sess.answeredSDP
+	if s.cfg.SenderSource != nil {
+		sess.src = s.cfg.SenderSource(Viewer{Path: sess.path, ID: sess.id, Reader: sess.reader,
+			VideoMedia: p.offer.Video, Log: sess.log})
+	}
 	go s.runSession(sess)
 
 	h := w.Header()
 	h.Set("Content-Type", mimeSDP)
-	h.Set("Location", s.sessionURL(p.path, sess.id))
+	h.Set("Location", SessionURL(s.cfg.PublicURL, p.path, sess.id, ""))
 	h.Set("ETag", etag)
 	h.Set("Accept-Patch", mimeSDPFrag)
 	s.linkHeaders(w, true) // authorize passed
@@ -288,12 +292,6 @@ func (s *Server) created(w http.ResponseWriter, p *offerPost) {
 	}
 	w.WriteHeader(http.StatusCreated)
 	_, _ = io.WriteString(w, answer)
-}
-
-// sessionURL is the Location of a session: relative, or absolute under
-// Config.PublicURL.
-func (s *Server) sessionURL(path, id string) string {
-	return s.cfg.PublicURL + (&url.URL{Path: "/" + path + "/whep/" + id}).EscapedPath()
 }
 
 // authorize asks the policy whether the viewer may watch the path. A
@@ -313,14 +311,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, p *offerPost)
 		s.log.Error("authorizing a viewer failed", "path", p.path, "remote", r.RemoteAddr, "err", err)
 		return &denial{probInternal, "cannot check access: " + err.Error()}
 	}
-	if d.Delay > 0 {
-		t := time.NewTimer(d.Delay)
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			t.Stop()
-		}
-	}
+	d.Wait(r.Context())
 	w.Header().Set("Access-Control-Expose-Headers", "WWW-Authenticate")
 	// The one table from a policy decision to an HTTP answer.
 	switch d.Reason {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/pkg/httpproblem"
+	"github.com/srtwhep/srtwhep/pkg/recent"
 )
 
 // checkProblem checks an RFC 9457 answer: its content type, and a body
@@ -52,59 +53,23 @@ func checkTextError(t *testing.T, resp *http.Response, body string, code int, wa
 	}
 }
 
-// TestEndedSessions: an ended id is remembered for the window on its own
-// path, and the table never holds more than its bound, however many
-// sessions end: pushing past it forgets the oldest first.
-func TestEndedSessions(t *testing.T) {
-	now := time.Unix(1000, 0)
-	e := newEndedSessions(time.Minute, 3)
-	e.now = func() time.Time { return now }
-	e.add("a", "live/cam1")
-	if !e.ended("a", "live/cam1") || e.ended("a", "live/other") || e.ended("b", "live/cam1") {
-		t.Fatal("lookup wrong right after add")
-	}
-	now = now.Add(59 * time.Second)
-	if !e.ended("a", "live/cam1") {
-		t.Error("forgotten within the window")
-	}
-	now = now.Add(time.Second)
-	if e.ended("a", "live/cam1") {
-		t.Error("remembered past the window")
-	}
-	for i := range 10 {
-		e.add(string(rune('b'+i)), "p")
-		if n := e.len(); n > 3 {
-			t.Fatalf("%d entries after %d adds, bound 3", n, i+1)
-		}
-	}
-	for id, want := range map[string]bool{"b": false, "h": false, "i": true, "j": true, "k": true} {
-		if got := e.ended(id, "p"); got != want {
-			t.Errorf("ended(%q) = %v, want %v (the oldest go first)", id, got, want)
-		}
-	}
-	e.add("k", "p") // again: no duplicate
-	if n := e.len(); n != 3 {
-		t.Errorf("%d entries after re-adding, want 3", n)
-	}
-}
-
 // TestDeletePastTheTable: an ended session pushed out of the table by
 // later ones is 404 again, as is one past the window.
 func TestDeletePastTheTable(t *testing.T) {
 	srv, hs := startServer(t, newTestSource(), nil)
 	now := time.Unix(1000, 0)
-	srv.ended = newEndedSessions(time.Minute, 2)
-	srv.ended.now = func() time.Time { return now }
+	srv.ended = recent.New(time.Minute, 2)
+	srv.ended.Now = func() time.Time { return now }
 	del := func(id string) int {
 		resp, _ := do(t, http.MethodDelete, hs.URL+"/live/cam1/whep/"+id, "", "", nil)
 		return resp.StatusCode
 	}
-	srv.ended.add("one", "live/cam1")
+	srv.ended.Add("one", "live/cam1")
 	if code := del("one"); code != http.StatusOK {
 		t.Errorf("DELETE of an ended session: %d, want 200", code)
 	}
-	srv.ended.add("two", "live/cam1")
-	srv.ended.add("three", "live/cam1")
+	srv.ended.Add("two", "live/cam1")
+	srv.ended.Add("three", "live/cam1")
 	if code := del("one"); code != http.StatusNotFound {
 		t.Errorf("DELETE of a session pushed out of the table: %d, want 404", code)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/pion/rtcp"
 
-	"github.com/srtwhep/srtwhep/pkg/bwe"
+	"github.com/srtwhep/srtwhep/pkg/admission"
 	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/rtpsend"
 	"github.com/srtwhep/srtwhep/pkg/sdpoffer"
@@ -26,9 +26,11 @@ type session struct {
 	log              *slog.Logger
 	reader           Reader
 
-	// clientKey is whose pending slot, then handshake slot, the session
-	// holds until it is connected (see awaitConnected).
+	// clientKey is whose offer bucket the viewer raises once connected;
+	// held is the pending slot, then handshake slot, it holds until then
+	// (see awaitConnected).
 	clientKey string
+	held      *admission.Offer
 	// iceStarted is closed, once (iceOnce), when the plane reports the
 	// viewer's ICE has started (plane.Offer.OnICEStart).
 	iceStarted chan struct{}
@@ -39,9 +41,10 @@ type session struct {
 	// snd is the session's sender (pkg/rtpsend), set once the viewer is
 	// connected; RTCP before that has nothing to act on.
 	snd atomic.Pointer[rtpsend.Sender]
-	// sw moves the viewer between its path's renditions, nil when the
-	// path had no ladder when the viewer connected (ladder.go).
-	sw atomic.Pointer[sessionLadder]
+	// src is what the sender reads in place of reader
+	// (Config.SenderSource), nil for the reader itself; set before the
+	// session runs and never changed.
+	src SenderSource
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -90,7 +93,7 @@ func (sess *session) answer(ctx, base context.Context, p Plane, audio bool) (str
 	po := plane.Offer{
 		Session: sess.ctx,
 		Model:   o,
-		Video:   videoCodec(o),
+		Video:   plane.VideoCodec(o),
 		OnRTCP:  sess.onRTCP,
 		// Whatever ends the connection on its own ends the session, whose
 		// sender may be waiting for a frame.
@@ -99,7 +102,7 @@ func (sess *session) answer(ctx, base context.Context, p Plane, audio bool) (str
 		Log:        sess.log,
 	}
 	if audio {
-		po.Audio = &plane.Codec{PayloadType: opusPT(o), Fmtp: plane.OpusFmtp}
+		po.Audio = &plane.Codec{PayloadType: plane.OpusPT(o), Fmtp: plane.OpusFmtp}
 	}
 	tr, a, err := p.Answer(ctx, po)
 	if err != nil {
@@ -157,18 +160,21 @@ func (sess *session) sent() (packets, bytes uint64) {
 func (s *Server) startSender(sess *session) *rtpsend.Sender {
 	videoSSRC, audioSSRC := sess.tr.SSRCs()
 	sess.sigMu.Lock()
-	pt, audioPT := sess.offer.Sent().PT, opusPT(sess.offer)
+	pt, audioPT := sess.offer.Sent().PT, plane.OpusPT(sess.offer)
 	// The same decision the plane's answer wrote down.
 	tcc := sess.offer.TransportCC(pt, audioPT)
 	sess.sigMu.Unlock()
-	src := s.ladderSource(sess)
+	var src rtpsend.Source = sess.reader
+	if sess.src != nil {
+		src = sess.src
+	}
 	cfg := rtpsend.Config{
 		Out: sess.tr, Src: src,
 		VideoSSRC: videoSSRC, AudioSSRC: audioSSRC, VideoPT: pt, AudioPT: audioPT,
 		Session:          sess.ctx,
 		Log:              sess.log,
-		Latency:          &s.latency,
-		Resends:          &s.resends,
+		Latency:          s.cfg.Latency,
+		Resends:          s.cfg.Resends,
 		TransportCC:      tcc.ID,
 		TransportCCAudio: tcc.Audio && audioSSRC != 0,
 		// The session's end closes the connection, which may wait on a
@@ -181,9 +187,8 @@ func (s *Server) startSender(sess *session) *rtpsend.Sender {
 	}
 	snd := rtpsend.New(cfg)
 	sess.snd.Store(snd)
-	if sw := sess.sw.Load(); sw != nil {
-		sw.SetEstimate(func() (bwe.Estimate, time.Time) { return snd.Estimate(), snd.Started() })
-		sw.SetProber(snd)
+	if sess.src != nil {
+		sess.src.SenderStarted(snd)
 	}
 	// Attach only now, so a viewer still in ICE never fills a queue. What
 	// the attach queues (the cached GOP) waits for the first Step, which
@@ -209,13 +214,13 @@ func (s *Server) endSession(sess *session, reason error) {
 	reason = context.Cause(sess.ctx)
 	sess.tr.Close()
 	sess.reader.Close()
-	if sw := sess.sw.Load(); sw != nil {
-		sw.Close()
+	if sess.src != nil {
+		sess.src.Close()
 	}
 	if cur := s.lookupSession(sess.id); cur == sess {
 		s.removeSession(sess.id)
 	}
-	s.ended.add(sess.id, sess.path)
+	s.ended.Add(sess.id, sess.path)
 	for _, ext := range s.cfg.Extensions {
 		ext.SessionEnded(sess.id)
 	}

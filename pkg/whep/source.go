@@ -1,6 +1,8 @@
 package whep
 
 import (
+	"log/slog"
+
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/rtpsend"
 )
@@ -66,4 +68,30 @@ type Reader interface {
 	Dropped() uint64
 	Close()
 	rtpsend.Source
+}
+
+// Viewer is a session as Config.SenderSource is told of it, when the
+// session is made (its 201 is on its way).
+type Viewer struct {
+	Path, ID string
+	// Reader is the session's reservation on its path, which the session
+	// attaches once its viewer is connected and closes when it ends.
+	Reader Reader
+	// VideoMedia is the index of the video m-line in the viewer's offer;
+	// an ICE restart replaces the offer, never its m-lines.
+	VideoMedia int
+	Log        *slog.Logger
+}
+
+// SenderSource is what a session's sender reads in place of its reader
+// (Config.SenderSource).
+type SenderSource interface {
+	rtpsend.Source
+	// SenderStarted hands it the session's sender once the viewer is
+	// connected: the sender's bandwidth estimate and probes are what
+	// its choices follow.
+	SenderStarted(snd *rtpsend.Sender)
+	// Close is called once, when the session ends, after its reader's
+	// Close; it closes whatever the source opened besides the reader.
+	Close()
 }

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/srtwhep/srtwhep/pkg/bwe"
-	"github.com/srtwhep/srtwhep/pkg/metrics"
 )
 
 type serverCounters struct {
@@ -68,11 +67,6 @@ type Stats struct {
 	Rejected map[string]uint64
 	// StateCounts counts open sessions by state ("connecting", "connected").
 	StateCounts map[string]int
-	// Latency is the server's share of each live frame's delay.
-	Latency metrics.Histogram
-	// NACKResentBytes and NACKResendDropped count what viewers' NACKs got
-	// resent and the NACKed packets past the retransmission budgets.
-	NACKResentBytes, NACKResendDropped uint64
 }
 
 // SessionInfo describes one viewer.
@@ -122,9 +116,7 @@ func (s *Server) Stats() Stats {
 		HandshakeFailures:  s.stats.handshakeFailures.Load(),
 		PacketsSent:        s.stats.closedPackets.Load(),
 		BytesSent:          s.stats.closedBytes.Load(),
-		Latency:            s.latency.Snapshot(),
 	}
-	st.NACKResentBytes, st.NACKResendDropped = s.resends.Counts()
 	st.Rejected = make(map[string]uint64, len(rejectReasons))
 	for i, name := range rejectReasons {
 		st.Rejected[name] = s.stats.rejected[i].Load()

@@ -6,8 +6,10 @@
 // rate, pending offers, handshake slots) in pkg/admission, the TURN
 // credentials in pkg/turncred, the problem bodies in pkg/httpproblem,
 // the CORS headers in pkg/httpcors, the rate-limited refusal lines in
-// pkg/refusallog, and the server-sent events extension in pkg/whepevents
-// (a whep.Extension). Each session turns an SDP offer into a WebRTC
+// pkg/refusallog, the server-sent events extension in pkg/whepevents
+// (a whep.Extension), and the layer selection with each viewer's switch
+// between renditions in pkg/wheplayer (an Extension and the
+// SenderSource). Each session turns an SDP offer into a WebRTC
 // connection on the media plane and hands it the viewer's sender
 // (pkg/rtpsend), which writes the path's access units (and its Opus
 // frames, when the path and the offer have audio), with sender reports
@@ -43,8 +45,8 @@ import (
 	"time"
 
 	"github.com/srtwhep/srtwhep/pkg/admission"
-	"github.com/srtwhep/srtwhep/pkg/ladder"
 	"github.com/srtwhep/srtwhep/pkg/plane"
+	"github.com/srtwhep/srtwhep/pkg/recent"
 	"github.com/srtwhep/srtwhep/pkg/refusallog"
 	"github.com/srtwhep/srtwhep/pkg/rtpsend"
 )
@@ -69,16 +71,11 @@ type Server struct {
 	wg       sync.WaitGroup
 
 	stats serverCounters
-	// ended remembers recently ended sessions, so a repeated DELETE is 200.
-	ended *endedSessions
+	// ended remembers recently ended sessions (id → path), so a repeated
+	// DELETE is 200.
+	ended *recent.Set
 	// refusals logs refused requests, at most one line per kind a second.
 	refusals *refusallog.Log
-	// latency is the server's share of each live frame's delay.
-	latency rtpsend.Latency
-	// resends is the server-wide retransmission budget (rtpsend.Resends).
-	resends rtpsend.Resends
-	// switches counts the viewers' moves between renditions.
-	switches ladder.Counters
 	// silentClosed logs the sessions closed because their viewer never
 	// started ICE like refusals, one line a second: a flood of such
 	// offers must not flood the log with a line per offer.
@@ -103,11 +100,10 @@ func New(cfg Config) (*Server, error) {
 		ready:        make(chan struct{}),
 		admission:    admission.NewViewers(cfg.Limits),
 		sessions:     make(map[string]*session),
-		ended:        newEndedSessions(endedWindow, endedMax),
+		ended:        recent.New(endedWindow, endedMax),
 		refusals:     refusallog.New(log, "offer refused"),
 		silentClosed: refusallog.New(log, "viewer closed"),
 	}
-	s.resends.SetMaxBitrate(cfg.MaxResendBitrate)
 	return s, nil
 }
 

@@ -6,13 +6,13 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/srtwhep/srtwhep/pkg/httpcors"
 	"github.com/srtwhep/srtwhep/pkg/httpproblem"
+	"github.com/srtwhep/srtwhep/pkg/whep"
 )
 
 // Problem slugs of the event streams, and their titles.
@@ -59,7 +59,7 @@ func httpError(w http.ResponseWriter, r *http.Request, code int, slug, detail st
 // sseURL is a session's SSE entry point, under Config.PublicURL like its
 // Location: the streams live on the server that holds the session.
 func (e *Streams) sseURL(path, id string) string {
-	return e.cfg.PublicURL + (&url.URL{Path: "/" + path + "/whep/" + id + "/sse"}).EscapedPath()
+	return whep.SessionURL(e.cfg.PublicURL, path, id, "/sse")
 }
 
 // Link is the Link header of every 201 (whep.Extension).
@@ -79,20 +79,14 @@ func (e *Streams) Handler(next http.Handler) http.Handler {
 
 // serve answers the event stream URLs; false for any other URL.
 func (e *Streams) serve(w http.ResponseWriter, r *http.Request) bool {
-	p := r.URL.Path
-	i := strings.LastIndex(p, "/whep/")
-	if i <= 0 {
+	path, session, sub, ok := whep.SplitSessionURL(r.URL.Path)
+	stream, hasStream := strings.CutPrefix(sub, "/sse/")
+	if !ok || sub != "/sse" && (!hasStream || strings.Contains(stream, "/")) {
 		return false
 	}
-	path, rest := p[1:i], p[i+len("/whep/"):]
-	parts := strings.Split(rest, "/")
-	if len(parts) < 2 || len(parts) > 3 || parts[0] == "" || parts[1] != "sse" {
-		return false
-	}
-	session := parts[0]
 	// As on the WHEP endpoints: the same page reads both.
 	httpcors.Allow(w.Header(), e.cfg.AllowOrigin)
-	if len(parts) == 2 {
+	if !hasStream {
 		switch r.Method {
 		case http.MethodPost:
 			e.handlePost(w, r, path, session)
@@ -104,7 +98,7 @@ func (e *Streams) serve(w http.ResponseWriter, r *http.Request) bool {
 		}
 		return true
 	}
-	es := e.lookup(parts[2])
+	es := e.lookup(stream)
 	if es != nil && (es.session != session || es.path != path) {
 		es = nil
 	}

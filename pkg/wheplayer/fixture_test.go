@@ -51,6 +51,13 @@ func (f *fixture) refusals() []string {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	return newFixtureWith(t, nil, func(f *fixture) { h264clip.Feed(t, f.pub, h264clip.Make(t, 30, 30)) })
+}
+
+// newFixtureWith is newFixture with mod's changes to the WHEP server's
+// config (nil: none), whose path feed writes.
+func newFixtureWith(t *testing.T, mod func(*whep.Config), feed func(*fixture)) *fixture {
+	t.Helper()
 	f := &fixture{h: hub.New(hub.Config{})}
 	var err error
 	if f.pub, err = f.h.Publish("live/cam1", "127.0.0.1:5000"); err != nil {
@@ -61,8 +68,8 @@ func newFixture(t *testing.T) *fixture {
 	f.pub.SetInfo(av.StreamInfo{Codec: "H264", Width: 320, Height: 240})
 	log := testkit.TestLogger(t, slog.LevelInfo)
 	if f.ly, err = New(Config{
-		Sessions: sessions{f},
-		Pinned:   func(path, id string) { f.ev.LayersChanged(path, id) },
+		Renditions: f.h,
+		Pinned:     func(path, id string) { f.ev.LayersChanged(path, id) },
 		Refused: func(r *http.Request, path string, status int, slug, detail string) {
 			f.mu.Lock()
 			f.refused = append(f.refused, slug)
@@ -84,10 +91,13 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.srv, err = whep.New(whep.Config{Source: whep.SourceFuncs[*hub.Reader]{Add: f.h.AddPendingReader, AddTranscoded: f.h.AddPendingTranscodedReader},
-		Plane: pl, Extensions: []whep.Extension{f.ev, f.ly}, Logger: log,
-		Limits: admission.ViewerLimits{OfferRate: 1 << 20, OfferBurst: 1 << 20}})
-	if err != nil {
+	cfg := whep.Config{Source: whep.SourceFuncs[*hub.Reader]{Add: f.h.AddPendingReader, AddTranscoded: f.h.AddPendingTranscodedReader},
+		Plane: pl, Extensions: []whep.Extension{f.ev, f.ly}, SenderSource: f.ly.Source, Logger: log,
+		Limits: admission.ViewerLimits{OfferRate: 1 << 20, OfferBurst: 1 << 20}}
+	if mod != nil {
+		mod(&cfg)
+	}
+	if f.srv, err = whep.New(cfg); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -105,19 +115,9 @@ func newFixture(t *testing.T) *fixture {
 		}
 		<-evDone
 	})
-	h264clip.Feed(t, f.pub, h264clip.Make(t, 30, 30))
+	feed(f)
 	return f
 }
-
-// sessions is the WHEP server as cmd/srtwhep hands it over: made after
-// the extension.
-type sessions struct{ f *fixture }
-
-func (s sessions) Layers(path, id string) (whep.LayerState, bool) { return s.f.srv.Layers(path, id) }
-func (s sessions) PinLayer(path, id, layer string) (bool, error) {
-	return s.f.srv.PinLayer(path, id, layer)
-}
-func (s sessions) LayerMedia(path, id string) (string, bool) { return s.f.srv.LayerMedia(path, id) }
 
 func (f *fixture) dial(t *testing.T) *whepclient.Session {
 	t.Helper()

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/srtwhep/srtwhep/pkg/whep"
 )
 
 // FuzzSelection: a layer selection's body is refused with a status, a
@@ -19,8 +17,8 @@ func FuzzSelection(f *testing.F) {
 		f.Add(seed, "application/json")
 	}
 	f.Add(`{"encodingId":"source"}`, "text/plain")
-	st := whep.LayerState{Layers: []whep.Layer{{ID: whep.SourceLayer, Width: 1280, Height: 720}, {ID: "360p", Width: 640, Height: 360}}, Active: "360p"}
-	ids := []string{"", whep.SourceLayer, "360p"}
+	st := LayerState{Layers: []Layer{{ID: SourceLayer, Width: 1280, Height: 720}, {ID: "360p", Width: 640, Height: 360}}, Active: "360p"}
+	ids := []string{"", SourceLayer, "360p"}
 	f.Fuzz(func(t *testing.T, body, contentType string) {
 		r := httptest.NewRequest("POST", "/live/a/whep/s/layer", strings.NewReader(body))
 		if contentType != "" {

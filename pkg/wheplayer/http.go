@@ -60,14 +60,8 @@ func (l *Layers) Handler(next http.Handler) http.Handler {
 }
 
 func (l *Layers) serve(w http.ResponseWriter, r *http.Request) bool {
-	p := r.URL.Path
-	i := strings.LastIndex(p, "/whep/")
-	if i <= 0 {
-		return false
-	}
-	path, rest := p[1:i], p[i+len("/whep/"):]
-	session, ok := strings.CutSuffix(rest, "/layer")
-	if !ok || session == "" || strings.Contains(session, "/") {
+	path, session, sub, ok := whep.SplitSessionURL(r.URL.Path)
+	if !ok || sub != "/layer" {
 		return false
 	}
 	httpcors.Allow(w.Header(), l.cfg.AllowOrigin)
@@ -134,7 +128,7 @@ var known = []string{"mediaId", "rid", "encodingId", "maxWidth", "maxHeight"}
 // handlePost applies a selection and answers 200 with the session's
 // layers after it, as GET does (the text answers a switch with 200 OK).
 func (l *Layers) handlePost(w http.ResponseWriter, r *http.Request, path, session string) {
-	st, ok := l.cfg.Sessions.Layers(path, session)
+	st, ok := l.state(path, session)
 	if !ok {
 		l.noSession(w, r, path)
 		return
@@ -144,7 +138,7 @@ func (l *Layers) handlePost(w http.ResponseWriter, r *http.Request, path, sessio
 		l.refuse(w, r, path, code, slug, detail)
 		return
 	}
-	media, ok := l.cfg.Sessions.LayerMedia(path, session)
+	media, ok := l.media(path, session)
 	if !ok {
 		l.noSession(w, r, path)
 		return
@@ -159,14 +153,14 @@ func (l *Layers) handlePost(w http.ResponseWriter, r *http.Request, path, sessio
 		l.refuse(w, r, path, http.StatusBadRequest, probUnknownLayer, detail)
 		return
 	}
-	found, err := l.cfg.Sessions.PinLayer(path, session, pin)
+	found, err := l.pin(path, session, pin)
 	switch {
 	case !found:
 		l.noSession(w, r, path)
 		return
-	case errors.Is(err, whep.ErrUnknownLayer):
+	case errors.Is(err, ErrUnknownLayer):
 		// The ladder changed between the read and the pin.
-		st, _ = l.cfg.Sessions.Layers(path, session)
+		st, _ = l.state(path, session)
 		l.refuse(w, r, path, http.StatusBadRequest, probUnknownLayer, unknownDetail(pin, st))
 		return
 	case err != nil:
@@ -193,20 +187,20 @@ func cmpOr(a, b string) string {
 // readSelection parses the body; a non-zero code refuses it. An empty
 // body (or {}) is a selection without constraints: back to the
 // estimator, as the text has it.
-func readSelection(r *http.Request, st whep.LayerState) (sel selection, code int, slug, detail string) {
+func readSelection(r *http.Request, st LayerState) (sel selection, code int, slug, detail string) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	switch {
 	case err != nil:
 		return sel, http.StatusBadRequest, probBadRequest, "reading the layer selection failed: " + err.Error()
 	case len(body) > maxBody:
 		return sel, http.StatusRequestEntityTooLarge, probTooLarge,
-			fmt.Sprintf("layer selection larger than %d bytes; send a JSON object such as {\"encodingId\":%q}", maxBody, whep.SourceLayer)
+			fmt.Sprintf("layer selection larger than %d bytes; send a JSON object such as {\"encodingId\":%q}", maxBody, SourceLayer)
 	}
 	empty := len(bytes.TrimSpace(body)) == 0
 	if ct := r.Header.Get("Content-Type"); !empty || ct != "" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 			return sel, http.StatusUnsupportedMediaType, probContentType,
-				fmt.Sprintf("Content-Type must be application/json, got %q; send a JSON object such as {\"encodingId\":%q}", ct, whep.SourceLayer)
+				fmt.Sprintf("Content-Type must be application/json, got %q; send a JSON object such as {\"encodingId\":%q}", ct, SourceLayer)
 		}
 	}
 	if empty {
@@ -218,7 +212,7 @@ func readSelection(r *http.Request, st whep.LayerState) (sel selection, code int
 			err = errors.New("null")
 		}
 		return sel, http.StatusBadRequest, probBadRequest,
-			fmt.Sprintf("the body must be a JSON object such as {\"mediaId\":\"0\",\"encodingId\":%q}: %v", whep.SourceLayer, err)
+			fmt.Sprintf("the body must be a JSON object such as {\"mediaId\":\"0\",\"encodingId\":%q}: %v", SourceLayer, err)
 	}
 	for name := range fields {
 		if slices.Contains(unsupported, name) {
@@ -273,7 +267,7 @@ func readSelection(r *http.Request, st whep.LayerState) (sel selection, code int
 
 // choose turns a selection into the layer to pin ("": the estimator's
 // choice); detail says why none fits.
-func choose(sel selection, st whep.LayerState) (string, string) {
+func choose(sel selection, st LayerState) (string, string) {
 	switch {
 	case sel.encoding == auto:
 		return "", ""
@@ -310,12 +304,12 @@ func bounds(sel selection) string {
 	return strings.Join(b, " and ")
 }
 
-func unknownDetail(id string, st whep.LayerState) string {
+func unknownDetail(id string, st LayerState) string {
 	return fmt.Sprintf("no layer %q on this path; its layers: %s (or %q for the server's choice)", id, ladder(st), auto)
 }
 
 // ladder lists the layers for a refusal's detail: "source (1280x720), 360p (640x360)".
-func ladder(st whep.LayerState) string {
+func ladder(st LayerState) string {
 	var b []string
 	for _, x := range st.Layers {
 		if x.Width > 0 && x.Height > 0 {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/internal/whepclient"
-	"github.com/srtwhep/srtwhep/pkg/whep"
 )
 
 // TestLayerContract walks the extension's HTTP contract against a real
@@ -28,7 +27,7 @@ func TestLayerContract(t *testing.T) {
 	if _, events := whepclient.SSELink(v.SessionURL(), v.Links()); !slices.Contains(events, "layers") {
 		t.Errorf("events Link without layers: %q", v.Links())
 	}
-	media, ok := f.srv.LayerMedia("live/cam1", sessionID(v))
+	media, ok := f.ly.media("live/cam1", sessionID(v))
 	if !ok {
 		t.Fatal("LayerMedia: no session")
 	}
@@ -38,9 +37,9 @@ func TestLayerContract(t *testing.T) {
 		t.Fatalf("GET: %d %q %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
 	ls := layers(t, body)
-	if ls.MediaID != media || !slices.Equal(ls.IDs(), []string{whep.SourceLayer}) || ls.Active() != whep.SourceLayer ||
-		ls.List[0].EncodingID != whep.SourceLayer || ls.List[0].Width != 320 || ls.List[0].Height != 240 {
-		t.Errorf("GET: %s, want the video's mediaId %q and one active layer %q", body, media, whep.SourceLayer)
+	if ls.MediaID != media || !slices.Equal(ls.IDs(), []string{SourceLayer}) || ls.Active() != SourceLayer ||
+		ls.List[0].EncodingID != SourceLayer || ls.List[0].Width != 320 || ls.List[0].Height != 240 {
+		t.Errorf("GET: %s, want the video's mediaId %q and one active layer %q", body, media, SourceLayer)
 	}
 	checkCORS(t, "GET", resp)
 
@@ -62,7 +61,7 @@ func TestLayerContract(t *testing.T) {
 			t.Errorf("%s: %d %s, want 200", c.name, resp.StatusCode, body)
 			continue
 		}
-		if ls := layers(t, body); ls.Active() != whep.SourceLayer {
+		if ls := layers(t, body); ls.Active() != SourceLayer {
 			t.Errorf("%s: answered %s", c.name, body)
 		}
 		checkCORS(t, c.name, resp)
@@ -174,10 +173,10 @@ func TestLayersEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	media, _ := f.srv.LayerMedia("live/cam1", sessionID(v))
+	media, _ := f.ly.media("live/cam1", sessionID(v))
 	ls := layers(t, string(ev.Data))
-	if ev.Type != "layers" || ls.MediaID != media || ls.Active() != whep.SourceLayer || ls.Pinned() != "" {
-		t.Errorf("first event %s %s, want layers for mediaId %q with %q active and no pin", ev.Type, ev.Data, media, whep.SourceLayer)
+	if ev.Type != "layers" || ls.MediaID != media || ls.Active() != SourceLayer || ls.Pinned() != "" {
+		t.Errorf("first event %s %s, want layers for mediaId %q with %q active and no pin", ev.Type, ev.Data, media, SourceLayer)
 	}
 	// Without layers in its list a stream gets none.
 	other, err := whepclient.OpenEvents(ctx, nil, sse, []string{"active", "viewercount"})

@@ -10,36 +10,34 @@
 // layers of one, so the fields for those are refused, not ignored: a
 // player that asked for them would otherwise think it got them.
 //
-// The session side (which rendition a viewer gets) is pkg/whep's
-// (Server.Layers, PinLayer, LayerMedia); the layers event is
-// pkg/whepevents', with data this package makes (EventData), so the
-// event, the GET and the POST's answer read the same.
+// The session side is here too (sessions.go): each WHEP session's switch
+// between its path's renditions (pkg/abr), which its sender reads
+// (whep.Config.SenderSource). The layers event is pkg/whepevents', with
+// data this package makes (EventData), so the event, the GET and the
+// POST's answer read the same.
 package wheplayer
 
 import (
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
+	"sync"
 
+	"github.com/srtwhep/srtwhep/pkg/abr"
 	"github.com/srtwhep/srtwhep/pkg/whep"
 )
 
 // Rel is the Link relation of the extension.
 const Rel = "urn:ietf:params:whep:ext:core:layer"
 
-// Sessions is what the extension asks of the WHEP server (whep.Server).
-type Sessions interface {
-	Layers(path, id string) (whep.LayerState, bool)
-	PinLayer(path, id, layer string) (bool, error)
-	LayerMedia(path, id string) (string, bool)
-}
-
 // Config of the extension.
 type Config struct {
-	Sessions Sessions
+	// Renditions, when set, gives the paths' renditions (*hub.Hub): a
+	// viewer of a path with a ladder is moved between them from its
+	// bandwidth estimate, or as its player pins. Nil: every viewer gets
+	// the source.
+	Renditions Renditions
 	// PublicURL, as the WHEP server's: the layer URLs are absolute under
 	// it, since they live on the server that holds the session.
 	PublicURL string
@@ -54,18 +52,19 @@ type Config struct {
 	Logger  *slog.Logger
 }
 
-// Layers serves the extension. It holds no state of its own: the pin is
-// the session's.
+// Layers serves the extension and holds each WHEP session's switch.
 type Layers struct {
 	cfg Config
 	log *slog.Logger
+	// switches counts the viewers' moves between renditions.
+	switches abr.Counters
+
+	mu       sync.Mutex
+	sessions map[string]*session // by session id
 }
 
 // New checks cfg and fills in defaults. It starts nothing.
 func New(cfg Config) (*Layers, error) {
-	if cfg.Sessions == nil {
-		return nil, errors.New("wheplayer: Config.Sessions is required")
-	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	if cfg.AllowOrigin == "" {
 		cfg.AllowOrigin = "*"
@@ -80,23 +79,19 @@ func New(cfg Config) (*Layers, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Layers{cfg: cfg, log: log}, nil
+	return &Layers{cfg: cfg, log: log, sessions: make(map[string]*session)}, nil
 }
 
 // layerURL is a session's layer selection URL, under Config.PublicURL
 // like its Location.
 func (l *Layers) layerURL(path, id string) string {
-	return l.cfg.PublicURL + (&url.URL{Path: "/" + path + "/whep/" + id + "/layer"}).EscapedPath()
+	return whep.SessionURL(l.cfg.PublicURL, path, id, "/layer")
 }
 
 // Link is the Link header of every 201 (whep.Extension).
 func (l *Layers) Link(path, id string) string {
 	return "<" + l.layerURL(path, id) + `>; rel="` + Rel + `"`
 }
-
-// SessionEnded is part of whep.Extension; the extension keeps nothing
-// per session.
-func (l *Layers) SessionEnded(string) {}
 
 // layer is one entry of the layers event: the text's names, plus
 // encodingId (the same value as rid: earlier versions of the text and
@@ -117,18 +112,18 @@ type layer struct {
 // first. The GET and the POST's answer carry the same. False when path
 // has no such session.
 func (l *Layers) EventData(path, id string) ([]byte, bool) {
-	st, ok := l.cfg.Sessions.Layers(path, id)
+	st, ok := l.state(path, id)
 	if !ok {
 		return nil, false
 	}
-	media, ok := l.cfg.Sessions.LayerMedia(path, id)
+	media, ok := l.media(path, id)
 	if !ok {
 		return nil, false
 	}
 	return eventData(media, st), true
 }
 
-func eventData(media string, st whep.LayerState) []byte {
+func eventData(media string, st LayerState) []byte {
 	list := make([]layer, len(st.Layers))
 	for i, x := range st.Layers {
 		list[i] = layer{RID: x.ID, EncodingID: x.ID, Width: x.Width, Height: x.Height,

@@ -92,6 +92,12 @@ func splitAnnexB(b []byte) [][]byte {
 // Feed writes the clip to pub in a loop, a frame every 10 ms, until the
 // test ends or stop (idempotent) is called.
 func Feed(t testing.TB, pub *hub.Publisher, clip []*av.AccessUnit) (stop func()) {
+	return FeedWith(t, pub, clip, nil)
+}
+
+// FeedWith is Feed that also hands each unit, once written, to also (nil:
+// nobody) on the feeding goroutine: a test's transcoder of the path, say.
+func FeedWith(t testing.TB, pub *hub.Publisher, clip []*av.AccessUnit, also func(*av.AccessUnit)) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -102,6 +108,9 @@ func Feed(t testing.TB, pub *hub.Publisher, clip []*av.AccessUnit) (stop func())
 			au := *clip[n%len(clip)]
 			au.PTS = int64(n) * 3000
 			pub.Write(&au)
+			if also != nil {
+				also(&au)
+			}
 			select {
 			case <-tick.C:
 			case <-ctx.Done():

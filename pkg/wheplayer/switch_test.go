@@ -1,9 +1,8 @@
-package whep
+package wheplayer
 
 import (
 	"context"
-	"log/slog"
-	"strings"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -12,14 +11,16 @@ import (
 	"github.com/pion/webrtc/v4"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
+	"github.com/srtwhep/srtwhep/internal/testkit/h264clip"
 	"github.com/srtwhep/srtwhep/internal/whepclient"
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/hub"
 	"github.com/srtwhep/srtwhep/pkg/rtph264"
 	"github.com/srtwhep/srtwhep/pkg/vtranscode"
+	"github.com/srtwhep/srtwhep/pkg/whep"
 )
 
-// feedLadder writes clip to pub in a loop as h264clip.Feed does and, as
+// feedLadder writes clip to pub in a loop (h264clip.FeedWith) and, as
 // pkg/ingest's rung does, transcodes it with libx264 to rung (IDRs where
 // the source has them, and where a viewer asks for one), until the test
 // ends.
@@ -32,31 +33,17 @@ func feedLadder(t *testing.T, pub, rung *hub.Publisher, clip []*av.AccessUnit, h
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(1)
 	go func() { defer wg.Done(); tc.Run() }()
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for n := 0; ; n++ {
-			au := *clip[n%len(clip)]
-			au.PTS = int64(n) * 3000
-			pub.Write(&au)
-			if after, ok := rung.TakeIDRRequest(); ok {
-				tc.RequestIDR(after)
-			}
-			tc.Write(&au)
-			select {
-			case <-tick.C:
-			case <-ctx.Done():
-				return
-			}
+	stop := h264clip.FeedWith(t, pub, clip, func(au *av.AccessUnit) {
+		if after, ok := rung.TakeIDRRequest(); ok {
+			tc.RequestIDR(after)
 		}
-	}()
+		tc.Write(au)
+	})
 	t.Cleanup(func() {
-		cancel()
+		stop()
 		tc.Close()
 		wg.Wait()
 	})
@@ -67,29 +54,23 @@ func feedLadder(t *testing.T, pub, rung *hub.Publisher, clip []*av.AccessUnit, h
 // track), contiguous sequence numbers, timestamps that go on, and a new
 // picture size at an IDR; the layer contract shows where it is.
 func TestLadderSwitchContinuity(t *testing.T) {
-	clip := makeClip(t, 60, 30)
-	h := hub.New(hub.Config{})
-	pub, err := h.Publish("live/cam1", "127.0.0.1:5000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pub.Close)
-	rung, err := pub.AddLadderRendition("120p")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rung.Close)
-	pub.SetLadder([]hub.Rung{{ID: hub.SourceRung, Width: 320, Height: 240, Bitrate: 1_000_000},
-		{ID: "120p", Width: 160, Height: 120, Bitrate: 300_000}})
-	logs := &testkit.LogBuffer{}
-	srv, hs := startServer(t, hubSource(h), func(c *Config) { c.Ladder = h; c.Logger = logs.Logger(slog.LevelInfo) })
-	feedLadder(t, pub, rung, clip, 120)
+	clip := h264clip.Make(t, 60, 30)
+	f := newFixtureWith(t, nil, func(f *fixture) {
+		rung, err := f.pub.AddLadderRendition("120p")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(rung.Close)
+		f.pub.SetLadder([]hub.Rung{{ID: hub.SourceRung, Width: 320, Height: 240, Bitrate: 1_000_000},
+			{ID: "120p", Width: 160, Height: 120, Bitrate: 300_000}})
+		feedLadder(t, f.pub, rung, clip, 120)
+	})
 
 	var mu sync.Mutex
 	var aus []whepclient.AccessUnit
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	v, err := whepclient.Dial(ctx, hs.URL+"/live/cam1/whep", whepclient.Options{
+	v, err := whepclient.Dial(ctx, f.url+"/live/cam1/whep", whepclient.Options{
 		Decode: true, ReceiverReports: true,
 		SettingEngine: func(se *webrtc.SettingEngine) { testkit.LoopbackOnly(se) },
 		OnAccessUnit: func(au whepclient.AccessUnit) {
@@ -105,8 +86,7 @@ func TestLadderSwitchContinuity(t *testing.T) {
 	if err := v.WaitConnected(ctx); err != nil {
 		t.Fatal(err)
 	}
-	u := v.SessionURL()
-	id := u[strings.LastIndex(u, "/")+1:]
+	id := sessionID(v)
 
 	// height is the picture height of the latest IDR received.
 	height := func() int {
@@ -121,26 +101,26 @@ func TestLadderSwitchContinuity(t *testing.T) {
 	}
 	received := func() int { mu.Lock(); defer mu.Unlock(); return len(aus) }
 	testkit.WaitFor(t, 10*time.Second, "the source", func() bool { return height() == 240 && received() > 30 })
-	st, ok := srv.Layers("live/cam1", id)
+	st, ok := f.ly.state("live/cam1", id)
 	if !ok || len(st.Layers) != 2 || st.Active != SourceLayer || st.Pinned != "" || st.Layers[1].Height != 120 {
 		t.Fatalf("layers %+v", st)
 	}
-	if _, err := srv.PinLayer("live/cam1", id, "90p"); err == nil {
+	if _, err := f.ly.pin("live/cam1", id, "90p"); err == nil {
 		t.Fatal("pinned a layer the ladder does not have")
 	}
-	if ok, err := srv.PinLayer("live/cam1", id, "120p"); !ok || err != nil {
+	if ok, err := f.ly.pin("live/cam1", id, "120p"); !ok || err != nil {
 		t.Fatalf("PinLayer = %v, %v", ok, err)
 	}
 	testkit.WaitFor(t, 10*time.Second, "the lower rendition", func() bool { return height() == 120 })
 	n := received()
 	testkit.WaitFor(t, 10*time.Second, "pictures of it", func() bool { return received() > n+30 })
-	if st, _ := srv.Layers("live/cam1", id); st.Active != "120p" || st.Pinned != "120p" {
+	if st, _ := f.ly.state("live/cam1", id); st.Active != "120p" || st.Pinned != "120p" {
 		t.Fatalf("pinned down: layers %+v", st)
 	}
-	if _, err := srv.PinLayer("live/cam1", id, ""); err != nil {
+	if _, err := f.ly.pin("live/cam1", id, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := srv.PinLayer("live/cam1", id, SourceLayer); err != nil {
+	if _, err := f.ly.pin("live/cam1", id, SourceLayer); err != nil {
 		t.Fatal(err)
 	}
 	testkit.WaitFor(t, 10*time.Second, "the source again", func() bool { return height() == 240 })
@@ -162,7 +142,7 @@ func TestLadderSwitchContinuity(t *testing.T) {
 			t.Fatalf("picture %d: timestamp %d after %d, want it to go on", i, b.RTPTimestamp, a.RTPTimestamp)
 		}
 		// Only IDRs carry an SPS here; that the move itself comes at the
-		// new rendition's IDR is pkg/ladder's test, which knows which
+		// new rendition's IDR is pkg/abr's test, which knows which
 		// rendition each picture came from. A switch holds the picture
 		// for at most a few frames' time; elsewhere a loaded machine may
 		// make the hub skip a slow reader's frames (its sequence numbers
@@ -183,10 +163,7 @@ func TestLadderSwitchContinuity(t *testing.T) {
 	if s := v.Stats(); s.SeqGaps != 0 || s.BrokenAUs != 0 {
 		t.Fatalf("stats %+v: gaps or broken pictures", s)
 	}
-	for _, l := range logs.Lines("viewer switched rendition") {
-		t.Log(l)
-	}
-	if up, down := srv.Switches(); up != 1 || down != 1 {
+	if up, down := f.ly.Switches(); up != 1 || down != 1 {
 		t.Fatalf("switches up %d down %d; want 1 and 1", up, down)
 	}
 }
@@ -205,4 +182,39 @@ func spsHeight(t *testing.T, au whepclient.AccessUnit) int {
 	}
 	t.Fatalf("IDR without an SPS")
 	return 0
+}
+
+// TestSessionsForgotten: the extension keeps an entry for each session
+// that exists, whether its viewer connects or never starts ICE, and
+// forgets it when the session ends, so the table is bounded by the WHEP
+// server's sessions.
+func TestSessionsForgotten(t *testing.T) {
+	f := newFixtureWith(t, func(c *whep.Config) { c.Limits.ICEStartTimeout = 1500 * time.Millisecond },
+		func(f *fixture) { h264clip.Feed(t, f.pub, h264clip.Make(t, 30, 30)) })
+	entries := func() int {
+		f.ly.mu.Lock()
+		defer f.ly.mu.Unlock()
+		return len(f.ly.sessions)
+	}
+	a, b := f.dial(t), f.dial(t)
+	// An offer whose answer is never applied: its session ends at the
+	// ICE start timeout.
+	resp, body := testkit.Do(t, http.MethodPost, f.url+"/live/cam1/whep", "application/sdp", testkit.Offer(t, testkit.OfferOptions{}).SDP, nil)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("silent offer: %d %s", resp.StatusCode, body)
+	}
+	if n := entries(); n != 3 {
+		t.Errorf("%d entries for 3 sessions", n)
+	}
+	testkit.WaitFor(t, 10*time.Second, "the silent session to end", func() bool { return len(f.srv.Sessions()) == 2 })
+	testkit.WaitFor(t, 5*time.Second, "its entry to go", func() bool { return entries() == 2 })
+	for _, v := range []*whepclient.Session{a, b} {
+		if _, ok := f.ly.state("live/cam1", sessionID(v)); !ok {
+			t.Errorf("session %s has no entry", sessionID(v))
+		}
+		_ = v.Close()
+	}
+	testkit.WaitFor(t, 10*time.Second, "the closed sessions' entries to go", func() bool {
+		return entries() == 0 && len(f.srv.Sessions()) == 0
+	})
 }

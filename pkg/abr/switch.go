@@ -1,4 +1,4 @@
-package ladder
+package abr
 
 import (
 	"log/slog"

@@ -1,11 +1,12 @@
-// Package ladder moves one viewer between the renditions of its path's
-// video (the source on top, the lower rungs pkg/ingest makes on demand):
+// Package abr (adaptive bitrate) moves one viewer between the renditions
+// of its path's video (the source on top, the lower rungs pkg/ingest
+// makes on demand):
 // Policy decides from the viewer's bandwidth estimate which rung it
 // should get, Switch reads the rungs' hub readers and hands the viewer's
 // sender one stream of frames that changes rung at an IDR, so the viewer
 // sees one SSRC, contiguous sequence numbers and timestamps that go on,
 // and a new picture size at a keyframe.
-package ladder
+package abr
 
 import (
 	"time"
