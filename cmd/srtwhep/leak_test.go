@@ -3,10 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/internal/whepclient"
+	"github.com/srtwhep/srtwhep/pkg/api"
 	"github.com/srtwhep/srtwhep/pkg/config"
 )
 
@@ -193,7 +196,36 @@ func leakRound(t *testing.T, srv *testkit.Server, clip string, round int, httpc 
 		_ = p.Cmd.Process.Signal(sig)
 		_ = p.Wait(t, 10*time.Second)
 	}
+	// A killed publisher is closed by the server only once its stream
+	// has been silent for the publisher timeout (2 s): the next round
+	// waits for that, or its publishers from the same address would
+	// count against srt.maxPublishersPerIP beside the last round's.
+	testkit.WaitFor(t, 15*time.Second, fmt.Sprintf("round %d: its publishers gone", round), func() bool {
+		return publishing(t, srv, httpc, paths) == 0
+	})
 	return len(sessions)
+}
+
+// publishing counts the paths among paths that have a publisher, as GET
+// /v1/paths shows them.
+func publishing(t *testing.T, srv *testkit.Server, httpc *http.Client, paths []string) int {
+	t.Helper()
+	resp, err := httpc.Get(srv.APIURL("/v1/paths"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct{ Paths []api.Path }
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range body.Paths {
+		if p.Publisher != nil && slices.Contains(paths, p.Name) {
+			n++
+		}
+	}
+	return n
 }
 
 // TestNoLeaksAfterChurn runs the real binary through 30 publisher and 300

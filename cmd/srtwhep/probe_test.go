@@ -34,33 +34,31 @@ func playedSince(v *viewer, from whepclient.Stats, start time.Time) window {
 }
 
 // TestRenditionProbe: a 720p30 2.5 Mbit/s stream with the default
-// ladder. A viewer on an open link plays the source and starts no
-// transcoder. A viewer behind 1 Mbit/s (tc tbf in a network namespace,
-// as TestEstimateShaped, with a 16 kB bucket: a cluster smaller than the
+// ladder, whose 360p rendition does not run while nobody needs it. A
+// viewer behind 1 Mbit/s (tc tbf in a network namespace, as
+// TestEstimateShaped, with a 16 kB bucket: a cluster smaller than the
 // bucket would pass it at its send rate) is moved down to the 360p
 // rendition, which starts for it, and stays there, playing it whole: the
 // clusters its sender sends to ask whether the link carries the source
-// arrive at about the link's rate, so no move up is tried. The open
-// link's viewer stays on the source. Then the link widens to 4 Mbit/s:
-// the next cluster arrives at its rate and the viewer moves back up to
-// the source.
+// arrive at about the link's rate, so no move up is tried. Then the link
+// widens to 4 Mbit/s: the next cluster arrives at its rate and the
+// viewer moves back up to the source. (A viewer on an open link is left
+// on the source: TestBrowserShapedLink's unshaped half.)
 //
-// Not parallel: the link's rate is what it measures.
+// Not parallel: the link's rate is what it measures. One viewer only: a
+// second one in this process, decoding 720p, delays the narrow viewer's
+// transport-cc feedback enough that its estimate is cut now and then, and
+// a viewer is probed only after 12 s without a cut.
 func TestRenditionProbe(t *testing.T) {
 	requireNetns(t, "tc")
 	ts := startServer(t, nil)
 	startFFmpeg(t, x264Args("1280x720"), ts.srtURL("publish:live/cam1"))
 	ts.waitPublisher(t, "live/cam1")
 	feedback := func(o *whepclient.Options) { o.TransportCC, o.NACK, o.ReceiverReports = true, true, true }
-
-	wide := dialViewer(t, ts, "live/cam1", feedback)
-	wide.waitLive(t, 150, 20*time.Second)
+	testkit.WaitFor(t, 10*time.Second, "the path's ladder", func() bool { return len(renditionsOf(t, ts, "live/cam1")) > 0 })
 	rs := renditionsOf(t, ts, "live/cam1")
 	if len(rs) != 1 || rs[0].Name != "360p" || rs[0].Width != 640 || rs[0].Running || rs[0].Viewers != 0 {
-		t.Fatalf("renditions with one viewer on an open link: %+v; want 360p, not running", rs)
-	}
-	if h := pictureHeight(t, wide); h != 720 {
-		t.Fatalf("the open link's viewer gets %d lines, want the source's 720", h)
+		t.Fatalf("renditions with nobody on them: %+v; want 360p, not running", rs)
 	}
 
 	narrow, setRate := dialBehindTBF(t, ts, "live/cam1", "16kb", "500ms", feedback)
@@ -80,10 +78,9 @@ func TestRenditionProbe(t *testing.T) {
 	t.Logf("rendition as /v1/paths shows it: %+v", rs[0])
 
 	// 20 s behind 1 Mbit/s, probed: the first cluster goes out once the
-	// estimate has gone 12 s without a cut (ladder.ProbeAfter), and a
-	// link this full cuts it now and then (the rendition's keyframes
-	// against a 16 kB bucket): it came 24 to 38 s after the move down
-	// here, so it is waited for past the window.
+	// estimate has gone 12 s without a cut (abr.ProbeAfter), which the
+	// move down and the drain of the source's queue were, so it may come
+	// at the end of the window or after it.
 	from, start := narrow.Stats(), time.Now()
 	time.Sleep(20 * time.Second) // the span measured
 	w := playedSince(narrow, from, start)
@@ -102,9 +99,6 @@ func TestRenditionProbe(t *testing.T) {
 	}
 	if w.broken > 0 || w.gaps > 0 || w.fps < 25 || w.freeze > time.Second {
 		t.Errorf("the rendition beside the clusters: %+v; want every picture whole, ≥ 25 fps, no wait over 1 s", w)
-	}
-	if h := pictureHeight(t, wide); h != 720 {
-		t.Errorf("the open link's viewer moved to %d lines", h)
 	}
 
 	// The link widens.
