@@ -82,6 +82,11 @@ fi
 
 # go test stops a test binary after 10 minutes unless told otherwise; a
 # fuzz run gets its time plus that, so a hung target still ends.
+# FUZZ_PARALLEL=N: N fuzzing workers (go test's -parallel; default one per
+# CPU). make test runs one: it fuzzes beside the other lines, on CPU the
+# tests leave.
+parallel_args=()
+[[ -z ${FUZZ_PARALLEL:-} ]] || parallel_args=(-test.parallel="$FUZZ_PARALLEL")
 timeout_args=()
 case $time in
 *[0-9]s) timeout_args=(-test.timeout="$((${time%s} + 600))s") ;;
@@ -123,7 +128,7 @@ while IFS=: read -r dir target; do
 	# testdata/fuzz and is never retried.
 	for attempt in 1 2 3; do
 		if out=$(cd "$root/$dir" && "$bin" -test.paniconexit0 -test.run='^$' -test.fuzz="^${target}\$" \
-			-test.fuzztime="$time" -test.fuzzminimizetime="$minimize" -test.fuzzcachedir="$cachedir" \
+			-test.fuzztime="$time" -test.fuzzminimizetime="$minimize" -test.fuzzcachedir="$cachedir" "${parallel_args[@]}" \
 			"${timeout_args[@]}" 2>&1); then
 			echo "$out"
 			break

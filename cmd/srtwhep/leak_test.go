@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/internal/whepclient"
-	"github.com/srtwhep/srtwhep/pkg/api"
 	"github.com/srtwhep/srtwhep/pkg/config"
 )
 
@@ -210,17 +208,8 @@ func leakRound(t *testing.T, srv *testkit.Server, clip string, round int, httpc 
 // /v1/paths shows them.
 func publishing(t *testing.T, srv *testkit.Server, httpc *http.Client, paths []string) int {
 	t.Helper()
-	resp, err := httpc.Get(srv.APIURL("/v1/paths"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var body struct{ Paths []api.Path }
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		t.Fatal(err)
-	}
 	n := 0
-	for _, p := range body.Paths {
+	for _, p := range apiPaths(t, httpc, srv.APIURL("/v1/paths")) {
 		if p.Publisher != nil && slices.Contains(paths, p.Name) {
 			n++
 		}

@@ -17,7 +17,19 @@ import (
 // renditionsOf reads path's lower renditions from GET /v1/paths.
 func renditionsOf(t *testing.T, ts *testServer, path string) []api.Rendition {
 	t.Helper()
-	resp, err := http.Get(ts.apiURL("/v1/paths"))
+	for _, p := range apiPaths(t, http.DefaultClient, ts.apiURL("/v1/paths")) {
+		if p.Name == path {
+			return p.Renditions
+		}
+	}
+	t.Fatalf("path %s not in GET /v1/paths", path)
+	return nil
+}
+
+// apiPaths is GET url (a server's /v1/paths), decoded.
+func apiPaths(t *testing.T, httpc *http.Client, url string) []api.Path {
+	t.Helper()
+	resp, err := httpc.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,13 +38,7 @@ func renditionsOf(t *testing.T, ts *testServer, path string) []api.Rendition {
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range body.Paths {
-		if p.Name == path {
-			return p.Renditions
-		}
-	}
-	t.Fatalf("path %s not in GET /v1/paths", path)
-	return nil
+	return body.Paths
 }
 
 // pictureHeight is the height in the SPS of v's latest IDR; 0 before one.
