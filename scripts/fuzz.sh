@@ -54,17 +54,20 @@ targets() {
 # $bindir (go test -c -fuzz instruments the package and everything it
 # imports but the runtime's core, as go test -fuzz does).
 #
-# FUZZ_INSTRUMENT=module (make test's short runs) instruments only this
-# repository's packages (-gcflags=MODULE/...=-d=libfuzzer): the standard
-# library and the dependencies come from the plain build the server
-# already compiled, instead of a whole instrumented build of their own
-# (about 300 CPU-s cold on 2 cores, for 2 s of fuzzing a target). Coverage
-# of our own code, the parsers under test, still guides the fuzzer; make
-# fuzz's long runs instrument everything.
+# FUZZ_INSTRUMENT=package (make test's short runs) instruments only the
+# package whose targets run (-gcflags=IMPORTPATH=-d=libfuzzer): everything
+# it imports, this repository's packages included, comes from the plain
+# build the server already compiled, instead of an instrumented build of
+# its own (about 300 CPU-s cold on 2 cores for the standard library and
+# the dependencies, 100 more for this repository's packages, for 2 s of
+# fuzzing a target). Coverage of the package under test, the parser a
+# target feeds, still guides the fuzzer; make fuzz's long runs instrument
+# everything.
 build() {
 	local flags=(-fuzz=.)
-	if [[ ${FUZZ_INSTRUMENT:-all} == module ]]; then
-		flags=(-gcflags=github.com/srtwhep/srtwhep/...=-d=libfuzzer)
+	if [[ ${FUZZ_INSTRUMENT:-all} == package ]]; then
+		# The bench module's path is the server's with /bench.
+		flags=(-gcflags="github.com/srtwhep/srtwhep/$1=-d=libfuzzer")
 	fi
 	(cd "$root/$1" && "$go" test -c "${flags[@]}" -o "$bindir/${1//\//_}.test" .)
 }

@@ -49,7 +49,7 @@
 # checks: the unit line first builds every other -race test binary at
 # once (go test -race -c -o DIR/, the main module then the nested modules
 # in its build); go vet reads the build without -race, as the fuzz builds
-# (our packages instrumented over it) do; the modules in NICE compile
+# (the package under test instrumented over it) do; the modules in NICE compile
 # their own dependencies. Nothing is linked twice: the binaries are run
 # directly.
 # shellcheck disable=SC2317 # cleanup and the lines run through trap and start's "$@"
@@ -265,7 +265,7 @@ vet() {
 }
 
 fuzz() {
-	FUZZ_INSTRUMENT=module step build-fuzz idle scripts/fuzz.sh build "$work/fuzzbin" || {
+	FUZZ_INSTRUMENT=package step build-fuzz idle scripts/fuzz.sh build "$work/fuzzbin" || {
 		cat "$work/build-fuzz.log"
 		return 1
 	}
