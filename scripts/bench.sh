@@ -251,9 +251,10 @@ go build -ldflags "$ldflags" -o bin/srtwhep ./cmd/srtwhep
 # whep-loadgen is a command of the bench module, which keeps the bench
 # tooling out of the server's module.
 (cd bench && go build -ldflags "$ldflags" -o ../bin/whep-loadgen ./cmd/whep-loadgen)
-# The plot is drawn by a command of the tools module, which keeps the
-# plotting library out of the server's module.
-(cd tools && go build -o ../bin/ladderplot ./ladderplot)
+# The plot is drawn by tools/ladderplot, a module of its own, which keeps
+# the plotting library out of the server's module and out of make test:
+# it is vetted and tested here, where it is used.
+(cd tools/ladderplot && go mod tidy -diff && go vet ./... && go test -count=1 ./... && go build -o ../../bin/ladderplot .)
 for label in "${labels[@]}"; do
 	if [[ ! -x ${binary_of[$label]} ]]; then
 		echo "bench.sh: server $label: ${binary_of[$label]} is not an executable file" >&2

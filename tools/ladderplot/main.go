@@ -4,8 +4,8 @@
 //
 // Its input is the ladder-plot.json that "whep-loadgen ladder -out DIR"
 // writes beside ladder.json (or "whep-loadgen plotdata" makes from a
-// ladder.json). It lives in the tools module so that the server's module
-// carries no plotting library (gonum/plot brings fonts, PDF and LaTeX).
+// ladder.json). It is a module of its own (see go.mod) so that neither the
+// server's module nor make test carries the plotting library.
 //
 //	ladderplot -in DIR/ladder-plot.json -out DIR/ladder.png
 package main
