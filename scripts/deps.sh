@@ -154,12 +154,17 @@ end_beside() {
 }
 trap end_beside EXIT
 
-[[ ${#first[@]} -eq 0 ]] || install "${first[@]}"
+# It starts at once (the modules download meanwhile) and is told when the
+# headers are in by the file DEPS_HEADERS names.
 if [[ -n ${DEPS_BESIDE:-} ]]; then
 	read -ra beside_cmd <<<"$DEPS_BESIDE"
 	beside_log=$(mktemp)
-	setsid chrt -i 0 "${beside_cmd[@]}" >"$beside_log" 2>&1 &
+	headers=$(mktemp -u)
+	DEPS_HEADERS=$headers setsid chrt -i 0 "${beside_cmd[@]}" >"$beside_log" 2>&1 &
 	beside=$!
 fi
+[[ ${#first[@]} -eq 0 ]] || install "${first[@]}"
+[[ -z ${headers:-} ]] || touch "$headers"
 [[ ${#rest[@]} -eq 0 ]] || install "${rest[@]}"
 end_beside
+[[ -z ${headers:-} ]] || rm -f "$headers"

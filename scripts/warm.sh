@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # warm.sh [MODULE_DIR...] — fills the Go module and build caches while
 # deps.sh's apt-get install runs: make test runs it beside the install
-# (deps.sh starts it only when it installs something, once the cgo
-# headers are in, and ends it when the install ends), whose minute and a
-# half on a fresh machine is mostly waiting on the network and the disk.
+# (deps.sh starts it only when it installs something, and ends it when
+# the install ends; DEPS_HEADERS names the file deps.sh creates once the
+# cgo headers are in), whose minute and a half on a fresh machine is
+# mostly waiting on the network and the disk.
 # What it finished stays in GOCACHE, so test.sh's builds find it there
 # instead of compiling it on the two cores the tests need; what it had
 # not finished is compiled there as before. MODULE_DIRs are the nested
@@ -47,6 +48,13 @@ for dir in . "$@"; do
 	(cd "$root/$dir" && step "go mod download in $dir/" "$go" mod download)
 done
 
+# The cgo packages need the headers deps.sh installs first.
+if [[ -n ${DEPS_HEADERS:-} ]]; then
+	until [[ -e $DEPS_HEADERS ]]; do
+		sleep 1
+	done
+	echo "warm.sh: the headers are in after $((SECONDS - began)) s"
+fi
 step "the e2e test binary" "$go" test -c -o "$work/e2e/" ./cmd/srtwhep
 step "the server" "$go" build -o "$work/bin/" ./cmd/srtwhep
 # deps: the packages the main module's test binaries import, this
