@@ -203,6 +203,15 @@ func (s *Server) Run(ctx context.Context) error {
 				runErr = fmt.Errorf("srt listener on %s failed: %w", addr, err)
 				break
 			}
+			if errors.Is(err, srtgo.EConnLost) {
+				// The caller left between its handshake and this accept:
+				// srtgo's Accept fails configuring the broken socket (and
+				// libsrt's collector closes it). Only that connection
+				// failed; waiting here would let libsrt's backlog fill
+				// and refuse the callers that stay (SRT_REJ_BACKLOG).
+				s.rejects.warn(s.log, "srt caller left before accept", "srt caller left before accept", "unknown", "err", err.Error())
+				continue
+			}
 			s.log.Warn("srt accept failed", "err", err)
 			// A persistent error must not turn this loop into a busy loop.
 			select {

@@ -216,6 +216,33 @@ func TestShutdownWhileStreaming(t *testing.T) {
 
 // TestCloseWith: closing a publisher's conn from another goroutine (the
 // control API's kick) ends its Read with io.EOF and logs the given reason.
+// TestCallerLeavingBeforeAccept: callers that close as soon as they are
+// connected, often before the server accepts them, do not hold up the
+// ones after them. The accept loop used to wait 100 ms after each such
+// failed accept, while libsrt's backlog (16) filled and refused over
+// half of 200 callers one after another with "Listener's backlog
+// exceeded (5)".
+func TestCallerLeavingBeforeAccept(t *testing.T) {
+	r := startServer(t, Config{Serve: holdServe, AdmitRead: func(Request) error { return nil },
+		ServeRead: func(ctx context.Context, _ *Conn) { <-ctx.Done() }})
+	const callers = 100
+	failed := 0
+	var first error
+	for range callers {
+		s, err := dialCaller(r.srv.Addr(), DialConfig{StreamID: "read:live/x"})
+		if err != nil {
+			if failed++; first == nil {
+				first = err
+			}
+			continue
+		}
+		closeCaller(s)
+	}
+	if failed > 0 {
+		t.Fatalf("%d of %d callers failed, the first with: %v", failed, callers, first)
+	}
+}
+
 func TestCloseWith(t *testing.T) {
 	var srvp atomic.Pointer[Server]
 	started := make(chan *Conn, 1)
