@@ -175,7 +175,7 @@ from_metadata() {
 # this host's UDP traffic comes from: what browsers will see, even behind a
 # NAT without a metadata service. Only bash's /dev/udp, od and timeout.
 from_stun() {
-	local host port b txid req hex i type len val addr wait
+	local host port b txid req hex i type len val addr wait stun_fd
 	[[ -n $stun_server ]] || return 0
 	command -v od >/dev/null 2>&1 && command -v timeout >/dev/null 2>&1 || return 0
 	host=${stun_server%:*}
@@ -187,19 +187,17 @@ from_stun() {
 		req+="\\x$b"
 	done
 	# UDP may lose the request or the answer: send it again with a longer
-	# wait each time, as a STUN client retransmits (RFC 8489 7.2.1); the
-	# last wait is long because a busy host may take seconds to run dd.
+	# wait each time, as a STUN client retransmits (RFC 8489 7.2.1), from
+	# the same socket, so that the answer to an earlier send still counts
+	# when it comes late (a busy host may take seconds to run dd).
+	exec {stun_fd}<>"/dev/udp/$host/$port" 2>/dev/null || return 0
 	for wait in 0.5 1 2 4; do
-		hex=$(
-			{
-				exec 3<>"/dev/udp/$host/$port" &&
-					printf '%b' "$req" >&3 &&
-					timeout "$wait" dd bs=1024 count=1 <&3
-			} 2>/dev/null | od -An -v -tx1 | tr -d ' \n'
-		) || true
+		{ printf '%b' "$req" >&"$stun_fd"; } 2>/dev/null || break
+		hex=$(timeout "$wait" dd bs=1024 count=1 <&"$stun_fd" 2>/dev/null | od -An -v -tx1 | tr -d ' \n') || true
 		# A binding success response (0x0101) to our transaction.
 		[[ ${hex:0:4} == 0101 && ${hex:8:32} == "2112a442$txid" ]] && break
 	done
+	exec {stun_fd}<&-
 	if [[ ${hex:0:4} != 0101 || ${hex:8:32} != "2112a442$txid" ]]; then
 		# Said, so that a host whose STUN lookups fail (a firewall, a
 		# lost datagram four times over) shows why the route source won.
