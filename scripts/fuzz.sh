@@ -86,8 +86,9 @@ fi
 # go test stops a test binary after 10 minutes unless told otherwise; a
 # fuzz run gets its time plus that, so a hung target still ends.
 # FUZZ_PARALLEL=N: N fuzzing workers (go test's -parallel; default one per
-# CPU). make test runs one: it fuzzes beside the other lines, on CPU the
-# tests leave.
+# CPU). With one, go's runner ended pkg/whep's handler targets with
+# "context deadline exceeded" three times running in one make test, which
+# two never did: make test keeps the default.
 parallel_args=()
 [[ -z ${FUZZ_PARALLEL:-} ]] || parallel_args=(-test.parallel="$FUZZ_PARALLEL")
 timeout_args=()

@@ -27,8 +27,8 @@
 #          nothing again) of the main module and of each nested module
 #          built with it, under SCHED_IDLE. A module in NICE is vetted on
 #          its own line, after its build.
-#   fuzz   scripts/fuzz.sh: every fuzz target for FUZZTIME_TEST (2s), one
-#          worker, from its checked-in corpus: no panic, no 5xx, no broken invariant on what
+#   fuzz   scripts/fuzz.sh: every fuzz target for FUZZTIME_TEST (2s) from its
+#          checked-in corpus: no panic, no 5xx, no broken invariant on what
 #          has been found so far. Its instrumented builds (one binary per
 #          package) compile under SCHED_IDLE, the targets run under nice.
 #   DIR    a nested module's test binaries (-race unless the module is in
@@ -271,7 +271,7 @@ fuzz() {
 	}
 	local rc=0 start
 	start=$(now_us)
-	FUZZ_BINDIR=$work/fuzzbin FUZZ_PARALLEL=1 cpu "$work/cpu/fuzz" scripts/fuzz.sh "$fuzztime" 0 fresh || rc=$?
+	FUZZ_BINDIR=$work/fuzzbin cpu "$work/cpu/fuzz" scripts/fuzz.sh "$fuzztime" 0 fresh || rc=$?
 	echo "$(secs $(($(now_us) - start))) $(cat "$work/cpu/fuzz") fuzz (every-target) $([[ $rc == 0 ]] && echo ok || echo FAIL)" >>"$work/times"
 	return "$rc"
 }
