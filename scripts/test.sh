@@ -320,7 +320,11 @@ report() {
 			# whole of what each failed test logged.
 			grep -v '^time=' "$log" | tail -150
 			echo "== what the failed tests logged:"
-			awk -f scripts/failed-tests.awk "$log" "$log" | tail -400 || true
+			# ffmpeg's -progress lines (a block every 0.5 s of every
+			# publisher) would push the test's own lines out of the tail.
+			awk -f scripts/failed-tests.awk "$log" "$log" |
+				grep -vE '^ +(frame|fps|stream_[0-9_]+_q|bitrate|total_size|out_time(_us|_ms)?|dup_frames|drop_frames|speed|progress)=' |
+				tail -400 || true
 		fi
 		;;
 	fuzz)
