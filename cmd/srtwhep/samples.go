@@ -46,3 +46,10 @@ func panicCounts() map[string]uint64 {
 	}
 	return m
 }
+
+// transcodeSample is metrics.Sources.Transcode.
+func (s *server) transcodeSample() metrics.TranscodeSample {
+	st := s.transcodes.Stats()
+	return metrics.TranscodeSample{UsedCores: st.Used, LimitCores: st.Limit, Running: st.Holders,
+		Refused: map[string]uint64{"cpu_budget": st.Refused, "decode_area": s.ingest.AreaRefused()}}
+}
