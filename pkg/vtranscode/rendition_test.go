@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/srtwhep/srtwhep/pkg/av"
 )
 
 // renditionArgs is a 720p30 source as OBS and the README send it: x264,
@@ -16,17 +18,25 @@ func renditionConfig(n int) Config {
 		QueueSize: n + 1, QueueBytes: 1 << 30}
 }
 
-// TestFollowIDR: a rendition's IDRs are exactly the source's (the
-// backstop interval is longer than its GOP), plus one where a viewer
-// asked for it.
-func TestFollowIDR(t *testing.T) {
+// startRendition runs a 360p rendition's transcoder of a 5 s 720p clip,
+// which it returns with the sink the transcoder writes to.
+func startRendition(t *testing.T) ([]*av.AccessUnit, *sink, *Transcoder) {
+	t.Helper()
 	in := clip(t, 5, "1280x720", renditionArgs...)
-	var s sink
+	s := &sink{}
 	tc, err := New(renditionConfig(len(in)), s.emit)
 	if err != nil {
 		t.Fatal(err)
 	}
 	go tc.Run()
+	return in, s, tc
+}
+
+// TestFollowIDR: a rendition's IDRs are exactly the source's (the
+// backstop interval is longer than its GOP), plus one where a viewer
+// asked for it.
+func TestFollowIDR(t *testing.T) {
+	in, s, tc := startRendition(t)
 	var want []int64
 	for i, au := range in {
 		if au.IDR {
@@ -61,13 +71,7 @@ func TestFollowIDR(t *testing.T) {
 // its IDRs, so at most one a second is made for requests (each still
 // answered, a little later), beside the source's.
 func TestRequestedIDRsBounded(t *testing.T) {
-	in := clip(t, 5, "1280x720", renditionArgs...)
-	var s sink
-	tc, err := New(renditionConfig(len(in)), s.emit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go tc.Run()
+	in, s, tc := startRendition(t)
 	source := map[int64]bool{}
 	for i, au := range in {
 		if au.IDR {
