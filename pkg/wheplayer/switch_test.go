@@ -143,16 +143,19 @@ func TestLadderSwitchContinuity(t *testing.T) {
 		}
 		// Only IDRs carry an SPS here; that the move itself comes at the
 		// new rendition's IDR is pkg/abr's test, which knows which
-		// rendition each picture came from. A switch holds the picture
-		// for at most a few frames' time; elsewhere a loaded machine may
-		// make the hub skip a slow reader's frames (its sequence numbers
-		// stay contiguous), which is no switch's doing.
+		// rendition each picture came from. A move up jumps ahead by as
+		// much as the rendition's transcoder lags behind the source: a
+		// frame or two, more on a loaded machine (CI saw 4). A move that
+		// missed its IDR would jump a whole GOP (30 frames here).
+		// Elsewhere a loaded machine may make the hub skip a slow
+		// reader's frames (its sequence numbers stay contiguous), which
+		// is no switch's doing.
 		if b.IDR {
 			if hgt := spsHeight(t, b); hgt != size {
 				switches++
 				size = hgt
-				if d > 3*3000 {
-					t.Fatalf("switch at picture %d: timestamp %d after %d, want at most 3 frames on", i, b.RTPTimestamp, a.RTPTimestamp)
+				if d > 10*3000 {
+					t.Fatalf("switch at picture %d: timestamp %d after %d, want at most 10 frames on", i, b.RTPTimestamp, a.RTPTimestamp)
 				}
 			}
 		}
