@@ -32,18 +32,15 @@ type rung struct {
 	pub *hub.Publisher
 	log *slog.Logger
 
+	tcs transcoderSlot // none runs while nobody watches
+
 	// Owned by the publisher's goroutine.
-	res           *cpubudget.Reservation
 	unwatched     bool
 	unwatchedFrom int64
 	refusedAt     time.Time // the last refusal's log line
 	refusals      int       // refusals since that line
 	// retryAtIDR: refused, tried again at the next IDR, not every picture.
 	retryAtIDR bool
-
-	mu   sync.Mutex
-	tc   *vtranscode.Transcoder // nil while nobody watches
-	past vtranscode.Stats       // of the transcoders stopped
 }
 
 // RungStats is one rung as the API and the metrics show it.
@@ -120,7 +117,7 @@ func (l *ladder) write(au *av.AccessUnit, gop []*av.AccessUnit, info av.StreamIn
 
 func (r *rung) write(au *av.AccessUnit, gop []*av.AccessUnit, info av.StreamInfo, l *ladder) {
 	readers := r.pub.Stats().Readers
-	tc := r.transcoder()
+	tc := r.tcs.transcoder()
 	switch {
 	case tc == nil && readers > 0:
 		if !r.retryAtIDR || au.IDR {
@@ -134,18 +131,18 @@ func (r *rung) write(au *av.AccessUnit, gop []*av.AccessUnit, info av.StreamInfo
 	case !r.unwatched:
 		r.unwatched, r.unwatchedFrom = true, au.PTS
 	case time.Duration(au.PTS-r.unwatchedFrom)*time.Second/av.ClockRate >= l.linger():
-		r.stop()
+		r.tcs.stop()
 		r.pub.DropCache()
-		st := r.stats()
+		st, _ := r.tcs.stats()
 		r.log.Info("rendition stopped: no viewers", "for", l.linger().String(), "cpu", cpubudget.Percent(st.Load)+" of one core")
 		return
 	}
 	if after, ok := r.pub.TakeIDRRequest(); ok {
 		tc.RequestIDR(after)
 	}
-	if au.IDR && r.res != nil {
+	if au.IDR && r.tcs.res != nil {
 		if load := tc.Stats().Load; load > 0 {
-			r.res.Measured(load)
+			r.tcs.res.Measured(load)
 		}
 	}
 	tc.Write(au)
@@ -194,14 +191,8 @@ func (r *rung) start(au *av.AccessUnit, gop []*av.AccessUnit, info av.StreamInfo
 		r.log.Error("rendition's transcoder failed to start; its viewers stay on the source", "err", err)
 		return
 	}
-	r.res, r.unwatched, r.refusals, r.retryAtIDR = res, false, 0, false
-	go tc.Run() // ends with tc.Close, which waits for it
-	for _, g := range gop {
-		tc.Write(g)
-	}
-	r.mu.Lock()
-	r.tc = tc
-	r.mu.Unlock()
+	r.unwatched, r.refusals, r.retryAtIDR = false, 0, false
+	r.tcs.start(tc, res, gop, "")
 	held := job.Estimate()
 	if res != nil {
 		held = res.Held()
@@ -229,47 +220,6 @@ func (r *rung) emit(au *av.AccessUnit) {
 	r.pub.Write(au)
 }
 
-func (r *rung) transcoder() *vtranscode.Transcoder {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.tc
-}
-
-// stop ends the rung's transcoder; its counters stay in past.
-func (r *rung) stop() {
-	r.mu.Lock()
-	tc := r.tc
-	r.tc = nil
-	r.mu.Unlock()
-	if tc == nil {
-		return
-	}
-	tc.Close()
-	if r.res != nil {
-		r.res.Release()
-		r.res = nil
-	}
-	st := tc.Stats()
-	r.mu.Lock()
-	r.past = sumTranscode(r.past, st)
-	r.past.Load = st.Load
-	r.mu.Unlock()
-}
-
-// stats is the rung's transcode counters, the running one's included;
-// Load is the running transcoder's (the last one's once stopped).
-func (r *rung) stats() vtranscode.Stats {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	st := r.past
-	if r.tc != nil {
-		cur := r.tc.Stats()
-		st = sumTranscode(st, cur)
-		st.Load = cur.Load
-	}
-	return st
-}
-
 // close stops every rung and ends its viewers' readers (they go back to
 // the source).
 func (l *ladder) close() {
@@ -278,7 +228,7 @@ func (l *ladder) close() {
 	l.rungs, l.planned = nil, false
 	l.mu.Unlock()
 	for _, r := range rungs {
-		r.stop()
+		r.tcs.stop()
 		r.pub.Close()
 	}
 }
@@ -290,8 +240,8 @@ func (l *ladder) stats() []RungStats {
 	l.mu.Unlock()
 	out := make([]RungStats, 0, len(rungs))
 	for _, r := range rungs {
-		st := r.stats()
-		rs := RungStats{Rung: r.Rung, Viewers: r.pub.Stats().Readers, Running: r.transcoder() != nil, CPU: st.CPU, Frames: st.FramesOut}
+		st, _ := r.tcs.stats()
+		rs := RungStats{Rung: r.Rung, Viewers: r.pub.Stats().Readers, Running: r.tcs.transcoder() != nil, CPU: st.CPU, Frames: st.FramesOut}
 		if rs.Running {
 			rs.Load = st.Load
 		}

@@ -83,7 +83,7 @@ func (p *publisher) totals() Totals {
 	ts := p.audio.stats()
 	t.AudioErrors += ts.Errors
 	t.TranscodeCPU = ts.CPU
-	vs, _ := p.video.stats()
+	vs, _ := p.video.tcs.stats()
 	t.VideoTranscodedFrames, t.VideoTranscodeDropped, t.VideoTranscodeCPU = vs.FramesOut, vs.Dropped, vs.CPU
 	return t
 }
@@ -188,7 +188,7 @@ func (m *Manager) Stats() []PathStats {
 		}
 		ps.AudioIn, ps.AudioOut = p.audio.codecs()
 		ps.Renditions = p.video.ladder.stats()
-		if vs, why := p.video.stats(); why != "" {
+		if vs, why := p.video.tcs.stats(); why != "" {
 			ps.Transcode = TranscodeStatus{Reason: why, FramesOut: vs.FramesOut}
 			if vs.LatencyCount > 0 {
 				ps.Transcode.Latency = vs.LatencySum / time.Duration(vs.LatencyCount)

@@ -45,11 +45,11 @@ func (v *videoPipeline) start(r transcodeReason) bool {
 // corrected by the transcodes measured so far); the measured figure
 // follows in its own line once the transcoder has run a few seconds.
 func (v *videoPipeline) logStart(r transcodeReason) {
-	br, keyint, preset := v.transcoder().Params()
+	br, keyint, preset := v.tcs.transcoder().Params()
 	job := v.job()
 	held := 0.0
-	if v.res != nil {
-		held = v.res.Held()
+	if v.tcs.res != nil {
+		held = v.tcs.res.Held()
 	} else {
 		held = job.Estimate()
 	}
@@ -75,16 +75,16 @@ func (v *videoPipeline) budgetText() string {
 // where it replaces the estimate and corrects the next ones, and logs
 // the first measurement.
 func (v *videoPipeline) measure() {
-	tc := v.transcoder()
-	if tc == nil || v.res == nil {
+	tc := v.tcs.transcoder()
+	if tc == nil || v.tcs.res == nil {
 		return
 	}
 	st := tc.Stats()
 	if st.Load <= 0 {
 		return
 	}
-	estimate := v.res.Held()
-	v.res.Measured(st.Load)
+	estimate := v.tcs.res.Held()
+	v.tcs.res.Measured(st.Load)
 	if !v.measuredLogged {
 		v.measuredLogged = true
 		v.log.Info("video transcoder cost measured", "cpu", cpubudget.Percent(st.Load)+" of one core",
@@ -153,14 +153,8 @@ func (v *videoPipeline) run(r transcodeReason, after int64) bool {
 		v.log.Info("video transcoder started after its refusal; viewers may play", "refusals", v.refusedSince)
 	}
 	v.refusedSince, v.refuseLogged = 0, time.Time{}
-	v.res, v.measuredLogged = res, false
-	go tc.Run() // ends with tc.Close, which waits for it
-	for _, au := range v.gop {
-		tc.Write(au)
-	}
-	v.mu.Lock()
-	v.tc, v.reason = tc, r
-	v.mu.Unlock()
+	v.measuredLogged, v.reason = false, r
+	v.tcs.start(tc, res, v.gop, r.why)
 	v.rate, _, _ = tc.Params()
 	return true
 }
@@ -188,7 +182,7 @@ func (v *videoPipeline) sourceBitrate() int {
 // raises its bitrate (a scene, a setting) gets the quality it pays for,
 // and each change costs an IDR, so small ones are ignored.
 func (v *videoPipeline) followRate() {
-	tc := v.transcoder()
+	tc := v.tcs.transcoder()
 	if tc == nil || v.gopFull {
 		return
 	}
@@ -201,57 +195,6 @@ func (v *videoPipeline) followRate() {
 		v.log.Debug("video transcoder follows the source's bitrate", "from", v.rate, "to", r)
 		v.rate = r
 	}
-}
-
-func (v *videoPipeline) transcoder() *vtranscode.Transcoder {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.tc
-}
-
-// stats returns the transcoder's counters and why it runs; zero when the
-// path passes through.
-func (v *videoPipeline) stats() (vtranscode.Stats, string) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	st := v.past
-	if v.tc != nil {
-		st = sumTranscode(st, v.tc.Stats())
-	}
-	return st, v.reason.why
-}
-
-// stopTranscoder ends the transcoder; its counters stay in past.
-func (v *videoPipeline) stopTranscoder() {
-	v.mu.Lock()
-	tc := v.tc
-	v.tc = nil
-	v.mu.Unlock()
-	if tc == nil {
-		return
-	}
-	tc.Close()
-	if v.res != nil {
-		v.res.Release()
-		v.res = nil
-	}
-	st := tc.Stats()
-	v.mu.Lock()
-	v.past = sumTranscode(v.past, st)
-	v.mu.Unlock()
-}
-
-func sumTranscode(a, b vtranscode.Stats) vtranscode.Stats {
-	a.FramesIn += b.FramesIn
-	a.FramesOut += b.FramesOut
-	a.IDRsOut += b.IDRsOut
-	a.Dropped += b.Dropped
-	a.Errors += b.Errors
-	a.CPU += b.CPU
-	a.LatencySum += b.LatencySum
-	a.LatencyCount += b.LatencyCount
-	a.LatencyMax = max(a.LatencyMax, b.LatencyMax)
-	return a
 }
 
 // refuse handles a transcode the limits refused: when the path's video

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/srtwhep/srtwhep/pkg/av"
@@ -118,13 +117,12 @@ type videoPipeline struct {
 	// told: the rendition's transcoder started once and said why.
 	told bool
 
-	mu     sync.Mutex
-	tc     *vtranscode.Transcoder // nil: passthrough, or idle
-	past   vtranscode.Stats       // of transcoders stopped for lack of viewers
-	reason transcodeReason
+	// tcs runs the path's transcoder: none while it passes through or
+	// idles; its past counters are of those stopped for lack of viewers.
+	tcs    transcoderSlot
+	reason transcodeReason // why the last transcoder started
 
 	limits TranscodeLimits
-	res    *cpubudget.Reservation // tc's hold on the budget
 	// measuredLogged: the running transcoder's measured cost was logged.
 	measuredLogged bool
 	// withheld: a transcode the path's video needs (wanted) was refused
@@ -195,22 +193,22 @@ func (v *videoPipeline) bframes() bool {
 		// The original cannot be played by anyone: the whole path is
 		// transcoded, and the rendition's few readers (it is the first
 		// pictures) end.
-		v.stopTranscoder()
+		v.tcs.stop()
 		v.pub.DropRendition()
 		v.rend, v.idle = nil, false
 	}
-	return v.transcoder() != nil || v.start(reasonBFrames) || v.withheld
+	return v.tcs.transcoder() != nil || v.start(reasonBFrames) || v.withheld
 }
 
 // setInfo is called with each new SPS's description.
 func (v *videoPipeline) setInfo(info av.StreamInfo) {
 	v.info = info
-	if tc := v.transcoder(); tc != nil && vtranscode.TooLarge(info.Width, info.Height, v.limits.MaxDecodeArea) != "" {
+	if tc := v.tcs.transcoder(); tc != nil && vtranscode.TooLarge(info.Width, info.Height, v.limits.MaxDecodeArea) != "" {
 		// The stream grew past what may be decoded: the transcoder stops
 		// before the decoder meets the new size, and the next IDR's try
 		// refuses it with the reason.
 		r := v.reason
-		v.stopTranscoder()
+		v.tcs.stop()
 		if v.rend == nil {
 			v.withhold(r, ReasonPictureTooLarge, v.tooLargeProblem(r))
 		}
@@ -218,13 +216,13 @@ func (v *videoPipeline) setInfo(info av.StreamInfo) {
 	}
 	// H.265's Main 10 plays where H.265 plays at all (Safari, Chrome on
 	// hardware decoders), so the profile check is H.264's alone.
-	if v.settings.Mode == VideoAuto && info.Codec != av.CodecH265.String() && unplayableProfile(info.Profile) && v.transcoder() == nil {
+	if v.settings.Mode == VideoAuto && info.Codec != av.CodecH265.String() && unplayableProfile(info.Profile) && v.tcs.transcoder() == nil {
 		_ = v.start(reasonProfile) // on failure it passes through, as before
 	}
 	switch {
 	case v.rend != nil:
 		v.rend.SetInfo(transcodedInfo(info))
-	case v.transcoder() != nil || v.idle || v.withheld:
+	case v.tcs.transcoder() != nil || v.idle || v.withheld:
 		// Viewers of a transcoded path get H.264, whatever was published.
 		v.pub.SetInfo(transcodedInfo(info))
 	case v.settings.Mode == VideoAuto && info.Codec == av.CodecH265.String():
@@ -284,12 +282,12 @@ func (v *videoPipeline) write(au *av.AccessUnit) {
 	}
 	if v.rend != nil {
 		v.pass(au)
-		if tc := v.transcoder(); !v.demand(au) && tc != nil {
+		if tc := v.tcs.transcoder(); !v.demand(au) && tc != nil {
 			tc.Write(au)
 		}
 		return
 	}
-	if tc := v.transcoder(); tc != nil || v.idle {
+	if tc := v.tcs.transcoder(); tc != nil || v.idle {
 		if !v.demand(au) {
 			tc.Write(au)
 		}
@@ -354,7 +352,7 @@ func (v *videoPipeline) demand(au *av.AccessUnit) bool {
 	case !v.unwatched:
 		v.unwatched, v.unwatchedFrom = true, au.PTS
 	case time.Duration(au.PTS-v.unwatchedFrom)*time.Second/av.ClockRate >= v.settings.Linger:
-		v.stopTranscoder()
+		v.tcs.stop()
 		v.idle, v.unwatched = true, false
 		// The cache ends where the video stops; the next viewer starts at
 		// the resumed transcoder's first IDR.
@@ -410,7 +408,7 @@ func fragment(au *av.AccessUnit) [][]byte {
 // picture is written after it.
 func (v *videoPipeline) close() {
 	v.ladder.close()
-	v.stopTranscoder()
+	v.tcs.stop()
 	v.rend = nil // closed with the path's publisher, with its grace
 	clear(v.gop)
 	v.gop = nil
