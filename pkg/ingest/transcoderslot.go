@@ -47,12 +47,13 @@ func (s *transcoderSlot) transcoder() *vtranscode.Transcoder {
 }
 
 // stop ends the transcoder and gives its budget back; its counters stay
-// in past, its Load as the last one's.
+// in past, its Load as the last one's. Readers see the closed transcoder
+// until its counters are in past, in one step under mu: a scrape between
+// the two would see the path's transcode counters go down, which
+// Prometheus takes for a restart. (A closed Transcoder's Stats,
+// RequestIDR and Write are safe: atomics, and a closed done channel.)
 func (s *transcoderSlot) stop() {
-	s.mu.Lock()
-	tc := s.tc
-	s.tc = nil
-	s.mu.Unlock()
+	tc := s.transcoder()
 	if tc == nil {
 		return
 	}
@@ -61,10 +62,11 @@ func (s *transcoderSlot) stop() {
 		s.res.Release()
 		s.res = nil
 	}
-	st := tc.Stats()
 	s.mu.Lock()
+	st := tc.Stats()
 	s.past = sumTranscode(s.past, st)
 	s.past.Load = st.Load
+	s.tc = nil
 	s.mu.Unlock()
 }
 
