@@ -1,13 +1,19 @@
 package web
 
 import (
+	"bufio"
 	"bytes"
+	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/pkg/auth"
 )
 
@@ -58,5 +64,83 @@ func TestLimitTableAndLog(t *testing.T) {
 	}
 	if l.openConns() != 0 || l.table.Clients() != 0 {
 		t.Errorf("after every close: %d open, %d clients remembered", l.openConns(), l.table.Clients())
+	}
+}
+
+func TestPerClientConnectionCap(t *testing.T) {
+	if !canBind("127.0.0.2") {
+		t.Skip("127.0.0.2 is not usable as a source address here")
+	}
+	const limit = 3
+	s := start(t, Config{MaxConnsPerClient: limit})
+	var held []net.Conn
+	for range limit {
+		c := dialFrom(t, s, "127.0.0.1")
+		if resp := get(t, c, "/healthz", ""); resp.StatusCode != 200 {
+			t.Fatalf("connection within the cap: %d", resp.StatusCode)
+		}
+		held = append(held, c) // kept alive and idle
+	}
+	for i := range 5 {
+		closedOnArrival(t, s, "127.0.0.1", fmt.Sprintf("connection %d over the cap", limit+i+1))
+	}
+	if resp := get(t, dialFrom(t, s, "127.0.0.2"), "/healthz", ""); resp.StatusCode != 200 {
+		t.Fatalf("another client while the first is at its cap: %d", resp.StatusCode)
+	}
+	// Closing one gives its slot back once the server has read the close
+	// and closed its side: wait for the count to drop (countedConn releases
+	// before it closes, so the count is the server's own view), then one
+	// connection from the same client must get through.
+	held[0].Close()
+	testkit.WaitFor(t, closeBound, "the server to release the closed connection's slot",
+		func() bool { return s.limit.clientOpen("127.0.0.1") == limit-1 })
+	c, err := (&net.Dialer{Timeout: closeBound, LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.1")}}).Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatalf("dial after the slot was freed: %v", err)
+	}
+	defer c.Close()
+	resp, err := tryGet(c)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the freed slot is not reusable: %v %v", resp, err)
+	}
+}
+
+// clientOpen is how many connections of the client at ip are counted.
+func (l *limitListener) clientOpen(ip string) int {
+	return l.table.ClientOpen(auth.Key(netip.MustParseAddr(ip)))
+}
+
+func tryGet(c net.Conn) (*http.Response, error) {
+	c.SetDeadline(time.Now().Add(closeBound))
+	if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		return nil, err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body.Close()
+	return resp, nil
+}
+
+func TestTotalConnectionCap(t *testing.T) {
+	const limit = 4
+	s := start(t, Config{MaxConns: limit})
+	for range limit {
+		if resp := get(t, dialFrom(t, s, ""), "/healthz", ""); resp.StatusCode != 200 {
+			t.Fatalf("within the cap: %d", resp.StatusCode)
+		}
+	}
+	closedOnArrival(t, s, "", "a connection over the total cap")
+}
+
+// A trusted proxy's requests count only against the total: it carries
+// every viewer behind it.
+func TestTrustedProxyExemptFromClientCap(t *testing.T) {
+	s := start(t, Config{MaxConnsPerClient: 1, TrustedProxies: []string{"127.0.0.1"}})
+	for range 3 {
+		if resp := get(t, dialFrom(t, s, "127.0.0.1"), "/healthz", ""); resp.StatusCode != 200 {
+			t.Fatalf("proxy connection: %d", resp.StatusCode)
+		}
 	}
 }

@@ -154,3 +154,10 @@ func TestACMEConfig(t *testing.T) {
 		t.Fatal("a handshake for a foreign name succeeded")
 	}
 }
+
+func TestMissingCertFile(t *testing.T) {
+	_, err := Listen(Config{Listen: "127.0.0.1:0", TLS: TLS{CertFile: "/nonexistent.pem", KeyFile: "/nonexistent.key"}})
+	if err == nil || !strings.Contains(err.Error(), "certFile") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -122,3 +122,44 @@ func TestPendingOfferFullAtICEStart(t *testing.T) {
 		t.Errorf("%d handshakes in flight after the refusal, want 0", st.HandshakesInFlight)
 	}
 }
+
+// TestPendingLimit: offers whose viewer never starts ICE are bounded in
+// total; beyond the bound a POST gets 503 + Retry-After, and once the ICE
+// start timeout has closed them their slots and readers come back.
+func TestPendingLimit(t *testing.T) {
+	src := newTestSource()
+	p := src.publish("live/cam1")
+	srv, hs := startServer(t, src, func(c *Config) {
+		c.Limits.MaxPendingOffers = 1
+		c.Limits.ICEStartTimeout = 300 * time.Millisecond
+	})
+	// The first offer's answer is never applied, so it stays pending.
+	resp, body := post(t, hs.URL+"/live/cam1/whep", "application/sdp", testkit.Offer(t, testkit.OfferOptions{}).SDP)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("first offer: %d %q", resp.StatusCode, body)
+	}
+	if st := srv.Stats(); st.PendingOffers != 1 || st.HandshakesInFlight != 0 {
+		t.Errorf("PendingOffers %d, HandshakesInFlight %d, want 1 and 0", st.PendingOffers, st.HandshakesInFlight)
+	}
+	resp, body = post(t, hs.URL+"/live/cam1/whep", "application/sdp", testkit.Offer(t, testkit.OfferOptions{}).SDP)
+	if resp.Header.Get("Retry-After") == "" {
+		t.Errorf("503 without Retry-After")
+	}
+	checkProblem(t, resp, body, http.StatusServiceUnavailable, probHandshakes, "too many WebRTC offers waiting for ICE to start (limit 1)")
+	if got := srv.Stats().Rejected["pending_limit"]; got != 1 {
+		t.Errorf("pending_limit rejections %d, want 1", got)
+	}
+	// The silent session is closed, counts as a failed handshake and
+	// gives its slot and its reader back.
+	testkit.WaitFor(t, 10*time.Second, "the silent offer to be closed", func() bool {
+		st := srv.Stats()
+		return st.PendingOffers == 0 && st.Sessions == 0 && p.readerCount() == 0
+	})
+	if got := srv.Stats().HandshakeFailures; got != 1 {
+		t.Errorf("HandshakeFailures %d, want 1", got)
+	}
+	resp, body = post(t, hs.URL+"/live/cam1/whep", "application/sdp", testkit.Offer(t, testkit.OfferOptions{}).SDP)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("offer after the slot was freed: %d %q", resp.StatusCode, body)
+	}
+}
