@@ -101,6 +101,9 @@ func TestRenditionProbe(t *testing.T) {
 	}
 	if w.broken > 0 || w.gaps > 0 || w.fps < 25 || w.freeze > time.Second {
 		t.Errorf("the rendition beside the clusters: %+v; want every picture whole, ≥ 25 fps, no wait over 1 s", w)
+		for _, l := range ts.logs.Lines(id) {
+			t.Log("server: " + l) // what the sender said of this viewer: resends refused, skips, probes
+		}
 	}
 
 	// The link widens.
