@@ -74,14 +74,19 @@ func start(t *testing.T, cfg Config) *Server {
 	return s
 }
 
-// dialFrom connects to s from a loopback source address ("" for any).
-func dialFrom(t *testing.T, s *Server, src string) net.Conn {
-	t.Helper()
-	d := net.Dialer{Timeout: closeBound}
+// dialerFrom dials from a loopback source address ("" for any).
+func dialerFrom(src string) *net.Dialer {
+	d := &net.Dialer{Timeout: closeBound}
 	if src != "" {
 		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(src)}
 	}
-	c, err := d.Dial("tcp", s.Addr().String())
+	return d
+}
+
+// dialFrom connects to s from a loopback source address ("" for any).
+func dialFrom(t *testing.T, s *Server, src string) net.Conn {
+	t.Helper()
+	c, err := dialerFrom(src).Dial("tcp", s.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,11 +132,7 @@ func waitClosed(t *testing.T, c net.Conn, what string) {
 // server within closeBound. The reset may even beat the dial's own return.
 func closedOnArrival(t *testing.T, s *Server, src, what string) {
 	t.Helper()
-	d := net.Dialer{Timeout: closeBound}
-	if src != "" {
-		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(src)}
-	}
-	c, err := d.Dial("tcp", s.Addr().String())
+	c, err := dialerFrom(src).Dial("tcp", s.Addr().String())
 	if err != nil {
 		if errors.Is(err, syscall.ECONNRESET) {
 			return

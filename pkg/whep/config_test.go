@@ -1,11 +1,9 @@
 package whep
 
 import (
-	"net/http"
 	"strings"
 	"testing"
 
-	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/pkg/plane"
 )
 
@@ -32,10 +30,7 @@ func TestPublicIPs(t *testing.T) {
 	src := newTestSource()
 	src.publish("live/cam1")
 	srv, hs := startServerNet(t, src, func(c *plane.Config) { c.PublicIPs = []string{"203.0.113.7"} }, nil)
-	resp, body := post(t, hs.URL+"/live/cam1/whep", "application/sdp", testkit.Offer(t, testkit.OfferOptions{}).SDP)
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("%d %q", resp.StatusCode, body)
-	}
+	_, body := postOffer(t, hs.URL+"/live/cam1/whep")
 	port := srv.UDPAddr().String()[strings.LastIndex(srv.UDPAddr().String(), ":")+1:]
 	if !strings.Contains(body, " 203.0.113.7 "+port+" typ host") {
 		t.Errorf("answer does not advertise 203.0.113.7:%s:\n%s", port, body)

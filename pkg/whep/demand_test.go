@@ -100,10 +100,7 @@ func TestPublicURL(t *testing.T) {
 	src := newTestSource()
 	src.publish("live/cam1")
 	_, hs := startServer(t, src, func(c *Config) { c.PublicURL = "https://edge1.example.com/e1/" })
-	resp, body := post(t, hs.URL+"/live/cam1/whep", "application/sdp", testkit.Offer(t, testkit.OfferOptions{}).SDP)
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("POST: %d %q", resp.StatusCode, body)
-	}
+	resp, body := postOffer(t, hs.URL+"/live/cam1/whep")
 	loc := resp.Header.Get("Location")
 	re := regexp.MustCompile(`^https://edge1\.example\.com/e1/live/cam1/whep/[0-9a-f]{32}$`)
 	if !re.MatchString(loc) {

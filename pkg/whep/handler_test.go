@@ -170,10 +170,7 @@ func TestOptions(t *testing.T) {
 	src := newTestSource()
 	src.publish("live/cam1")
 	_, hs := startServer(t, src, nil)
-	resp, body := post(t, hs.URL+"/live/cam1/whep", "application/sdp", testkit.Offer(t, testkit.OfferOptions{}).SDP)
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("%d %q", resp.StatusCode, body)
-	}
+	resp, _ := postOffer(t, hs.URL+"/live/cam1/whep")
 	for _, u := range []string{"/live/cam1/whep", resp.Header.Get("Location")} {
 		resp, _ := do(t, http.MethodOptions, hs.URL+u, "", "", nil)
 		if resp.StatusCode != http.StatusNoContent {

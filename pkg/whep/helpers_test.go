@@ -325,6 +325,17 @@ func h264Codec(pt uint8, profile string, mode int) webrtc.RTPCodecParameters {
 	}
 }
 
+// postOffer posts a default pion offer to url and fails the test unless
+// the answer is a 201.
+func postOffer(t *testing.T, url string) (*http.Response, string) {
+	t.Helper()
+	resp, body := post(t, url, "application/sdp", testkit.Offer(t, testkit.OfferOptions{}).SDP)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST %s: %d %q, want 201", url, resp.StatusCode, body)
+	}
+	return resp, body
+}
+
 func post(t *testing.T, url, contentType, body string) (*http.Response, string) {
 	t.Helper()
 	return do(t, http.MethodPost, url, contentType, body, nil)

@@ -2,12 +2,10 @@ package whep
 
 import (
 	"net"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/pkg/plane"
 )
 
@@ -25,10 +23,7 @@ func TestPublicIPsWildcard(t *testing.T) {
 		c.IncludeLoopback = true
 		c.PublicIPs = []string{"203.0.113.7"}
 	}, nil)
-	resp, body := post(t, hs.URL+"/live/cam1/whep", "application/sdp", testkit.Offer(t, testkit.OfferOptions{}).SDP)
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("%d %q", resp.StatusCode, body)
-	}
+	_, body := postOffer(t, hs.URL+"/live/cam1/whep")
 	udpPort := srv.UDPAddr().(*net.UDPAddr).Port
 	var udp, tcp int
 	for _, l := range strings.Split(body, "\n") {

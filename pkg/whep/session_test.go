@@ -13,10 +13,7 @@ func TestDeleteAndKick(t *testing.T) {
 	p := src.publish("live/cam1")
 	srv, hs := startServer(t, src, nil)
 	offer := func() string {
-		resp, body := post(t, hs.URL+"/live/cam1/whep", "application/sdp", testkit.Offer(t, testkit.OfferOptions{}).SDP)
-		if resp.StatusCode != http.StatusCreated {
-			t.Fatalf("%d %q", resp.StatusCode, body)
-		}
+		resp, _ := postOffer(t, hs.URL+"/live/cam1/whep")
 		return resp.Header.Get("Location")
 	}
 	loc := offer()
@@ -63,10 +60,7 @@ func TestPatch(t *testing.T) {
 	src := newTestSource()
 	src.publish("live/cam1")
 	_, hs := startServer(t, src, nil)
-	resp, body := post(t, hs.URL+"/live/cam1/whep", "application/sdp", testkit.Offer(t, testkit.OfferOptions{}).SDP)
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("%d %q", resp.StatusCode, body)
-	}
+	resp, _ := postOffer(t, hs.URL+"/live/cam1/whep")
 	url := hs.URL + resp.Header.Get("Location")
 	etag := resp.Header.Get("ETag")
 	const frag = "application/trickle-ice-sdpfrag"

@@ -1,11 +1,9 @@
 package whepevents
 
 import (
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -15,13 +13,11 @@ import (
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/internal/testkit/h264clip"
+	"github.com/srtwhep/srtwhep/internal/testkit/whepserve"
 	"github.com/srtwhep/srtwhep/internal/whepclient"
-	"github.com/srtwhep/srtwhep/pkg/admission"
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/httpproblem"
 	"github.com/srtwhep/srtwhep/pkg/hub"
-	"github.com/srtwhep/srtwhep/pkg/mediaplane"
-	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/refusallog"
 	"github.com/srtwhep/srtwhep/pkg/whep"
 )
@@ -62,47 +58,22 @@ func newFixture(t *testing.T, mod func(*Config)) *fixture {
 	if f.ev, err = New(cfg); err != nil {
 		t.Fatal(err)
 	}
-	pl, err := mediaplane.NewPlane(plane.Config{UDPListen: "127.0.0.1:0", IncludeLoopback: true, Logger: cfg.Logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.srv, err = whep.New(whep.Config{Source: whep.SourceFuncs[*hub.Reader]{Add: f.h.AddPendingReader, AddTranscoded: f.h.AddPendingTranscodedReader}, Plane: pl, Extensions: []whep.Extension{f.ev}, Logger: cfg.Logger,
-		Limits: admission.ViewerLimits{OfferRate: 1 << 20, OfferBurst: 1 << 20}})
-	if err != nil {
+	wcfg := whepserve.Config(t, f.h, cfg.Logger)
+	wcfg.Extensions = []whep.Extension{f.ev}
+	if f.srv, err = whep.New(wcfg); err != nil {
 		t.Fatal(err)
 	}
 	l := refusallog.New(cfg.Logger, "event stream refused")
 	refused = func(r *http.Request, path string, status int, slug, detail string) {
 		l.Refused(r, path, status, slug, detail, "")
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	srvDone, evDone := make(chan error, 1), make(chan error, 1)
-	go func() { srvDone <- f.srv.Run(ctx) }()
-	go func() { evDone <- f.ev.Run(ctx) }()
-	<-f.srv.Ready()
-	hs := httptest.NewServer(f.srv.Handler(f.ev.Handler(http.NotFoundHandler())))
-	f.url = hs.URL
-	t.Cleanup(func() {
-		hs.Close()
-		cancel()
-		if err := <-srvDone; err != nil {
-			t.Errorf("whep Run: %v", err)
-		}
-		<-evDone
-	})
+	f.url = whepserve.Serve(t, f.srv, f.srv.Handler(f.ev.Handler(http.NotFoundHandler())), f.ev.Run)
 	return f
 }
 
 func (f *fixture) dial(t *testing.T) *whepclient.Session {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	v, err := whepclient.Dial(ctx, f.url+"/live/cam1/whep", whepclient.Options{SettingEngine: testkit.LoopbackOnly})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = v.Close() })
-	return v
+	return whepserve.Dial(t, f.url+"/live/cam1/whep")
 }
 
 // nextEvent returns the next event of one of the types, skipping others.

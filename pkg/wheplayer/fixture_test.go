@@ -1,27 +1,22 @@
 package wheplayer
 
 import (
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/srtwhep/srtwhep/internal/testkit"
 	"github.com/srtwhep/srtwhep/internal/testkit/h264clip"
+	"github.com/srtwhep/srtwhep/internal/testkit/whepserve"
 	"github.com/srtwhep/srtwhep/internal/whepclient"
-	"github.com/srtwhep/srtwhep/pkg/admission"
 	"github.com/srtwhep/srtwhep/pkg/av"
 	"github.com/srtwhep/srtwhep/pkg/httpproblem"
 	"github.com/srtwhep/srtwhep/pkg/hub"
-	"github.com/srtwhep/srtwhep/pkg/mediaplane"
-	"github.com/srtwhep/srtwhep/pkg/plane"
 	"github.com/srtwhep/srtwhep/pkg/whep"
 	"github.com/srtwhep/srtwhep/pkg/whepevents"
 )
@@ -87,48 +82,22 @@ func newFixtureWith(t *testing.T, mod func(*whep.Config), feed func(*fixture)) *
 	}); err != nil {
 		t.Fatal(err)
 	}
-	pl, err := mediaplane.NewPlane(plane.Config{UDPListen: "127.0.0.1:0", IncludeLoopback: true, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := whep.Config{Source: whep.SourceFuncs[*hub.Reader]{Add: f.h.AddPendingReader, AddTranscoded: f.h.AddPendingTranscodedReader},
-		Plane: pl, Extensions: []whep.Extension{f.ev, f.ly}, SenderSource: f.ly.Source, Logger: log,
-		Limits: admission.ViewerLimits{OfferRate: 1 << 20, OfferBurst: 1 << 20}}
+	cfg := whepserve.Config(t, f.h, log)
+	cfg.Extensions, cfg.SenderSource = []whep.Extension{f.ev, f.ly}, f.ly.Source
 	if mod != nil {
 		mod(&cfg)
 	}
 	if f.srv, err = whep.New(cfg); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	srvDone, evDone := make(chan error, 1), make(chan error, 1)
-	go func() { srvDone <- f.srv.Run(ctx) }()
-	go func() { evDone <- f.ev.Run(ctx) }()
-	<-f.srv.Ready()
-	hs := httptest.NewServer(f.srv.Handler(f.ev.Handler(f.ly.Handler(http.NotFoundHandler()))))
-	f.url = hs.URL
-	t.Cleanup(func() {
-		hs.Close()
-		cancel()
-		if err := <-srvDone; err != nil {
-			t.Errorf("whep Run: %v", err)
-		}
-		<-evDone
-	})
+	f.url = whepserve.Serve(t, f.srv, f.srv.Handler(f.ev.Handler(f.ly.Handler(http.NotFoundHandler()))), f.ev.Run)
 	feed(f)
 	return f
 }
 
 func (f *fixture) dial(t *testing.T) *whepclient.Session {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	v, err := whepclient.Dial(ctx, f.url+"/live/cam1/whep", whepclient.Options{SettingEngine: testkit.LoopbackOnly})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = v.Close() })
-	return v
+	return whepserve.Dial(t, f.url+"/live/cam1/whep")
 }
 
 // problem reads a problem body's slug and detail.
