@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/srtwhep/srtwhep/tools/internal/srtrepo"
 )
 
 const imageConfigPath = "/etc/srtwhep/srtwhep.yml"
@@ -14,15 +16,7 @@ const imageConfigPath = "/etc/srtwhep/srtwhep.yml"
 // holds this module in tools/.
 func repoFile(t *testing.T, name string) string {
 	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	if err != nil || !strings.HasPrefix(string(mod), "module github.com/srtwhep/srtwhep\n") {
-		t.Fatalf("%s is not the srtwhep repository (go.mod: %v); run the tests from tools/ inside it", root, err)
-	}
-	return filepath.Join(root, name)
+	return filepath.Join(srtrepo.Root(t), name)
 }
 
 func serverConfig(t *testing.T) *ServerConfig {

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/srtwhep/srtwhep/tools/deploycheck"
+	"github.com/srtwhep/srtwhep/tools/internal/srtrepo"
 )
 
 const manifestDir = "deploy/kubernetes"
@@ -32,20 +33,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// repoRoot is the server's repository, which holds this module in tools/.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	if err != nil || !strings.HasPrefix(string(mod), "module github.com/srtwhep/srtwhep\n") {
-		t.Fatalf("%s is not the srtwhep repository (go.mod: %v); run the tests from tools/ inside it", root, err)
-	}
-	return root
-}
-
 var built struct {
 	once sync.Once
 	path string
@@ -56,7 +43,7 @@ var built struct {
 // loader the pods will run.
 func server(t *testing.T) Server {
 	t.Helper()
-	root := repoRoot(t)
+	root := srtrepo.Root(t)
 	built.once.Do(func() {
 		// make test builds the server once for all its test processes
 		// (TESTKIT_BINDIR, as internal/testkit.BuildBinary reads it).
@@ -116,7 +103,7 @@ func (m *memo) Effective(name string, config []byte, env map[string]string) (*de
 
 func expect(t *testing.T) Expect {
 	t.Helper()
-	root := repoRoot(t)
+	root := srtrepo.Root(t)
 	// The compose file requires the publish credentials deploy.sh writes.
 	env := filepath.Join(t.TempDir(), ".env")
 	if err := os.WriteFile(env, []byte("PUBLISH_USER=publisher\nPUBLISH_PASS=0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
@@ -143,7 +130,7 @@ func expect(t *testing.T) Expect {
 // exactly once means the test case needs updating.
 func copyManifests(t *testing.T, file, old, new string) string {
 	t.Helper()
-	src := filepath.Join(repoRoot(t), manifestDir)
+	src := filepath.Join(srtrepo.Root(t), manifestDir)
 	dst := t.TempDir()
 	found := false
 	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {

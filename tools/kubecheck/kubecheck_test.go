@@ -3,10 +3,12 @@ package kubecheck
 import (
 	"path/filepath"
 	"testing"
+
+	"github.com/srtwhep/srtwhep/tools/internal/srtrepo"
 )
 
 func TestManifestsDecodeStrictly(t *testing.T) {
-	m, problems := Load(filepath.Join(repoRoot(t), manifestDir))
+	m, problems := Load(filepath.Join(srtrepo.Root(t), manifestDir))
 	for _, p := range problems {
 		t.Error(p)
 	}
@@ -24,7 +26,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 }
 
 func TestManifestsAgree(t *testing.T) {
-	m, problems := Load(filepath.Join(repoRoot(t), manifestDir))
+	m, problems := Load(filepath.Join(srtrepo.Root(t), manifestDir))
 	problems = append(problems, Check(m, expect(t))...)
 	for _, p := range problems {
 		t.Error(p)

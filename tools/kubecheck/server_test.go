@@ -3,10 +3,12 @@ package kubecheck
 import (
 	"path/filepath"
 	"testing"
+
+	"github.com/srtwhep/srtwhep/tools/internal/srtrepo"
 )
 
 func TestRoutesAreTheServers(t *testing.T) {
-	routes, err := Routes(filepath.Join(repoRoot(t), "pkg", "web"))
+	routes, err := Routes(filepath.Join(srtrepo.Root(t), "pkg", "web"))
 	if err != nil {
 		t.Fatal(err)
 	}
